@@ -1,0 +1,66 @@
+// Package storage is the object store a backup repository lives in: one small
+// interface (Backend) with a local-directory backend and an S3 backend, and
+// wrappers (retry, read-only, dry-run) around the same interface.
+//
+// storage knows nothing of Kafka: keys are opaque slash-separated strings
+// relative to the backend's root (a directory, or an S3 bucket and prefix).
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrNotFound is returned (possibly wrapped) by Get, Stat and Delete-free
+// lookups when no object exists under the key. Test with errors.Is.
+var ErrNotFound = errors.New("object not found")
+
+// ErrExists is returned by PutIfAbsent when an object already exists under
+// the key.
+var ErrExists = errors.New("object already exists")
+
+// ObjectInfo describes one stored object.
+type ObjectInfo struct {
+	Key     string    // key relative to the backend root, slash-separated
+	Size    int64     // size in bytes
+	ModTime time.Time // last modification time as reported by the store
+}
+
+// Backend is a flat key/value object store. All methods take the caller's
+// context first and are safe for concurrent use.
+//
+// Contract (checked by the conformance suite in storage/storagetest):
+//   - Put is atomic: a reader sees the whole new object or the old state,
+//     never a prefix. A failed or cancelled Put leaves no object and no
+//     partial data (S3: the multipart upload is aborted).
+//   - Read-after-write: once Put returns nil, Get, Stat and List see the object.
+//   - List calls fn once per object whose key starts with prefix, in
+//     lexicographic key order, across every page; a non-nil error from fn
+//     stops the listing and is returned.
+//   - Delete of an absent key returns nil.
+//   - Keys must be non-empty, must not start or end with '/', and must not
+//     contain "." or ".." path elements; others are rejected with an error.
+type Backend interface {
+	// Put stores the bytes read from r under key, replacing any object there.
+	// size is the length in bytes, or -1 when unknown (the object is then
+	// streamed; S3 uses a multipart upload for large objects). Memory use is
+	// bounded and independent of the object's size.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	// PutIfAbsent stores data under key only if no object exists there,
+	// atomically with respect to other PutIfAbsent calls; otherwise it
+	// returns ErrExists. Used for the repository lock.
+	PutIfAbsent(ctx context.Context, key string, data []byte) error
+	// Get opens the object for reading. The caller closes it.
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// Stat returns the object's size and modification time.
+	Stat(ctx context.Context, key string) (ObjectInfo, error)
+	// List calls fn for every object whose key starts with prefix.
+	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+	// Delete removes the object; deleting an absent key is not an error.
+	Delete(ctx context.Context, key string) error
+	// Location names the backend root for messages, e.g.
+	// "s3://bucket/prefix" or "/var/backups/kafka". It never contains secrets.
+	Location() string
+}
