@@ -26,9 +26,10 @@ type Options struct {
 	Include, Exclude      []string // topic filters (topicfilter syntax)
 	AllowMissingTopics    bool     // a literal include that does not exist is a warning, not an error
 
-	SourceClusterID string // free-form name of the source cluster, recorded in the manifest
-	SegmentMaxBytes int64  // uncompressed bytes per segment before it is closed; default 64 MiB
-	Concurrency     int    // partitions copied at once; default 4
+	SourceClusterID   string // free-form name of the source cluster, recorded in the manifest
+	SegmentMaxBytes   int64  // uncompressed bytes per segment before it is closed; default 64 MiB
+	SegmentMaxRecords int64  // records per segment before it is closed; 0: no limit
+	Concurrency       int    // partitions copied at once; default 4
 
 	Logger *slog.Logger // nil: discard
 }

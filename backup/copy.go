@@ -1,0 +1,258 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+)
+
+// Fetch sizes of the backup consumer (Kafka consumer settings fetch.max.bytes
+// and max.partition.fetch.bytes). A broker returns at least one whole batch
+// even when it is larger (KIP-74), so these bound memory, not record size.
+const (
+	fetchMaxBytes          = 16 << 20
+	fetchPartitionMaxBytes = 8 << 20
+	fetchMaxWait           = 500 * time.Millisecond
+	maxRetries             = 20 // retriable fetch errors in a row before the partition fails
+)
+
+// segmentUpload streams one segment: records -> SegmentWriter (zstd) ->
+// hashing writer -> pipe -> storage.Put, so no segment is ever held in memory.
+type segmentUpload struct {
+	key  string
+	pw   *io.PipeWriter
+	hw   *format.HashingWriter
+	sw   *format.SegmentWriter
+	errc chan error
+}
+
+func (r *runner) openSegment(ctx context.Context, w *work, firstOffset int64) (*segmentUpload, error) {
+	key := format.SegmentKey(r.m.BackupID, w.topic, w.partition, firstOffset)
+	pr, pw := io.Pipe()
+	u := &segmentUpload{key: key, pw: pw, hw: format.NewHashingWriter(pw), errc: make(chan error, 1)}
+	go func() {
+		err := r.store.Put(ctx, key, pr, -1)
+		pr.CloseWithError(err)
+		u.errc <- err
+	}()
+	sw, err := format.NewSegmentWriter(u.hw, w.topic, w.partition)
+	if err != nil {
+		u.abort(err)
+		return nil, err
+	}
+	u.sw = sw
+	return u, nil
+}
+
+func (u *segmentUpload) abort(cause error) {
+	u.pw.CloseWithError(cause)
+	<-u.errc
+}
+
+func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
+	st, err := u.sw.Close()
+	if err != nil {
+		u.abort(err)
+		return format.Segment{}, fmt.Errorf("encode segment %s: %w", u.key, err)
+	}
+	u.pw.Close()
+	if err := <-u.errc; err != nil {
+		return format.Segment{}, fmt.Errorf("store segment %s: %w", u.key, err)
+	}
+	sum, size := u.hw.Sum()
+	return format.Segment{Key: u.key, BackupID: backupID, Size: size, SHA256: sum, RawSize: st.RawBytes,
+		Records: st.Records, FirstOffset: st.FirstOffset, LastOffset: st.LastOffset,
+		MinTimestamp: st.MinTimestamp, MaxTimestamp: st.MaxTimestamp, MaxRecordBytes: st.MaxRecordBytes, NullKeys: st.NullKeys}, nil
+}
+
+// copyPartition copies offsets [w.from, w.end) of one partition with
+// read_committed Fetch requests to the partition leader. The partition is
+// done when the fetch position reaches w.end, never when "last record ==
+// end-1": transaction markers, aborted records and compaction leave offsets
+// that carry no record (DOMAIN.md §3, case 14).
+func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
+	log := r.log.With("topic", w.topic, "partition", w.partition)
+	pos := w.from
+	var seg *segmentUpload
+	defer func() {
+		if seg != nil {
+			seg.abort(errors.Join(err, errors.New("backup stopped")))
+		}
+	}()
+	retries := 0
+	for pos < w.end {
+		if err := r.lock.err(); err != nil {
+			return err
+		}
+		leader, topicID := r.leaderOf(w.topic, w.partition)
+		rp, ferr := r.fetch(ctx, w, leader, topicID, pos)
+		if ferr == nil {
+			ferr = kerr.ErrorForCode(rp.ErrorCode)
+		}
+		if ferr != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			switch {
+			case errors.Is(ferr, kerr.OffsetOutOfRange):
+				next, gerr := r.outOfRange(ctx, w, pos)
+				if gerr != nil {
+					return gerr
+				}
+				pos = next
+				continue
+			case isRetriable(ferr) && retries < maxRetries:
+				retries++
+				log.Debug("retrying fetch", "offset", pos, "err", ferr)
+				if merr := r.refreshMeta(ctx, w.topic); merr != nil {
+					log.Debug("metadata refresh failed", "err", merr)
+				}
+				select {
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				case <-time.After(time.Duration(min(retries, 10)) * 100 * time.Millisecond):
+				}
+				continue
+			}
+			return fmt.Errorf("fetch topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, ferr)
+		}
+		retries = 0
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset: pos, IsolationLevel: kgo.ReadCommitted(), Topic: w.topic, Partition: w.partition,
+		}, rp, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			return fmt.Errorf("decode fetch of topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, fp.Err)
+		}
+		if len(rp.RecordBatches) == 0 {
+			// Nothing at or after pos below the last stable offset, which
+			// is at least w.end: the rest of the range holds no record
+			// (a compaction hole or a removed marker at the end of the log).
+			if rp.LastStableOffset >= w.end || rp.HighWatermark >= w.end {
+				log.Debug("no records left below the captured end", "offset", pos, "end", w.end)
+				break
+			}
+			return fmt.Errorf("topic %q partition %d: fetch at offset %d returned nothing but the partition's last stable offset is %d, below the captured end %d (log truncated?)",
+				w.topic, w.partition, pos, rp.LastStableOffset, w.end)
+		}
+		for _, rec := range fp.Records {
+			if rec.Offset < pos || rec.Offset >= w.end {
+				continue
+			}
+			if seg == nil {
+				if seg, err = r.openSegment(ctx, w, rec.Offset); err != nil {
+					return err
+				}
+			}
+			fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UnixMilli(),
+				TimestampType: format.TimestampType(max(rec.Attrs.TimestampType(), 0)), Key: rec.Key, Value: rec.Value}
+			if len(rec.Headers) > 0 {
+				fr.Headers = make([]format.Header, len(rec.Headers))
+				for i, h := range rec.Headers {
+					fr.Headers[i] = format.Header{Key: h.Key, Value: h.Value}
+				}
+			}
+			if err := seg.sw.Write(&fr); err != nil {
+				return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
+			}
+			if seg.sw.Stats().RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && seg.sw.Stats().Records >= r.o.SegmentMaxRecords) {
+				s, err := seg.finish(r.m.BackupID)
+				seg = nil
+				if err != nil {
+					return err
+				}
+				r.segmentDone(w, s)
+			}
+		}
+		if next <= pos {
+			return fmt.Errorf("topic %q partition %d: fetch at offset %d made no progress", w.topic, w.partition, pos)
+		}
+		pos = next
+	}
+	if seg != nil {
+		s, err := seg.finish(r.m.BackupID)
+		seg = nil
+		if err != nil {
+			return err
+		}
+		r.segmentDone(w, s)
+	}
+	log.Debug("partition copied", "from", w.from, "end", w.end)
+	return nil
+}
+
+// fetch sends one read_committed Fetch request for a single partition to
+// its leader (no fetch session: SessionEpoch -1).
+func (r *runner) fetch(ctx context.Context, w *work, leader int32, topicID [16]byte, pos int64) (*kmsg.FetchResponseTopicPartition, error) {
+	if leader < 0 {
+		return nil, kerr.LeaderNotAvailable
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(fetchMaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = fetchMaxBytes
+	req.IsolationLevel = 1 // read_committed
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = w.topic, topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = w.partition
+	rp.FetchOffset = pos
+	rp.PartitionMaxBytes = fetchPartitionMaxBytes
+	rp.CurrentLeaderEpoch = -1
+	rp.LogStartOffset = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, r.cl.Broker(int(leader)))
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if p := &resp.Topics[i].Partitions[j]; p.Partition == w.partition {
+				return p, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("fetch response has no data for topic %q partition %d", w.topic, w.partition)
+}
+
+// outOfRange handles OFFSET_OUT_OF_RANGE at pos: when retention or
+// DeleteRecords moved the log start past pos, the deleted range becomes a
+// gap and copying continues at the new log start.
+func (r *runner) outOfRange(ctx context.Context, w *work, pos int64) (int64, error) {
+	starts, err := r.adm.ListStartOffsets(ctx, w.topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("topic %q partition %d: offset %d out of range, and listing the log start failed: %w", w.topic, w.partition, pos, err)
+	}
+	so, _ := starts.Lookup(w.topic, w.partition)
+	if so.Offset <= pos {
+		return 0, fmt.Errorf("topic %q partition %d: offset %d out of range although the log start is %d (log truncated?)", w.topic, w.partition, pos, so.Offset)
+	}
+	to := min(so.Offset, w.end)
+	r.addGap(w, format.Gap{From: pos, To: to, BackupID: r.m.BackupID, Reason: "deleted by retention or DeleteRecords while the backup ran"})
+	return to, nil
+}
+
+func isRetriable(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable || errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition)
+	}
+	// Connection errors: the broker may be restarting or the leader moving.
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}

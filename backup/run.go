@@ -1,0 +1,643 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/plugin/kslog"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
+)
+
+// Defaults of Options.
+const (
+	DefaultSegmentMaxBytes = 64 << 20
+	DefaultConcurrency     = 4
+)
+
+// ToolVersion is recorded in manifests; the command sets it from its
+// build-time version.
+var ToolVersion = "dev"
+
+// alwaysKeptConfigs are recorded in the manifest even when they have their
+// default value: a restore must reproduce them (case 08).
+var alwaysKeptConfigs = []string{"cleanup.policy", "retention.ms", "min.insync.replicas", "max.message.bytes", "message.timestamp.type"}
+
+type runner struct {
+	o     Options
+	log   *slog.Logger
+	cl    *kgo.Client
+	adm   *kadm.Client
+	store storage.Backend
+	lock  *repoLock
+
+	mu       sync.Mutex // guards m and result counters
+	m        *format.Manifest
+	progress chan struct{}
+	result   Result
+
+	metaMu sync.Mutex
+	leader map[string]map[int32]int32
+	ids    map[string]kadm.TopicID
+}
+
+type work struct {
+	topic     string
+	partition int32
+	cut       *format.Partition // inside r.m; guarded by r.mu
+	from, end int64
+}
+
+func run(ctx context.Context, o Options) (*Result, error) {
+	if o.Store == nil {
+		return nil, errors.New("backup: no storage backend")
+	}
+	if o.SegmentMaxBytes <= 0 {
+		o.SegmentMaxBytes = DefaultSegmentMaxBytes
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	filter, err := topicfilter.NewFilter(o.Include, o.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(o.Source), kgo.WithLogger(kslog.New(log)))...)
+	if err != nil {
+		return nil, fmt.Errorf("source cluster client: %w", err)
+	}
+	defer cl.Close()
+	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
+		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}}
+
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	runID := format.NewBackupID(time.Now(), rnd)
+	r.lock, err = acquireLock(ctx, r.store, runID, func(msg string, args ...any) { log.Warn(msg, args...) })
+	if err != nil {
+		return nil, err
+	}
+	defer r.lock.release(ctx)
+
+	if a, ok := r.store.(interface {
+		AbortStaleUploads(context.Context, time.Duration) (int, error)
+	}); ok {
+		// We hold the lock: every multipart upload in progress under the
+		// prefix belongs to a run that died (case 24 A3).
+		if n, err := a.AbortStaleUploads(ctx, 0); err != nil {
+			log.Warn("could not abort leftover multipart uploads", "err", err)
+		} else if n > 0 {
+			log.Info("aborted leftover multipart uploads of an interrupted run", "uploads", n)
+		}
+	}
+
+	parent, resume, err := r.scanRepository(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var todo []*work
+	if resume != nil {
+		log.Info("resuming interrupted backup", "backup_id", resume.BackupID)
+		r.m = resume
+		todo, err = r.resumeWork(ctx)
+	} else {
+		todo, err = r.newCut(ctx, runID, filter, parent)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.result.BackupID, r.result.ParentID = r.m.BackupID, r.m.ParentBackupID
+	for _, t := range r.m.Topics {
+		r.result.Topics++
+		r.result.Partitions += len(t.PartitionCuts)
+	}
+	// The cut is durable before the first record is copied: a resumed run
+	// finishes this same cut.
+	if err := r.writeProgress(ctx); err != nil {
+		return nil, err
+	}
+
+	progCtx, stopProgress := context.WithCancel(ctx)
+	progDone := make(chan struct{})
+	go func() { defer close(progDone); r.progressWriter(progCtx) }()
+	err = r.copyAll(ctx, todo)
+	stopProgress()
+	<-progDone
+	if err != nil {
+		if pe := r.writeProgress(context.WithoutCancel(ctx)); pe != nil {
+			log.Warn("could not record progress", "err", pe)
+		}
+		return &r.result, err
+	}
+	if err := r.lock.check(ctx); err != nil {
+		return &r.result, err
+	}
+	r.m.State = format.StateComplete
+	r.m.FinishedAt = time.Now().UTC()
+	b, err := r.m.Marshal()
+	if err != nil {
+		return &r.result, err
+	}
+	key := format.ManifestKey(r.m.BackupID)
+	if err := r.store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return &r.result, fmt.Errorf("write manifest %s: %w", key, err)
+	}
+	if err := r.store.Delete(ctx, format.ProgressKey(r.m.BackupID)); err != nil {
+		log.Warn("could not delete progress manifest", "key", format.ProgressKey(r.m.BackupID), "err", err)
+	}
+	r.result.Manifest = key
+	log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
+		"records", r.result.Records, "bytes", r.result.Bytes)
+	return &r.result, nil
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// scanRepository finds the latest complete backup (the parent) and an
+// interrupted run newer than it (to resume).
+func (r *runner) scanRepository(ctx context.Context) (parent, resume *format.Manifest, err error) {
+	complete, running := map[string]bool{}, map[string]bool{}
+	err = r.store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
+		rest := strings.TrimPrefix(oi.Key, format.BackupsPrefix())
+		id, file, ok := strings.Cut(rest, "/")
+		if !ok || !format.ValidBackupID(id) {
+			return nil
+		}
+		switch file {
+		case "manifest.json":
+			complete[id] = true
+		case "progress.json":
+			running[id] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list backups in %s: %w", r.store.Location(), err)
+	}
+	var latest string
+	for id := range complete {
+		latest = max(latest, id)
+	}
+	if latest != "" {
+		if parent, err = LoadManifest(ctx, r.store, format.ManifestKey(latest)); err != nil {
+			return nil, nil, err
+		}
+	}
+	var interrupted string
+	for id := range running {
+		if !complete[id] && id > latest {
+			interrupted = max(interrupted, id)
+		}
+	}
+	if interrupted != "" {
+		if resume, err = LoadManifest(ctx, r.store, format.ProgressKey(interrupted)); err != nil {
+			return nil, nil, fmt.Errorf("interrupted backup %s cannot be resumed: %w (delete %s to start a new backup instead)",
+				interrupted, err, format.ProgressKey(interrupted))
+		}
+		if resume.ApplicationID != r.o.ApplicationID {
+			return nil, nil, fmt.Errorf("interrupted backup %s is of application.id %q, not %q: one repository prefix holds one application",
+				interrupted, resume.ApplicationID, r.o.ApplicationID)
+		}
+	}
+	return parent, resume, nil
+}
+
+// LoadManifest reads and validates the manifest object at key.
+func LoadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	defer rc.Close()
+	m, err := format.ReadManifest(rc)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", key, err)
+	}
+	return m, nil
+}
+
+// kafkaTopicID formats a topic id like Kafka's Uuid.toString (base64url,
+// no padding).
+func kafkaTopicID(id kadm.TopicID) string {
+	if id == (kadm.TopicID{}) {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+// newCut reads the group offsets, then the partitions' start and end offsets
+// (in that order, DOMAIN.md §5), and builds the manifest of a new run.
+func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filter, parent *format.Manifest) ([]*work, error) {
+	o := r.o
+	details, err := r.adm.ListTopicsWithInternal(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list topics of the source cluster: %w", err)
+	}
+	var names []string
+	for name, d := range details {
+		if d.Err != nil {
+			return nil, fmt.Errorf("topic %q metadata: %w", name, d.Err)
+		}
+		if !d.IsInternal && !strings.HasPrefix(name, "__") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	configs := map[string][]kadm.Config{}
+	if len(names) > 0 {
+		rcs, err := r.adm.DescribeTopicConfigs(ctx, names...)
+		if err != nil {
+			return nil, fmt.Errorf("describe topic configs: %w", err)
+		}
+		for _, rc := range rcs {
+			if rc.Err != nil {
+				return nil, fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
+			}
+			configs[rc.Name] = rc.Configs
+		}
+	}
+	var others []string
+	groups, gerr := r.adm.ListGroups(ctx)
+	if gerr != nil {
+		r.log.Warn("could not list consumer groups; prefix collisions with other application.ids cannot be detected", "err", gerr)
+	}
+	for g := range groups {
+		if g != o.ApplicationID {
+			others = append(others, g)
+		}
+	}
+	infos := make([]topicfilter.TopicInfo, 0, len(details))
+	for name, d := range details {
+		compacted := false
+		for _, c := range configs[name] {
+			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
+				compacted = true
+			}
+		}
+		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(d.Partitions), Internal: d.IsInternal, Compacted: compacted})
+	}
+	classifier := topicfilter.Classifier{ApplicationID: o.ApplicationID, SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}
+	decisions, warnings, err := topicfilter.Plan(filter, classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		r.log.Warn(w)
+	}
+	var selected []topicfilter.Decision
+	for _, d := range decisions {
+		if d.Selected {
+			selected = append(selected, d)
+		} else {
+			r.log.Debug("topic not backed up", "topic", d.Topic, "class", d.Class, "reason", d.Reason)
+		}
+	}
+	if len(selected) == 0 {
+		return nil, fmt.Errorf("no topic selected: the include patterns %q match no topic that can be backed up on the source cluster; run `kafkastreams-dr topics -c FILE` to see why", o.Include)
+	}
+
+	m := &format.Manifest{
+		Format: format.FormatName, FormatVersion: format.Version, State: format.StateRunning,
+		BackupID: id, SourceClusterID: o.SourceClusterID, ApplicationID: o.ApplicationID,
+		ToolVersion: ToolVersion, StartedAt: time.Now().UTC(), Warnings: warnings,
+	}
+	if parent != nil {
+		m.ParentBackupID = parent.BackupID
+	}
+	if bm, err := r.adm.BrokerMetadata(ctx); err == nil {
+		m.KafkaClusterID = bm.Cluster
+	}
+
+	// 1. The group's committed offsets, before any end offset.
+	if o.ApplicationID != "" {
+		g := &format.Group{GroupID: o.ApplicationID, ReadAt: time.Now().UTC(), Offsets: []format.GroupOffset{}}
+		if lg, ok := groups[o.ApplicationID]; ok {
+			g.State, g.Type, g.Protocol = lg.State, lg.GroupType, lg.ProtocolType
+		}
+		offs, err := r.adm.FetchOffsets(ctx, o.ApplicationID)
+		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			return nil, fmt.Errorf("read committed offsets of group %q (the application.id): %w", o.ApplicationID, err)
+		}
+		for topic, ps := range offs {
+			class, _, _ := classifier.Classify(topic)
+			for p, or := range ps {
+				if or.Err != nil {
+					return nil, fmt.Errorf("committed offset of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
+				}
+				if or.At < 0 {
+					continue
+				}
+				g.Offsets = append(g.Offsets, format.GroupOffset{Topic: topic, Partition: p, Offset: or.At,
+					LeaderEpoch: or.LeaderEpoch, Metadata: or.Metadata, Class: string(class)})
+			}
+		}
+		if len(g.Offsets) == 0 {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
+		}
+		m.Group = g
+	}
+
+	// 2. Start, end (last stable offset) and high watermark of every selected partition.
+	topics := make([]string, len(selected))
+	for i, d := range selected {
+		topics[i] = d.Topic
+	}
+	starts, err := r.adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list log start offsets: %w", err)
+	}
+	ends, err := r.adm.ListCommittedOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list last stable offsets: %w", err)
+	}
+	hws, err := r.adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = hws.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list high watermarks: %w", err)
+	}
+	m.CutAt = time.Now().UTC()
+
+	parentTopics := map[string]*format.Topic{}
+	if parent != nil {
+		for i := range parent.Topics {
+			parentTopics[parent.Topics[i].Name] = &parent.Topics[i]
+		}
+	}
+	var todo []*work
+	for _, d := range selected {
+		det := details[d.Topic]
+		r.setMeta(det)
+		t := format.Topic{Name: d.Topic, TopicID: kafkaTopicID(det.ID), Class: string(d.Class), SourceChangelog: d.SourceChangelog,
+			Partitions: len(det.Partitions), Configs: map[string]format.TopicConfig{}}
+		if p0, ok := det.Partitions[0]; ok {
+			t.ReplicationFactor = len(p0.Replicas)
+		}
+		for _, c := range configs[d.Topic] {
+			if c.Source != kmsg.ConfigSourceDefaultConfig || slices.Contains(alwaysKeptConfigs, c.Key) {
+				t.Configs[c.Key] = format.TopicConfig{Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive}
+			}
+		}
+		pt := parentTopics[d.Topic]
+		if pt != nil && pt.TopicID != t.TopicID {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("topic %q was recreated (topic id %s, previously %s): its backup chain starts again at the log start", d.Topic, t.TopicID, pt.TopicID))
+			pt = nil
+		}
+		t.PartitionCuts = make([]format.Partition, 0, len(det.Partitions))
+		for _, p := range det.Partitions.Numbers() {
+			so, _ := starts.Lookup(d.Topic, p)
+			eo, _ := ends.Lookup(d.Topic, p)
+			hw, _ := hws.Lookup(d.Topic, p)
+			cut := format.Partition{Partition: p, LogStartOffset: so.Offset, HighWatermark: hw.Offset,
+				StartOffset: so.Offset, EndOffset: eo.Offset, Segments: []format.Segment{}}
+			from := so.Offset
+			if pp := findPartition(pt, p); pp != nil {
+				cut.StartOffset, cut.Records = pp.StartOffset, pp.Records
+				cut.Gaps = slices.Clone(pp.Gaps)
+				cut.Segments = slices.Clone(pp.Segments)
+				from = pp.EndOffset
+				switch {
+				case from < so.Offset:
+					cut.Gaps = append(cut.Gaps, format.Gap{From: from, To: so.Offset, BackupID: id,
+						Reason: "deleted by retention or DeleteRecords before it was backed up"})
+					m.Warnings = append(m.Warnings, fmt.Sprintf("topic %q partition %d: offsets %d..%d were deleted by the broker before this backup could read them",
+						d.Topic, p, from, so.Offset-1))
+					from = so.Offset
+				case from > eo.Offset:
+					m.Warnings = append(m.Warnings, fmt.Sprintf("topic %q partition %d: end offset %d is below the previous backup's end %d (log truncated, e.g. by an unclean leader election); the earlier records are kept",
+						d.Topic, p, eo.Offset, from))
+					cut.EndOffset = from
+				}
+			}
+			t.PartitionCuts = append(t.PartitionCuts, cut)
+			if from < cut.EndOffset {
+				todo = append(todo, &work{topic: d.Topic, partition: p, from: from, end: cut.EndOffset})
+			}
+		}
+		m.Topics = append(m.Topics, t)
+	}
+	r.m = m
+	r.bindWork(todo)
+	return todo, nil
+}
+
+func findPartition(t *format.Topic, p int32) *format.Partition {
+	if t == nil {
+		return nil
+	}
+	for i := range t.PartitionCuts {
+		if t.PartitionCuts[i].Partition == p {
+			return &t.PartitionCuts[i]
+		}
+	}
+	return nil
+}
+
+// bindWork points each work item at its partition in r.m.
+func (r *runner) bindWork(todo []*work) {
+	for _, w := range todo {
+		for i := range r.m.Topics {
+			if r.m.Topics[i].Name == w.topic {
+				w.cut = findPartition(&r.m.Topics[i], w.partition)
+			}
+		}
+	}
+}
+
+// resumeWork continues an interrupted run's cut: each partition from the
+// end of its last durable segment (or of its last gap, or its start).
+func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
+	var names []string
+	for _, t := range r.m.Topics {
+		names = append(names, t.Name)
+	}
+	details, err := r.adm.ListTopics(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("list topics of the source cluster: %w", err)
+	}
+	var todo []*work
+	for ti := range r.m.Topics {
+		t := &r.m.Topics[ti]
+		det, ok := details[t.Name]
+		if !ok || det.Err != nil {
+			return nil, fmt.Errorf("topic %q of interrupted backup %s is gone from the source cluster: delete %s to start a new backup",
+				t.Name, r.m.BackupID, format.ProgressKey(r.m.BackupID))
+		}
+		if id := kafkaTopicID(det.ID); id != t.TopicID {
+			return nil, fmt.Errorf("topic %q was recreated since interrupted backup %s began (topic id %s, now %s): delete %s to start a new backup",
+				t.Name, r.m.BackupID, t.TopicID, id, format.ProgressKey(r.m.BackupID))
+		}
+		r.setMeta(det)
+		for pi := range t.PartitionCuts {
+			p := &t.PartitionCuts[pi]
+			from := p.StartOffset
+			if n := len(p.Segments); n > 0 {
+				from = max(from, p.Segments[n-1].LastOffset+1)
+			}
+			for _, g := range p.Gaps {
+				from = max(from, g.To)
+			}
+			if from < p.EndOffset {
+				todo = append(todo, &work{topic: t.Name, partition: p.Partition, from: from, end: p.EndOffset, cut: p})
+			}
+		}
+	}
+	return todo, nil
+}
+
+func (r *runner) setMeta(d kadm.TopicDetail) {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	r.ids[d.Topic] = d.ID
+	ls := map[int32]int32{}
+	for p, pd := range d.Partitions {
+		ls[p] = pd.Leader
+	}
+	r.leader[d.Topic] = ls
+}
+
+func (r *runner) leaderOf(topic string, p int32) (int32, kadm.TopicID) {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	l, ok := r.leader[topic][p]
+	if !ok {
+		l = -1
+	}
+	return l, r.ids[topic]
+}
+
+func (r *runner) refreshMeta(ctx context.Context, topic string) error {
+	ds, err := r.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return err
+	}
+	d, ok := ds[topic]
+	if !ok {
+		return fmt.Errorf("topic %q no longer exists", topic)
+	}
+	if d.Err != nil {
+		return d.Err
+	}
+	r.setMeta(d)
+	return nil
+}
+
+// writeProgress writes the running manifest (the cut and every durable
+// segment so far).
+func (r *runner) writeProgress(ctx context.Context) error {
+	if err := r.lock.err(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	b, err := r.m.Marshal()
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	key := format.ProgressKey(r.m.BackupID)
+	if err := r.store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("write progress manifest %s: %w", key, err)
+	}
+	return nil
+}
+
+// progressWriter rewrites the progress manifest after segments complete,
+// coalescing completions that arrive while a write is in flight.
+func (r *runner) progressWriter(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.progress:
+		}
+		if err := r.writeProgress(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("could not record progress", "err", err)
+		}
+	}
+}
+
+func (r *runner) segmentDone(w *work, s format.Segment) {
+	r.mu.Lock()
+	w.cut.Segments = append(w.cut.Segments, s)
+	w.cut.Records += s.Records
+	r.result.Records += s.Records
+	r.result.Bytes += s.Size
+	r.mu.Unlock()
+	select {
+	case r.progress <- struct{}{}:
+	default:
+	}
+}
+
+func (r *runner) addGap(w *work, g format.Gap) {
+	r.mu.Lock()
+	w.cut.Gaps = append(w.cut.Gaps, g)
+	r.m.Warnings = append(r.m.Warnings, fmt.Sprintf("topic %q partition %d: offsets %d..%d were deleted by the broker while this backup ran",
+		w.topic, w.partition, g.From, g.To-1))
+	r.mu.Unlock()
+}
+
+// copyAll copies every work item, Concurrency partitions at a time. The
+// first error cancels the others.
+func (r *runner) copyAll(ctx context.Context, todo []*work) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	queue := make(chan *work)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range min(r.o.Concurrency, max(len(todo), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range queue {
+				if err := r.copyPartition(ctx, w); err != nil {
+					once.Do(func() { first = err; cancel(err) })
+					return
+				}
+			}
+		}()
+	}
+feed:
+	for _, w := range todo {
+		select {
+		case queue <- w:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(queue)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return context.Cause(ctx)
+}

@@ -1,0 +1,240 @@
+package format
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// FormatName is the value of Manifest.Format.
+const FormatName = "kafkastreams-dr/backup"
+
+// Manifest states.
+const (
+	StateRunning  = "running"  // progress.json of a run that has not finished
+	StateComplete = "complete" // manifest.json: the backup is whole
+)
+
+// Manifest describes one backup completely: a restore needs this object and
+// the segments it names, nothing else. Incremental backups name the earlier
+// backups' segments they still need, so every manifest stands alone.
+// JSON field names are the contract (docs/FORMAT.md).
+type Manifest struct {
+	Format          string    `json:"format"`
+	FormatVersion   int       `json:"format_version"`
+	State           string    `json:"state"`
+	BackupID        string    `json:"backup_id"`
+	ParentBackupID  string    `json:"parent_backup_id,omitempty"`
+	SourceClusterID string    `json:"source_cluster_id,omitempty"` // the configured name (backup.source_cluster_id)
+	KafkaClusterID  string    `json:"kafka_cluster_id,omitempty"`  // the cluster id the brokers report
+	ApplicationID   string    `json:"application_id,omitempty"`
+	ToolVersion     string    `json:"tool_version,omitempty"`
+	StartedAt       time.Time `json:"started_at"`
+	CutAt           time.Time `json:"cut_at"` // when the end offsets were captured (after the group offsets)
+	FinishedAt      time.Time `json:"finished_at,omitzero"`
+	Group           *Group    `json:"group,omitempty"`
+	Topics          []Topic   `json:"topics"`
+	Warnings        []string  `json:"warnings,omitempty"`
+}
+
+// Group is the application.id consumer group as read at the start of the run,
+// before any end offset was captured (DOMAIN.md §5).
+type Group struct {
+	GroupID  string        `json:"group_id"`
+	State    string        `json:"state,omitempty"`    // e.g. Empty, Stable, Dead; "" when the group does not exist
+	Type     string        `json:"type,omitempty"`     // classic, consumer or streams (KIP-848 / KIP-1071), when the broker says
+	Protocol string        `json:"protocol,omitempty"` // protocol type, "consumer" for Kafka Streams on the classic protocol
+	ReadAt   time.Time     `json:"read_at"`
+	Offsets  []GroupOffset `json:"offsets"`
+}
+
+// GroupOffset is one committed offset of the group.
+type GroupOffset struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Offset      int64  `json:"offset"`
+	LeaderEpoch int32  `json:"leader_epoch"` // -1 when unknown
+	Metadata    string `json:"metadata,omitempty"`
+	Class       string `json:"class,omitempty"` // classification of the topic; repartition offsets cannot be restored
+}
+
+// TopicConfig is one topic configuration entry from DescribeConfigs.
+type TopicConfig struct {
+	Value     *string `json:"value"` // nil when sensitive or null
+	Source    string  `json:"source"`
+	Sensitive bool    `json:"sensitive,omitempty"`
+}
+
+// Topic is one backed-up topic.
+type Topic struct {
+	Name              string                 `json:"name"`
+	TopicID           string                 `json:"topic_id,omitempty"` // the broker's topic id (base64 or hex UUID as the broker reports it)
+	Class             string                 `json:"class"`              // changelog or external (repartition topics are never backed up)
+	SourceChangelog   bool                   `json:"source_changelog,omitempty"`
+	Partitions        int                    `json:"partitions"`
+	ReplicationFactor int                    `json:"replication_factor"`
+	Configs           map[string]TopicConfig `json:"configs"`
+	PartitionCuts     []Partition            `json:"partition_cuts"`
+}
+
+// Partition is the cut of one partition: what the backup chain holds of it.
+type Partition struct {
+	Partition      int32     `json:"partition"`
+	LogStartOffset int64     `json:"log_start_offset"` // at this run's cut
+	HighWatermark  int64     `json:"high_watermark"`   // at this run's cut
+	StartOffset    int64     `json:"start_offset"`     // first offset the chain covers (log start when the chain began)
+	EndOffset      int64     `json:"end_offset"`       // last stable offset at the cut: the chain covers [start_offset, end_offset)
+	Records        int64     `json:"records"`          // records held for [start_offset, end_offset); not end-start (holes, markers, aborted records)
+	Gaps           []Gap     `json:"gaps,omitempty"`
+	Segments       []Segment `json:"segments"`
+}
+
+// Gap is an offset range [From, To) inside [start_offset, end_offset) whose
+// records the chain does not hold because the broker deleted them (retention,
+// DeleteRecords) before a backup read them.
+type Gap struct {
+	From     int64  `json:"from"`
+	To       int64  `json:"to"`
+	BackupID string `json:"backup_id"` // the run that found the gap
+	Reason   string `json:"reason"`
+}
+
+// Segment is one segment object.
+type Segment struct {
+	Key            string `json:"key"`       // object key relative to the repository prefix
+	BackupID       string `json:"backup_id"` // the run that wrote it
+	Size           int64  `json:"size"`      // stored (compressed) bytes
+	SHA256         string `json:"sha256"`    // hex SHA-256 of the stored bytes
+	RawSize        int64  `json:"raw_size"`  // uncompressed stream bytes
+	Records        int64  `json:"records"`
+	FirstOffset    int64  `json:"first_offset"`
+	LastOffset     int64  `json:"last_offset"`
+	MinTimestamp   int64  `json:"min_timestamp"`
+	MaxTimestamp   int64  `json:"max_timestamp"`
+	MaxRecordBytes int64  `json:"max_record_bytes"`
+	NullKeys       int64  `json:"null_keys"`
+}
+
+// Object keys, relative to the repository prefix.
+const (
+	LockKey       = "lock"
+	backupsPrefix = "backups/"
+)
+
+// ManifestKey is the key of a complete backup's manifest.
+func ManifestKey(backupID string) string { return backupsPrefix + backupID + "/manifest.json" }
+
+// ProgressKey is the key of a running backup's progress manifest.
+func ProgressKey(backupID string) string { return backupsPrefix + backupID + "/progress.json" }
+
+// BackupsPrefix is the prefix under which every backup's manifests live.
+func BackupsPrefix() string { return backupsPrefix }
+
+// SegmentKey is the key of the segment of backupID, topic and partition whose
+// first record has offset firstOffset (zero-padded to 20 digits so keys sort
+// by offset).
+func SegmentKey(backupID, topic string, partition int32, firstOffset int64) string {
+	return fmt.Sprintf("segments/%s/%s/%d/%020d.kseg", backupID, topic, partition, firstOffset)
+}
+
+var backupIDRe = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$`)
+
+// ValidBackupID reports whether s has the form of a backup id:
+// UTC time "20060102T150405Z", a dash and 8 hex digits.
+func ValidBackupID(s string) bool { return backupIDRe.MatchString(s) }
+
+// NewBackupID makes a backup id from t and 4 random bytes.
+func NewBackupID(t time.Time, rnd [4]byte) string {
+	return fmt.Sprintf("%s-%x", t.UTC().Format("20060102T150405Z"), rnd[:])
+}
+
+// Marshal encodes m as indented JSON with a trailing newline. Topics and
+// partitions are sorted so equal manifests encode to equal bytes.
+func (m *Manifest) Marshal() ([]byte, error) {
+	m.sort()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (m *Manifest) sort() {
+	sort.Slice(m.Topics, func(i, j int) bool { return m.Topics[i].Name < m.Topics[j].Name })
+	for i := range m.Topics {
+		p := m.Topics[i].PartitionCuts
+		sort.Slice(p, func(a, b int) bool { return p[a].Partition < p[b].Partition })
+	}
+	if m.Group != nil {
+		o := m.Group.Offsets
+		sort.Slice(o, func(a, b int) bool {
+			if o[a].Topic != o[b].Topic {
+				return o[a].Topic < o[b].Topic
+			}
+			return o[a].Partition < o[b].Partition
+		})
+	}
+}
+
+// ReadManifest decodes and validates a manifest. Unknown fields are accepted
+// (a newer writer may add fields within a format version); a newer
+// format_version is refused.
+func ReadManifest(r io.Reader) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode manifest: %w", err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Validate checks the manifest's internal consistency: format, version, ids,
+// and for every partition that segments are ordered, inside
+// [start_offset, end_offset), and that their record counts add up.
+func (m *Manifest) Validate() error {
+	if m.Format != FormatName {
+		return fmt.Errorf("manifest: format %q is not %q", m.Format, FormatName)
+	}
+	if m.FormatVersion < 1 || m.FormatVersion > Version {
+		return fmt.Errorf("manifest: format_version %d is not supported by this version (reads 1..%d): upgrade kafkastreams-dr", m.FormatVersion, Version)
+	}
+	if !ValidBackupID(m.BackupID) {
+		return fmt.Errorf("manifest: invalid backup_id %q", m.BackupID)
+	}
+	if m.State != StateComplete && m.State != StateRunning {
+		return fmt.Errorf("manifest %s: invalid state %q", m.BackupID, m.State)
+	}
+	for _, t := range m.Topics {
+		for _, p := range t.PartitionCuts {
+			var n int64
+			prev := p.StartOffset - 1
+			for _, s := range p.Segments {
+				if s.FirstOffset <= prev || s.LastOffset < s.FirstOffset || s.Records < 1 || s.Records > s.LastOffset-s.FirstOffset+1 {
+					return fmt.Errorf("manifest %s: topic %q partition %d: segment %s has offsets %d..%d (%d records) after %d",
+						m.BackupID, t.Name, p.Partition, s.Key, s.FirstOffset, s.LastOffset, s.Records, prev)
+				}
+				if m.State == StateComplete && s.LastOffset >= p.EndOffset {
+					return fmt.Errorf("manifest %s: topic %q partition %d: segment %s ends at %d, past end_offset %d",
+						m.BackupID, t.Name, p.Partition, s.Key, s.LastOffset, p.EndOffset)
+				}
+				prev = s.LastOffset
+				n += s.Records
+			}
+			if n != p.Records {
+				return fmt.Errorf("manifest %s: topic %q partition %d: records %d but segments hold %d",
+					m.BackupID, t.Name, p.Partition, p.Records, n)
+			}
+		}
+	}
+	return nil
+}
