@@ -1,0 +1,337 @@
+package backup_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+func produce(t *testing.T, cl *kgo.Client, topic string, part int32, from, n int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: part, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i))})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func manualClient(t *testing.T, addrs []string) *kgo.Client {
+	return testkit.Client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+}
+
+func TestSecondRunBacksUpOnlyNewRecords(t *testing.T) {
+	kf := seededKfake(t)
+	store, _ := storage.NewFilesystem(t.TempDir())
+	ctx := context.Background()
+	r1, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1 := backupcheck.Latest(t, store, r1.BackupID)
+
+	cl := manualClient(t, kf.Addrs())
+	produce(t, cl, sample.Orders, 1, 1000, 7)
+	produce(t, cl, sample.Totals, 1, 0, 3) // the empty partition gets records
+	r2, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.ParentID != r1.BackupID || r2.Records != 10 {
+		t.Fatalf("second run: parent %q records %d; want parent %q and 10 new records", r2.ParentID, r2.Records, r1.BackupID)
+	}
+	m2 := backupcheck.Latest(t, store, r2.BackupID)
+	for _, tp := range m2.Topics {
+		for _, p := range tp.PartitionCuts {
+			prev := findCut(m1, tp.Name, p.Partition)
+			for _, s := range p.Segments {
+				if s.BackupID == r2.BackupID && s.FirstOffset < prev.EndOffset {
+					t.Errorf("%s/%d: new segment %s re-reads offsets below the previous end %d", tp.Name, p.Partition, s.Key, prev.EndOffset)
+				}
+				if s.BackupID == r1.BackupID && !strings.Contains(s.Key, r1.BackupID) {
+					t.Errorf("segment %s attributed to %s", s.Key, r1.BackupID)
+				}
+			}
+		}
+	}
+	backupcheck.MatchesCluster(t, store, m2, kf.Addrs())
+
+	// Nothing new: a third run copies nothing and still stands alone.
+	r3, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r3.Records != 0 || r3.Bytes != 0 {
+		t.Fatalf("third run copied %d records", r3.Records)
+	}
+	backupcheck.MatchesCluster(t, store, backupcheck.Latest(t, store, r3.BackupID), kf.Addrs())
+}
+
+func findCut(m *format.Manifest, topic string, p int32) format.Partition {
+	if tp := backupcheck.Topic(m, topic); tp != nil {
+		for _, c := range tp.PartitionCuts {
+			if c.Partition == p {
+				return c
+			}
+		}
+	}
+	return format.Partition{}
+}
+
+func TestRetentionGapAndRecreatedTopicAreRecorded(t *testing.T) {
+	kf := seededKfake(t)
+	store, _ := storage.NewFilesystem(t.TempDir())
+	ctx := context.Background()
+	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); err != nil {
+		t.Fatal(err)
+	}
+	cl := manualClient(t, kf.Addrs())
+	adm := kadm.NewClient(cl)
+	produce(t, cl, sample.Payments, 0, 100, 10) // offsets 20..29
+	dr, err := adm.DeleteRecords(ctx, kadm.Offsets{sample.Payments: {0: {Topic: sample.Payments, Partition: 0, At: 25, LeaderEpoch: -1}}})
+	if err != nil || dr.Error() != nil {
+		t.Fatal(err, dr.Error())
+	}
+	// Recreate customer-totals: a new topic id.
+	if _, err := adm.DeleteTopics(ctx, sample.Totals); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if _, err := adm.CreateTopic(ctx, 2, -1, nil, sample.Totals); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, sample.Totals, 0, 0, 2)
+
+	r2, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := backupcheck.Latest(t, store, r2.BackupID)
+	pay := findCut(m2, sample.Payments, 0)
+	if len(pay.Gaps) != 1 || pay.Gaps[0].From != 20 || pay.Gaps[0].To != 25 || pay.EndOffset != 30 || pay.StartOffset != 8 || pay.Records != 12+5 {
+		t.Fatalf("payments after retention: %+v; want gap 20..25, start 8, end 30, 17 records", pay)
+	}
+	tot := findCut(m2, sample.Totals, 0)
+	if tot.Records != 2 || tot.EndOffset != 2 {
+		t.Fatalf("recreated topic: %+v; want a new chain of 2 records", tot)
+	}
+	var warned bool
+	for _, w := range m2.Warnings {
+		warned = warned || strings.Contains(w, "recreated")
+	}
+	if !warned {
+		t.Errorf("no warning about the recreated topic: %q", m2.Warnings)
+	}
+	backupcheck.MatchesCluster(t, store, m2, kf.Addrs())
+}
+
+func TestRepositoryLock(t *testing.T) {
+	kf := seededKfake(t)
+	dir := t.TempDir()
+	store, _ := storage.NewFilesystem(dir)
+	ctx := context.Background()
+	host, _ := os.Hostname()
+
+	put := func(li string) {
+		if err := store.Put(ctx, format.LockKey, strings.NewReader(li), int64(len(li))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	put(fmt.Sprintf(`{"owner":"20260101T000000Z-00000000","hostname":"other-host","pid":1,"created_at":%q,"heartbeat_at":%q}`, now, now))
+	_, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if !errors.Is(err, backup.ErrLocked) || !strings.Contains(err.Error(), "other-host") {
+		t.Fatalf("live lock of another host: err = %v; want ErrLocked naming the holder", err)
+	}
+
+	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
+	put(fmt.Sprintf(`{"owner":"20260101T000000Z-00000000","hostname":"other-host","pid":1,"created_at":%q,"heartbeat_at":%q}`, old, old))
+	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); err != nil {
+		t.Fatalf("stale lock (heartbeat an hour old) not taken over: %v", err)
+	}
+
+	// A dead process on this host: stale at once.
+	dead := exec.Command("true")
+	dead.Run()
+	put(fmt.Sprintf(`{"owner":"20260101T000000Z-00000000","hostname":%q,"pid":%d,"created_at":%q,"heartbeat_at":%q}`, host, dead.Process.Pid, now, now))
+	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); err != nil {
+		t.Fatalf("lock of a dead local process not taken over: %v", err)
+	}
+	if _, err := store.Stat(ctx, format.LockKey); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("lock not released after the run: %v", err)
+	}
+
+	// Two runs at once: each either completes or is refused; the
+	// repository stays valid.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = backup.Run(ctx, sampleOptions(kf.Addrs(), store)) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, backup.ErrLocked) {
+			t.Fatalf("concurrent run failed with %v", err)
+		}
+	}
+	r, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backupcheck.MatchesCluster(t, store, backupcheck.Latest(t, store, r.BackupID), kf.Addrs())
+	_ = filepath.Join
+}
+
+// slowStore delays segment uploads mid-stream so a test can kill the
+// process while a segment is in flight.
+type slowStore struct {
+	storage.Backend
+	delay time.Duration
+}
+
+func (s slowStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.HasPrefix(key, "segments/") {
+		r = &slowReader{r: r, delay: s.delay}
+	}
+	return s.Backend.Put(ctx, key, r, size)
+}
+
+type slowReader struct {
+	r     io.Reader
+	delay time.Duration
+	n     int
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	s.n++
+	if s.n == 2 {
+		time.Sleep(s.delay)
+	}
+	return s.r.Read(p)
+}
+
+// TestHelperBackupProcess is not a test: TestKilledBackupResumesExactlyOnce
+// runs the test binary with KDR_HELPER_BACKUP set to get a backup process it
+// can SIGKILL.
+func TestHelperBackupProcess(t *testing.T) {
+	dir, seeds := os.Getenv("KDR_HELPER_BACKUP"), os.Getenv("KDR_HELPER_SEEDS")
+	if dir == "" {
+		t.Skip("helper process for TestKilledBackupResumesExactlyOnce")
+	}
+	fs, err := storage.NewFilesystem(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := tradesOptions(strings.Split(seeds, ","), slowStore{fs, 150 * time.Millisecond})
+	if _, err := backup.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tradesOptions(seeds []string, store storage.Backend) backup.Options {
+	return backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Store: store, ApplicationID: "trades-app",
+		Include: []string{"trades"}, SegmentMaxRecords: 1000, Concurrency: 2}
+}
+
+// TestKilledBackupResumesExactlyOnce is case 22: SIGKILL a backup at
+// several points, re-run, and every offset is in the backup exactly once.
+func TestKilledBackupResumesExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills subprocesses")
+	}
+	kf := testkit.StartKfake(t, 3)
+	cl := manualClient(t, kf.Addrs())
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 2, -1, nil, "trades"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, "trades", 0, 0, 10000)
+	produce(t, cl, "trades", 1, 0, 4000)
+	dir := t.TempDir()
+	store, _ := storage.NewFilesystem(dir)
+
+	// Kill at growing progress: after 1, 4 and 9 durable segments of this run.
+	for _, after := range []int{1, 4, 9} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBackupProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "KDR_HELPER_BACKUP="+dir, "KDR_HELPER_SEEDS="+strings.Join(kf.Addrs(), ","))
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for segmentsInProgress(t, store) < after {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("backup made no progress: %s", out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+	if _, err := store.Stat(ctx, format.LockKey); err != nil {
+		t.Fatalf("the killed run should have left its lock: %v", err)
+	}
+	r, err := backup.Run(ctx, tradesOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatalf("re-run after kills: %v", err)
+	}
+	m := backupcheck.Latest(t, store, r.BackupID)
+	for p, n := range map[int32]int{0: 10000, 1: 4000} {
+		recs := backupcheck.Records(t, store, m, "trades", p)
+		if len(recs) != n {
+			t.Fatalf("partition %d: %d records, want %d", p, len(recs), n)
+		}
+		for i, rec := range recs {
+			if rec.Offset != int64(i) {
+				t.Fatalf("partition %d: record %d has offset %d: every offset exactly once", p, i, rec.Offset)
+			}
+		}
+	}
+	if m.ParentBackupID != "" {
+		t.Fatalf("the resumed run should complete the interrupted backup, not start a child of it: parent %q", m.ParentBackupID)
+	}
+}
+
+func segmentsInProgress(t *testing.T, store storage.Backend) int {
+	n := 0
+	store.List(context.Background(), "backups/", func(oi storage.ObjectInfo) error {
+		if !strings.HasSuffix(oi.Key, "/progress.json") {
+			return nil
+		}
+		m, err := backup.LoadManifest(context.Background(), store, oi.Key)
+		if err != nil {
+			return nil
+		}
+		for _, tp := range m.Topics {
+			for _, p := range tp.PartitionCuts {
+				n += len(p.Segments)
+			}
+		}
+		return nil
+	})
+	return n
+}
