@@ -1,0 +1,88 @@
+package format
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func goldenManifest() *Manifest {
+	v := func(s string) *string { return &s }
+	t0 := time.Date(2026, 11, 29, 7, 45, 12, 0, time.UTC)
+	id := "20261129T074512Z-9f3a01bc"
+	return &Manifest{
+		Format: FormatName, FormatVersion: 1, State: StateComplete, BackupID: id,
+		ParentBackupID: "20261128T074512Z-00c0ffee", SourceClusterID: "production", KafkaClusterID: "kfake",
+		ApplicationID: "order-processor", ToolVersion: "v1.0.0",
+		StartedAt: t0, CutAt: t0.Add(time.Second), FinishedAt: t0.Add(time.Minute),
+		Group: &Group{GroupID: "order-processor", State: "Empty", Type: "classic", Protocol: "consumer", ReadAt: t0,
+			Offsets: []GroupOffset{{Topic: "orders", Partition: 0, Offset: 6, LeaderEpoch: -1, Class: "external"}}},
+		Topics: []Topic{{
+			Name: "order-processor-store-changelog", TopicID: "rZ7n1Fq7QZ2-ZyfE6m1H3A", Class: "changelog",
+			Partitions: 1, ReplicationFactor: 3,
+			Configs: map[string]TopicConfig{"cleanup.policy": {Value: v("compact"), Source: "DYNAMIC_TOPIC_CONFIG"}},
+			PartitionCuts: []Partition{{Partition: 0, LogStartOffset: 0, HighWatermark: 6, StartOffset: 0, EndOffset: 6, Records: 2,
+				Segments: []Segment{{Key: SegmentKey(id, "order-processor-store-changelog", 0, 0), BackupID: id, Size: 120,
+					SHA256: strings.Repeat("ab", 32), RawSize: 150, Records: 2, FirstOffset: 0, LastOffset: 4,
+					MinTimestamp: 1, MaxTimestamp: 2, MaxRecordBytes: 12}}}},
+		}},
+	}
+}
+
+func TestManifestGolden(t *testing.T) {
+	b, err := goldenManifest().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "manifest-v1.golden.json")
+	if *update {
+		os.WriteFile(path, b, 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatalf("manifest encoding changed (docs/FORMAT.md is the contract):\n%s", b)
+	}
+	m, err := ReadManifest(bytes.NewReader(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Topics[0].PartitionCuts[0].Segments[0].Key != "segments/20261129T074512Z-9f3a01bc/order-processor-store-changelog/0/00000000000000000000.kseg" {
+		t.Fatalf("segment key layout: %s", m.Topics[0].PartitionCuts[0].Segments[0].Key)
+	}
+}
+
+func TestManifestValidateRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Manifest)
+	}{
+		{"newer format version", func(m *Manifest) { m.FormatVersion = 2 }},
+		{"other format", func(m *Manifest) { m.Format = "x" }},
+		{"bad backup id", func(m *Manifest) { m.BackupID = "../x" }},
+		{"records do not add up", func(m *Manifest) { m.Topics[0].PartitionCuts[0].Records = 3 }},
+		{"segment past end", func(m *Manifest) { m.Topics[0].PartitionCuts[0].EndOffset = 4 }},
+		{"overlapping segments", func(m *Manifest) {
+			p := &m.Topics[0].PartitionCuts[0]
+			p.Segments = append(p.Segments, p.Segments[0])
+			p.Records = 4
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := goldenManifest()
+			tc.mutate(m)
+			if err := m.Validate(); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	if err := goldenManifest().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
