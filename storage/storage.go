@@ -42,6 +42,11 @@ type ObjectInfo struct {
 //   - Delete of an absent key returns nil.
 //   - Keys must be non-empty, must not start or end with '/', and must not
 //     contain "." or ".." path elements; others are rejected with an error.
+//     The full rules (also: no empty elements, backslashes, NUL bytes or
+//     elements starting with TempPrefix; at most 1024 bytes) are in
+//     ValidateKey, and the error wraps ErrInvalidKey and names the key.
+//   - A List prefix is a plain string prefix, not a directory: "seg-1"
+//     matches "seg-1" and "seg-10"; use "dir/" to list one "directory".
 type Backend interface {
 	// Put stores the bytes read from r under key, replacing any object there.
 	// size is the length in bytes, or -1 when unknown (the object is then

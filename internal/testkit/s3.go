@@ -1,0 +1,254 @@
+package testkit
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// S3Server is a running S3-compatible server (versitygw with its posix
+// backend) started by StartS3 for one test. The zero value is not useful.
+type S3Server struct {
+	Endpoint  string // base URL, e.g. "http://127.0.0.1:39123"; use path-style addressing
+	Bucket    string // a bucket created empty for this test
+	AccessKey string // random root access key of this server
+	SecretKey string // random root secret key of this server
+	Region    string // signing region the server expects, "us-east-1"
+	Dir       string // the posix root directory; each bucket is a sub-directory
+}
+
+// s3ToolHint tells a developer how to get the versitygw binary.
+const s3ToolHint = "run `make tools` to build versitygw into $HOME/.cache/kdr-tools/bin, or set KDR_VERSITYGW to its path"
+
+// S3BinaryPath returns the path of the versitygw binary: $KDR_VERSITYGW if
+// set, else "versitygw" on $PATH, else $HOME/.cache/kdr-tools/bin/versitygw.
+// It returns an error naming every place it looked when none exists.
+func S3BinaryPath() (string, error) {
+	if p := os.Getenv("KDR_VERSITYGW"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("KDR_VERSITYGW=%s: %w", p, err)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	var cached string
+	if home, err := os.UserHomeDir(); err == nil {
+		cached = filepath.Join(home, ".cache", "kdr-tools", "bin", "versitygw")
+		if _, err := os.Stat(cached); err == nil {
+			return cached, nil
+		}
+	}
+	return "", fmt.Errorf("versitygw not found (looked at $KDR_VERSITYGW, $PATH and %s)", cached)
+}
+
+// StartS3 starts a versitygw S3 server on a free loopback port, serving a
+// fresh temporary directory with random root credentials, creates an empty
+// bucket and returns once the server answers. t.Cleanup stops the server.
+//
+// When the binary is missing the test is skipped, or fails if the
+// environment variable KDR_REQUIRE_TOOLS=1 (CI sets it so that a missing
+// tool cannot silently skip the S3 tests).
+func StartS3(t *testing.T) S3Server {
+	t.Helper()
+	bin, err := S3BinaryPath()
+	if err != nil {
+		if os.Getenv("KDR_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("%v; %s", err, s3ToolHint)
+		}
+		t.Skipf("skipping S3 test: %v; %s", err, s3ToolHint)
+	}
+
+	srv := S3Server{
+		AccessKey: "kdrtest" + s3RandomHex(t, 6),
+		SecretKey: s3RandomHex(t, 20),
+		Region:    "us-east-1",
+		Bucket:    "kdr-test-" + s3RandomHex(t, 4),
+		Dir:       t.TempDir(),
+	}
+
+	// The free port can be taken between picking and binding it; retry a few times.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := s3FreePort()
+		if err != nil {
+			t.Fatalf("pick a free port for versitygw: %v", err)
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		srv.Endpoint = "http://" + addr
+		if lastErr = s3Run(t, bin, addr, srv); lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		t.Fatalf("start versitygw: %v", lastErr)
+	}
+	srv.CreateBucket(t, srv.Bucket)
+	return srv
+}
+
+// s3Run starts versitygw listening on addr and waits until it answers
+// signed requests. On failure the process is stopped and its output is part
+// of the error.
+func s3Run(t *testing.T, bin, addr string, srv S3Server) error {
+	t.Helper()
+	cmd := exec.Command(bin, "--quiet", "--port", addr, "posix", srv.Dir)
+	cmd.Env = append(os.Environ(),
+		"ROOT_ACCESS_KEY="+srv.AccessKey,
+		"ROOT_SECRET_KEY="+srv.SecretKey,
+		"VGW_REGION="+srv.Region,
+	)
+	out := &s3SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("run %s: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+
+	client := srv.Client()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case werr := <-exited:
+			return fmt.Errorf("versitygw on %s exited (%v) before answering; output:\n%s", addr, werr, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return fmt.Errorf("versitygw on %s did not answer within 20s (last error: %v); output:\n%s", addr, err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() && out.Len() > 0 {
+			t.Logf("versitygw output:\n%s", out.String())
+		}
+	})
+	return nil
+}
+
+// Client returns an S3 client for this server with static credentials and
+// path-style addressing, independent of the code under test (for setting up
+// and inspecting state).
+func (s S3Server) Client() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       s.Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
+}
+
+// CreateBucket creates another empty bucket on the server.
+func (s S3Server) CreateBucket(t *testing.T, name string) {
+	t.Helper()
+	_, err := s.Client().CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(name)})
+	if err != nil {
+		t.Fatalf("create bucket %q on %s: %v", name, s.Endpoint, err)
+	}
+}
+
+// Env returns the environment variables through which the AWS SDK's
+// default credential chain finds this server's credentials and region:
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION (for child processes).
+func (s S3Server) Env() []string {
+	return []string{
+		"AWS_ACCESS_KEY_ID=" + s.AccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + s.SecretKey,
+		"AWS_REGION=" + s.Region,
+	}
+}
+
+// SetEnv sets Env in this process with t.Setenv (so the test must not be
+// parallel), and clears AWS_SESSION_TOKEN, AWS_PROFILE and AWS_ENDPOINT_URL
+// so a developer's own AWS settings cannot leak into the test.
+func (s S3Server) SetEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	for _, k := range []string{"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	// Do not read the developer's ~/.aws files.
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(s.Dir, ".no-aws-config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(s.Dir, ".no-aws-credentials"))
+}
+
+func s3FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func s3RandomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatalf("random: %v", err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// s3SyncBuffer collects the server's output from its two pipes.
+type s3SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *s3SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *s3SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *s3SyncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}

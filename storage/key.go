@@ -1,0 +1,89 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrInvalidKey is returned (wrapped, with the key quoted) by every backend
+// method given a key that breaks the rules in ValidateKey. Test with errors.Is.
+var ErrInvalidKey = errors.New("invalid key")
+
+// TempPrefix begins the names of the filesystem backend's temporary files.
+// A key element starting with it is reserved and rejected by ValidateKey on
+// every backend, so that a repository can move between backends unchanged.
+const TempPrefix = ".tmp-"
+
+// ValidateKey reports whether key is a valid object key. A valid key is
+// non-empty, at most 1024 bytes (the S3 limit), slash-separated, does not
+// start or end with '/', has no empty, "." or ".." elements, no element
+// starting with TempPrefix, and contains no backslash or NUL byte.
+// The error wraps ErrInvalidKey and names the key.
+func ValidateKey(key string) error {
+	reason := keyProblem(key)
+	if reason == "" {
+		return nil
+	}
+	return fmt.Errorf("%w %q: %s", ErrInvalidKey, key, reason)
+}
+
+func keyProblem(key string) string {
+	switch {
+	case key == "":
+		return "empty"
+	case len(key) > 1024:
+		return "longer than 1024 bytes"
+	case strings.HasPrefix(key, "/"):
+		return "starts with '/'"
+	case strings.HasSuffix(key, "/"):
+		return "ends with '/'"
+	case strings.ContainsRune(key, '\\'):
+		return "contains a backslash"
+	case strings.ContainsRune(key, 0):
+		return "contains a NUL byte"
+	}
+	for _, elem := range strings.Split(key, "/") {
+		switch {
+		case elem == "":
+			return "has an empty path element (\"//\")"
+		case elem == "." || elem == "..":
+			return fmt.Sprintf("has a %q path element", elem)
+		case strings.HasPrefix(elem, TempPrefix):
+			return fmt.Sprintf("has a path element starting with the reserved %q", TempPrefix)
+		}
+	}
+	return ""
+}
+
+// validatePrefix checks a List prefix: it may be empty, may end with '/'
+// and its last element may be partial ("dir/seg-" or "."), but complete
+// elements follow the key rules.
+func validatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	fail := func(reason string) error {
+		return fmt.Errorf("%w: list prefix %q: %s", ErrInvalidKey, prefix, reason)
+	}
+	switch {
+	case strings.HasPrefix(prefix, "/"):
+		return fail("starts with '/'")
+	case strings.ContainsRune(prefix, '\\'):
+		return fail("contains a backslash")
+	case strings.ContainsRune(prefix, 0):
+		return fail("contains a NUL byte")
+	}
+	elems := strings.Split(prefix, "/")
+	for _, elem := range elems[:len(elems)-1] { // the last element may be partial
+		switch {
+		case elem == "":
+			return fail("has an empty path element (\"//\")")
+		case elem == "." || elem == "..":
+			return fail(fmt.Sprintf("has a %q path element", elem))
+		case strings.HasPrefix(elem, TempPrefix):
+			return fail(fmt.Sprintf("has a path element starting with the reserved %q", TempPrefix))
+		}
+	}
+	return nil
+}

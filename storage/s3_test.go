@@ -1,0 +1,436 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage/storagetest"
+)
+
+// newTestS3 returns an S3 backend on srv under a fresh random prefix, with
+// the minimum part size so that the suite's big objects use multipart
+// uploads. The cleanup checks that no multipart upload was left behind.
+func newTestS3(t *testing.T, srv testkit.S3Server, opts storage.S3Options) *storage.S3 {
+	t.Helper()
+	if opts.Bucket == "" {
+		opts.Bucket = srv.Bucket
+	}
+	if opts.Endpoint == "" {
+		opts.Endpoint = srv.Endpoint
+		opts.PathStyle = true
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "t-" + randomHex(t, 6) + "/repo"
+	}
+	if opts.PartSize == 0 {
+		opts.PartSize = 5 << 20
+	}
+	b, err := storage.NewS3(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("NewS3: %v", err)
+	}
+	t.Cleanup(func() {
+		if ups := multipartUploads(t, srv, opts.Prefix+"/"); len(ups) > 0 {
+			t.Errorf("multipart uploads left behind under %s: %q", opts.Prefix, ups)
+		}
+	})
+	return b
+}
+
+func multipartUploads(t *testing.T, srv testkit.S3Server, prefix string) []string {
+	t.Helper()
+	out, err := srv.Client().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{
+		Bucket: aws.String(srv.Bucket),
+		Prefix: aws.String(prefix),
+	})
+	if err != nil {
+		t.Fatalf("list multipart uploads: %v", err)
+	}
+	var keys []string
+	for _, u := range out.Uploads {
+		keys = append(keys, aws.ToString(u.Key))
+	}
+	return keys
+}
+
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func TestS3Conformance(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	storagetest.Run(t, func(t *testing.T) storage.Backend {
+		return newTestS3(t, srv, storage.S3Options{})
+	})
+}
+
+// recorder is a reverse proxy in front of the S3 server that records
+// every request (case 24 A1: assert the URL style on the wire).
+type recorder struct {
+	mu   sync.Mutex
+	reqs []*http.Request // clones without bodies
+}
+
+func (rec *recorder) requests() []*http.Request {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.Clone(rec.reqs)
+}
+
+// startRecorder starts the proxy on host ("localhost" or "127.0.0.1") and
+// returns its base URL.
+func startRecorder(t *testing.T, srv testkit.S3Server, host string) (*recorder, string) {
+	t.Helper()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.mu.Lock()
+		rec.reqs = append(rec.reqs, r.Clone(context.Background()))
+		rec.mu.Unlock()
+		// The Host header stays the proxy's: the client signed it.
+		proxy.ServeHTTP(w, r)
+	}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Listener = l
+	ts.Start()
+	t.Cleanup(ts.Close)
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return rec, "http://" + net.JoinHostPort(host, port)
+}
+
+// TestS3PathStyleRequests is case 24 A1: with PathStyle, requests go to
+// http://host:port/<bucket>/<prefix>/<key>, never to a bucket sub-domain.
+func TestS3PathStyleRequests(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	rec, endpoint := startRecorder(t, srv, "localhost")
+	b, err := storage.NewS3(t.Context(), storage.S3Options{
+		Bucket: srv.Bucket, Prefix: "kafka-dr/backups", Endpoint: endpoint, PathStyle: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	key := "topics/metrics/partition=0/seg-1"
+	if err := b.Put(ctx, key, strings.NewReader("segment"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stat(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.List(ctx, "topics/", func(storage.ObjectInfo) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := "s3://" + srv.Bucket + "/kafka-dr/backups"; b.Location() != want {
+		t.Errorf("Location() = %q, want %q", b.Location(), want)
+	}
+
+	wantHost := strings.TrimPrefix(endpoint, "http://")
+	wantObjectPath := "/" + srv.Bucket + "/kafka-dr/backups/" + key
+	var sawPut, sawHead, sawList, sawBucketHead bool
+	for _, r := range rec.requests() {
+		if r.Host != wantHost {
+			t.Errorf("%s %s went to host %q, want %q (virtual-hosted style?)", r.Method, r.URL, r.Host, wantHost)
+		}
+		switch {
+		case r.Method == http.MethodPut && r.URL.Path == wantObjectPath:
+			sawPut = true
+			// Put sends a checksum (header or aws-chunked trailer).
+			if r.Header.Get("X-Amz-Checksum-Crc32") == "" && !strings.Contains(strings.ToLower(r.Header.Get("X-Amz-Trailer")), "x-amz-checksum-crc32") {
+				t.Errorf("PutObject without a CRC32 checksum; headers: %v", r.Header)
+			}
+		case r.Method == http.MethodHead && r.URL.Path == wantObjectPath:
+			sawHead = true
+		case r.Method == http.MethodHead && r.URL.Path == "/"+srv.Bucket:
+			sawBucketHead = true
+		case r.Method == http.MethodGet && r.URL.Path == "/"+srv.Bucket && r.URL.Query().Get("list-type") == "2":
+			sawList = true
+			if got := r.URL.Query().Get("prefix"); got != "kafka-dr/backups/topics/" {
+				t.Errorf("ListObjectsV2 prefix = %q, want kafka-dr/backups/topics/", got)
+			}
+		default:
+			if !strings.HasPrefix(r.URL.Path, "/"+srv.Bucket) {
+				t.Errorf("%s %s: path does not start with /%s", r.Method, r.URL, srv.Bucket)
+			}
+		}
+	}
+	if !sawPut || !sawHead || !sawList || !sawBucketHead {
+		t.Errorf("recorded requests miss one of PutObject %v, HeadObject %v, ListObjectsV2 %v, HeadBucket %v: %v",
+			sawPut, sawHead, sawList, sawBucketHead, rec.requests())
+	}
+}
+
+// TestS3ListSmallPages follows continuation tokens across many pages.
+func TestS3ListSmallPages(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	rec, endpoint := startRecorder(t, srv, "127.0.0.1")
+	b := newTestS3(t, srv, storage.S3Options{Endpoint: endpoint, PathStyle: true, ListPageSize: 7})
+	var want []string
+	for i := range 50 {
+		key := "p/" + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + randomHex(t, 2)
+		want = append(want, key)
+		if err := b.Put(t.Context(), key, bytes.NewReader(nil), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	var got []string
+	if err := b.List(t.Context(), "p/", func(i storage.ObjectInfo) error { got = append(got, i.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("List = %d keys %q\nwant %d keys %q", len(got), got, len(want), want)
+	}
+	pages := 0
+	for _, r := range rec.requests() {
+		if r.URL.Query().Get("list-type") == "2" {
+			pages++
+			if r.URL.Query().Get("max-keys") != "7" {
+				t.Errorf("ListObjectsV2 max-keys = %q, want 7", r.URL.Query().Get("max-keys"))
+			}
+		}
+	}
+	if pages != 8 { // ceil(50/7)
+		t.Errorf("List made %d ListObjectsV2 calls, want 8", pages)
+	}
+}
+
+func TestNewS3Errors(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedEndpoint := "http://" + closed.Addr().String()
+	closed.Close()
+
+	tests := []struct {
+		name      string
+		opts      storage.S3Options
+		secret    string   // if set, AWS_SECRET_ACCESS_KEY for this case
+		wantParts []string // substrings the error must contain
+	}{
+		{"missing bucket",
+			storage.S3Options{Bucket: "no-such-bucket", Endpoint: srv.Endpoint, PathStyle: true}, "",
+			[]string{`"no-such-bucket"`, srv.Endpoint, "does not exist", "create it"}},
+		{"invalid bucket name",
+			storage.S3Options{Bucket: "Bad_Bucket", Endpoint: srv.Endpoint, PathStyle: true}, "",
+			[]string{`"Bad_Bucket"`, srv.Endpoint}},
+		{"wrong secret key",
+			storage.S3Options{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PathStyle: true}, "wrong-secret-do-not-print",
+			[]string{srv.Bucket, srv.Endpoint, "access denied", "AWS_SECRET_ACCESS_KEY"}},
+		{"nothing listening at endpoint",
+			storage.S3Options{Bucket: srv.Bucket, Endpoint: closedEndpoint, PathStyle: true}, "",
+			[]string{srv.Bucket, closedEndpoint, "cannot reach", "path-style"}},
+		{"endpoint without scheme",
+			storage.S3Options{Bucket: srv.Bucket, Endpoint: "minio.storage.svc:9000"}, "",
+			[]string{"minio.storage.svc:9000", "https://host:port"}},
+		{"no bucket", storage.S3Options{Endpoint: srv.Endpoint}, "", []string{"no bucket"}},
+		{"part size below 5 MiB",
+			storage.S3Options{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PartSize: 1 << 20}, "",
+			[]string{"part size", "5 MiB"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.secret != "" {
+				t.Setenv("AWS_SECRET_ACCESS_KEY", tt.secret)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			_, err := storage.NewS3(ctx, tt.opts)
+			if err == nil {
+				t.Fatal("NewS3 succeeded, want an error")
+			}
+			t.Logf("error: %v", err)
+			for _, part := range tt.wantParts {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("error does not contain %q", part)
+				}
+			}
+			for _, secret := range []string{srv.SecretKey, "wrong-secret-do-not-print"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error contains a secret key")
+				}
+			}
+		})
+	}
+}
+
+// TestS3AbortStaleUploads is case 24 A3 / case 22 A4: multipart uploads
+// orphaned by a killed run are aborted for the backend's prefix only.
+func TestS3AbortStaleUploads(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	prefix := "abort-" + randomHex(t, 4)
+	b := newTestS3(t, srv, storage.S3Options{Prefix: prefix})
+	client := srv.Client()
+	ctx := t.Context()
+	start := func(key string) {
+		t.Helper()
+		up, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(srv.Bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Upload 2 of 3 parts, as a backup killed mid-segment would.
+		for n := int32(1); n <= 2; n++ {
+			_, err := client.UploadPart(ctx, &s3.UploadPartInput{
+				Bucket: aws.String(srv.Bucket), Key: aws.String(key), UploadId: up.UploadId,
+				PartNumber: aws.Int32(n), Body: bytes.NewReader(storagetest.Content(key, 5<<20)),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start(prefix + "/topics/t/seg-1000")
+	start(prefix + "/topics/t/seg-2000")
+	other := prefix + "-other/seg" // shares the prefix string, not the "directory"
+	start(other)
+
+	if n, err := b.AbortStaleUploads(ctx, time.Hour); err != nil || n != 0 {
+		t.Errorf("AbortStaleUploads(1h) = %d, %v; want 0 (uploads are fresh)", n, err)
+	}
+	if n, err := b.AbortStaleUploads(ctx, 0); err != nil || n != 2 {
+		t.Errorf("AbortStaleUploads(0) = %d, %v; want 2", n, err)
+	}
+	if ups := multipartUploads(t, srv, prefix+"/"); len(ups) != 0 {
+		t.Errorf("uploads left under %s/: %q", prefix, ups)
+	}
+	if ups := multipartUploads(t, srv, other); len(ups) != 1 {
+		t.Errorf("upload outside the prefix = %q, want it kept", ups)
+	}
+	var listed []string
+	if err := b.List(ctx, "", func(i storage.ObjectInfo) error { listed = append(listed, i.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 0 {
+		t.Errorf("aborted uploads left objects: %q", listed)
+	}
+}
+
+// TestS3ConditionalWrites checks that versitygw honours If-None-Match, the
+// premise of S3.PutIfAbsent.
+func TestS3ConditionalWrites(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	b := newTestS3(t, srv, storage.S3Options{})
+	if err := b.CheckConditionalWrites(t.Context(), "probe"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestS3ServerVerifiesChecksums documents that the server rejects a body
+// whose checksum does not match, which is what makes sending one useful.
+func TestS3ServerVerifiesChecksums(t *testing.T) {
+	srv := testkit.StartS3(t)
+	_, err := srv.Client().PutObject(t.Context(), &s3.PutObjectInput{
+		Bucket:        aws.String(srv.Bucket),
+		Key:           aws.String("corrupt"),
+		Body:          strings.NewReader("payload"),
+		ChecksumCRC32: aws.String("AAAAAA=="), // CRC32 of something else
+	})
+	if err == nil {
+		t.Fatal("server accepted a body with a wrong CRC32 checksum")
+	}
+	t.Logf("server rejected the wrong checksum: %v", err)
+}
+
+// TestS3AndFilesystemByteIdentical is case 24 A4: the same writes produce
+// the same keys, sizes and bytes on disk and on S3.
+func TestS3AndFilesystemByteIdentical(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	fsys, err := storage.NewFilesystem(filepath.Join(t.TempDir(), "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends := []storage.Backend{fsys, newTestS3(t, srv, storage.S3Options{})}
+	objects := map[string][]byte{
+		"manifest.json":                  []byte(`{"format_version":1}`),
+		"topics/metrics/partition=0/0-0": storagetest.Content("seg0", 1),
+		"topics/metrics/partition=0/1-9": storagetest.Content("seg1", 6<<20+1),
+		"topics/metrics/partition=1/0-0": nil,
+	}
+	type listing struct {
+		key  string
+		size int64
+		sum  string
+	}
+	var results [][]listing
+	for _, b := range backends {
+		for key, data := range objects {
+			if err := b.Put(t.Context(), key, bytes.NewReader(data), -1); err != nil {
+				t.Fatalf("%s: Put(%q): %v", b.Location(), key, err)
+			}
+		}
+		var got []listing
+		err := b.List(t.Context(), "", func(info storage.ObjectInfo) error {
+			rc, err := b.Get(t.Context(), info.Key)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, rc); err != nil {
+				return err
+			}
+			got = append(got, listing{info.Key, info.Size, hex.EncodeToString(h.Sum(nil))})
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", b.Location(), err)
+		}
+		results = append(results, got)
+	}
+	if !slices.Equal(results[0], results[1]) {
+		t.Errorf("backends differ:\n%s: %v\n%s: %v", backends[0].Location(), results[0], backends[1].Location(), results[1])
+	}
+	if len(results[0]) != len(objects) {
+		t.Errorf("listed %d objects, want %d", len(results[0]), len(objects))
+	}
+}
+
+func TestS3GetMissingIsErrNotFound(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	b := newTestS3(t, srv, storage.S3Options{})
+	_, err := b.Get(t.Context(), "nope")
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("Get(nope) = %v, want ErrNotFound naming the key", err)
+	}
+}
