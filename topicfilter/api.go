@@ -1,7 +1,21 @@
-// Package topicfilter selects and classifies the topics of one Kafka Streams
-// application: include/exclude filters (anchored globs or ~regex) and the
-// changelog / repartition / external classification of every topic for an
-// application.id. It does no I/O: callers pass topic lists in.
+// Package topicfilter decides which topics of one Kafka Streams application a
+// backup copies, and why.
+//
+// It has three parts:
+//
+//   - [Filter]: the include/exclude topic patterns of the configuration
+//     (anchored globs, or Go regular expressions when prefixed with "~").
+//   - [Classifier]: the changelog / repartition / external class of a topic
+//     for one application.id, by Kafka Streams' own internal-topic naming rule.
+//   - [Plan]: both applied to the topic list of a cluster, giving one
+//     [Decision] per topic with a reason for people, plus warnings.
+//
+// Topics whose name starts with "__" (broker-internal: __consumer_offsets,
+// __transaction_state, ...) are never selected, whatever the patterns say.
+// Repartition topics are never selected: they regenerate from the input.
+//
+// The package does no I/O: callers pass topic lists in. Everything in it is
+// safe for concurrent use once constructed.
 package topicfilter
 
 // Class is the role a topic plays for the configured application.id.
@@ -17,7 +31,9 @@ const (
 	// foreign-key-join subscription topic: exactly the internal-topic suffix
 	// rule of Kafka's StreamsResetter.matchesInternalTopicFormat. Never backed up.
 	Repartition Class = "repartition"
-	// External is an input or output topic (anything else).
+	// External is an input or output topic (anything else). Broker-internal
+	// topics ("__*") and internal topics of other applications are also
+	// External; [Decision] says which.
 	External Class = "external"
 )
 
@@ -25,7 +41,11 @@ const (
 type TopicInfo struct {
 	Name       string
 	Partitions int
-	Internal   bool // the broker flags it internal (metadata is_internal)
+	Internal   bool // the broker flags it internal (Metadata response is_internal)
+	// Compacted is true when the topic's cleanup.policy contains "compact"
+	// ("compact" or "compact,delete"). Plan warns about compacted input
+	// topics that are not declared source changelogs.
+	Compacted bool
 }
 
 // Decision is the verdict for one topic.
@@ -33,7 +53,16 @@ type Decision struct {
 	Topic           string `json:"topic"`
 	Class           Class  `json:"class"`
 	SourceChangelog bool   `json:"source_changelog,omitempty"` // input topic reused as a store's changelog
-	Partitions      int    `json:"partitions"`
-	Selected        bool   `json:"selected"`
-	Reason          string `json:"reason"` // why selected or not, for people
+	// OtherApplicationID is set when the topic is an internal topic
+	// (changelog or repartition) of another application: the application.id
+	// from Classifier.OtherApplicationIDs it belongs to. Such a topic is
+	// never selected (KAFKA-14922: "my-app-" is also a prefix of
+	// "my-app-v1-..." topics).
+	OtherApplicationID string `json:"other_application_id,omitempty"`
+	// BrokerInternal is true for topics whose name starts with "__" or that
+	// the broker flags internal. They are never selected.
+	BrokerInternal bool   `json:"broker_internal,omitempty"`
+	Partitions     int    `json:"partitions"`
+	Selected       bool   `json:"selected"`
+	Reason         string `json:"reason"` // why selected or not, for people
 }

@@ -1,0 +1,185 @@
+package topicfilter
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// PlanOptions tunes [Plan].
+type PlanOptions struct {
+	// AllowMissing turns a literal include naming a topic that is not in the
+	// topic list into a warning instead of a *[MissingTopicsError]
+	// (config: source.topics.allow_missing, default false).
+	AllowMissing bool
+}
+
+// MissingTopicsError is returned by [Plan] when literal includes name topics
+// that do not exist, so that a typo never makes a backup "succeed" without
+// the topic.
+type MissingTopicsError struct {
+	Topics []string // sorted
+}
+
+func (e *MissingTopicsError) Error() string {
+	q := make([]string, len(e.Topics))
+	for i, t := range e.Topics {
+		q[i] = fmt.Sprintf("%q", t)
+	}
+	noun := "topic"
+	if len(q) > 1 {
+		noun = "topics"
+	}
+	return fmt.Sprintf("include names %s %s that do not exist on the cluster; create the %s, fix the name, or set source.topics.allow_missing: true",
+		noun, strings.Join(q, ", "), noun)
+}
+
+// Plan applies the filter and the classifier to the topics of a cluster.
+//
+// It returns one Decision per topic, sorted by name. A topic is Selected
+// only when f matches it (an include matches, no exclude matches) and it is
+// not a repartition topic, not broker-internal (name starts with "__" or
+// TopicInfo.Internal), and not an internal topic of another application.
+// Every Decision has a Reason, starting with "selected: " or
+// "not selected: ".
+//
+// Warnings, for people, in a stable order: missing literal includes (with
+// AllowMissing), include patterns that matched repartition topics or other
+// applications' internal topics (dropped), selected compacted external
+// topics not declared in Classifier.SourceChangelogTopics (they may be a
+// store's source changelog, and then a point-in-time restore of them is
+// unsafe), declared source changelogs that are missing or not selected, and
+// selected names that look like other systems' topics ("_schemas",
+// "connect-offsets", ...).
+//
+// Errors: a nil f, or a topic named twice in topics, returns only an error.
+// Literal includes (see [Filter.Literals]) absent from topics return a
+// *[MissingTopicsError] unless o.AllowMissing; the decisions and warnings
+// are then returned too, complete, so a dry run can still show them.
+func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions []Decision, warnings []string, err error) {
+	if f == nil {
+		return nil, nil, fmt.Errorf("plan topics: nil filter")
+	}
+	sorted := slices.Clone(topics)
+	slices.SortFunc(sorted, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	exists := make(map[string]bool, len(sorted))
+	for i, t := range sorted {
+		if i > 0 && sorted[i-1].Name == t.Name {
+			return nil, nil, fmt.Errorf("plan topics: topic %q appears twice in the topic list", t.Name)
+		}
+		exists[t.Name] = true
+	}
+
+	var missing []string
+	for _, l := range f.Literals() {
+		if !exists[l] {
+			missing = append(missing, l)
+		}
+	}
+	slices.Sort(missing)
+	if o.AllowMissing {
+		for _, m := range missing {
+			warnings = append(warnings, fmt.Sprintf("include names topic %q, which does not exist on the cluster; skipped (source.topics.allow_missing: true)", m))
+		}
+	}
+
+	literal := map[string]bool{}
+	for _, l := range f.Literals() {
+		literal[l] = true
+	}
+	// dropped[pattern] lists the topics an include matched but Plan dropped
+	// for a reason the pattern's author may not expect.
+	droppedRepartition := map[string][]string{}
+	droppedOther := map[string][]string{}
+	var compactedWarnings, systemWarnings []string
+	selected := map[string]bool{}
+
+	decisions = make([]Decision, 0, len(sorted))
+	for _, t := range sorted {
+		v := c.classify(t.Name)
+		d := Decision{
+			Topic:              t.Name,
+			Class:              v.class,
+			SourceChangelog:    v.sourceChangelog,
+			OtherApplicationID: v.otherApp,
+			BrokerInternal:     v.brokerInternal || t.Internal,
+			Partitions:         t.Partitions,
+		}
+		inc := f.firstInclude(t.Name)
+		exc := f.firstExclude(t.Name)
+		switch {
+		case d.BrokerInternal:
+			d.Reason = "not selected: broker-internal topic"
+			if v.brokerInternal {
+				d.Reason += ` (name starts with "__")`
+			} else {
+				d.Reason += " (the broker flags it internal)"
+			}
+			d.Reason += "; never backed up"
+		case inc == "":
+			d.Reason = "not selected: no include pattern matches; " + v.reason
+		case exc != "":
+			d.Reason = fmt.Sprintf("not selected: excluded by pattern %q; %s", exc, v.reason)
+		case d.OtherApplicationID != "":
+			d.Reason = "not selected: " + v.reason + "; back it up with that application's configuration"
+			droppedOther[inc] = append(droppedOther[inc], t.Name)
+		case d.Class == Repartition:
+			d.Reason = "not selected: repartition topic; repartition topics are never backed up (they regenerate from input); " + v.reason
+			droppedRepartition[inc] = append(droppedRepartition[inc], t.Name)
+		default:
+			d.Selected = true
+			selected[t.Name] = true
+			if d.Class == External {
+				d.Reason = fmt.Sprintf("selected: %s; matched by include %q", v.reason, inc)
+			} else {
+				d.Reason = "selected: " + v.reason
+			}
+			if d.Class == External && t.Compacted {
+				compactedWarnings = append(compactedWarnings, fmt.Sprintf("topic %q is compacted and not declared in source_changelog_topics: if a KTable reads it with topology.optimization=all (or reuse.ktable.source.topics), it is that store's changelog; declare it in source_changelog_topics so point-in-time restore is refused for it", t.Name))
+			}
+			if d.Class == External && !literal[t.Name] && looksLikeSystemTopic(t.Name) {
+				systemWarnings = append(systemWarnings, fmt.Sprintf("topic %q looks like another system's topic (Schema Registry, Kafka Connect, ksqlDB) and is selected by include pattern %q; add it to exclude if it is not this application's data", t.Name, inc))
+			}
+		}
+		decisions = append(decisions, d)
+	}
+
+	for _, p := range f.include {
+		if ts := droppedRepartition[p.src]; len(ts) > 0 {
+			warnings = append(warnings, fmt.Sprintf("include pattern %q matched repartition topics, dropped because repartition topics are never backed up (they regenerate from input): %s", p.src, strings.Join(ts, ", ")))
+		}
+	}
+	for _, p := range f.include {
+		if ts := droppedOther[p.src]; len(ts) > 0 {
+			warnings = append(warnings, fmt.Sprintf("include pattern %q matched internal topics of other applications, dropped: %s", p.src, strings.Join(ts, ", ")))
+		}
+	}
+	warnings = append(warnings, compactedWarnings...)
+	declared := slices.Clone(c.SourceChangelogTopics)
+	slices.Sort(declared)
+	for _, s := range slices.Compact(declared) {
+		switch {
+		case !exists[s]:
+			warnings = append(warnings, fmt.Sprintf("source changelog topic %q (source_changelog_topics) does not exist on the cluster", s))
+		case !selected[s]:
+			warnings = append(warnings, fmt.Sprintf("source changelog topic %q (source_changelog_topics) is not selected, so its store cannot be restored from this backup; include it", s))
+		}
+	}
+	warnings = append(warnings, systemWarnings...)
+
+	if len(missing) > 0 && !o.AllowMissing {
+		return decisions, warnings, &MissingTopicsError{Topics: missing}
+	}
+	return decisions, warnings, nil
+}
+
+// looksLikeSystemTopic reports names that a "*" include catches but that
+// usually belong to other systems: Schema Registry ("_schemas"), Confluent
+// and ksqlDB ("_confluent-..."), and Kafka Connect's default storage topics.
+func looksLikeSystemTopic(name string) bool {
+	switch name {
+	case "connect-offsets", "connect-configs", "connect-status":
+		return true
+	}
+	return strings.HasPrefix(name, "_")
+}
