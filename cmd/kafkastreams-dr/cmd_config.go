@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+)
+
+// configKeysHelp documents every config key; config validate shows it.
+const configKeysHelp = `CONFIG FILE (YAML; ${VAR} in a value expands from the environment, an unset
+VAR is an error, $${ is a literal "${")
+  application_id            the Kafka Streams application.id (one application per file).
+                            Optional: without it topics are classified by name suffix
+                            only and no consumer-group offsets are read (a warning).
+  source_changelog_topics   input topics a store reuses as its changelog
+                            (topology.optimization=all / reuse.ktable.source.topics)
+  source:                   the cluster to back up (required)
+    bootstrap_servers       list of host:port (required)
+    client_id               Kafka client.id (default kafkastreams-dr)
+    security:
+      tls:                  enabled, ca_file, cert_file, key_file, server_name,
+                            insecure_skip_verify (any file turns TLS on)
+      sasl:                 mechanism (PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512), username,
+                            password (write ${KAFKA_PASSWORD}) or password_file
+    topics:
+      include               globs ("app-*-changelog") or ~regex, anchored (required)
+      exclude               same syntax; exclude beats include
+      allow_missing         a literal include that does not exist is a warning (default false)
+  target:                   the cluster a restore writes to (optional; same keys as source)
+  storage:                  where the backup repository lives (required)
+    backend                 s3 | filesystem (required)
+    bucket, prefix, region  s3 (bucket required); credentials from the AWS default chain
+    endpoint, path_style    s3: S3-compatible stores (MinIO, Ceph, ...)
+    path                    filesystem: the directory (required; prefix is a subdirectory)
+  backup:
+    compression             zstd (default; the only one for now)
+    source_cluster_id       free-form name of the source cluster, kept in the manifest
+    segment_max_bytes       uncompressed bytes per segment, e.g. 67108864 or "64MiB" (default)
+    concurrency             partitions copied at once (default 4)
+`
+
+// configValidateOptions are the flags of `config validate`.
+type configValidateOptions struct {
+	ConfigFile string
+}
+
+func newConfigCmd(g *globalOptions, s *iostreams, runF func(context.Context, *configValidateOptions, *iostreams) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Check config files",
+		Long:  "Check kafkastreams-dr config files.\n\n" + configKeysHelp,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			}
+			return &usageError{errors.New("missing command: use \"config validate -c FILE\"")}
+		},
+	}
+	cmd.AddCommand(newConfigValidateCmd(g, s, runF))
+	return cmd
+}
+
+func newConfigValidateCmd(g *globalOptions, s *iostreams, runF func(context.Context, *configValidateOptions, *iostreams) error) *cobra.Command {
+	o := &configValidateOptions{}
+	cmd := &cobra.Command{
+		Use:   "validate -c FILE",
+		Short: "Check a config file without connecting to anything",
+		Long: `Check a config file: YAML syntax, unknown keys, types, required keys, topic
+patterns, ${VAR} references, and that the TLS and SASL password files it names can
+be read. Nothing connects to Kafka or to storage.
+
+Prints "config OK" and a summary on stdout, and warnings on stderr; or every
+problem found, each with its key and line, and exits 2.
+
+` + configKeysHelp,
+		Example: `  kafkastreams-dr config validate -c order-processor.yaml`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ConfigFile == "" {
+				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			return runConfigValidate(cmd.Context(), o, s)
+		},
+	}
+	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file to check (required)")
+	return cmd
+}
+
+func runConfigValidate(_ context.Context, o *configValidateOptions, s *iostreams) error {
+	cfg, err := config.Load(o.ConfigFile)
+	if err != nil {
+		return withCode(exitUsage, err, "")
+	}
+	// Read the files the clients would read, so that a missing password
+	// file shows up now rather than at 3 a.m.
+	var problems []string
+	clusters := []struct {
+		key string
+		c   *config.Cluster
+	}{{"source", &cfg.Source}, {"target", cfg.Target}}
+	for _, cl := range clusters {
+		if cl.c == nil {
+			continue
+		}
+		if _, err := cl.c.ClientOptions(); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %s.security: %v (line %d)", cfg.File(), cl.key, err, cfg.Line(cl.key+".security")))
+		}
+	}
+	if len(problems) > 0 {
+		return withCode(exitUsage, errors.New(strings.Join(problems, "\n")), "")
+	}
+
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(s.ErrOut, "warning: %s\n", w)
+	}
+	app := cfg.ApplicationID
+	if app == "" {
+		app = "(not set)"
+	}
+	fmt.Fprintf(s.Out, "config OK: %s\n", cfg.File())
+	fmt.Fprintf(s.Out, "  application_id  %s\n", app)
+	fmt.Fprintf(s.Out, "  source          %s\n", strings.Join(cfg.Source.BootstrapServers, ","))
+	if cfg.Target != nil {
+		fmt.Fprintf(s.Out, "  target          %s\n", strings.Join(cfg.Target.BootstrapServers, ","))
+	}
+	fmt.Fprintf(s.Out, "  storage         %s\n", cfg.Storage.Describe())
+	return nil
+}

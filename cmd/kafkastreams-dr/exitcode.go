@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+)
+
+// Exit codes of every command. They are listed once, here, and shown
+// under EXIT STATUS in every command's --help.
+const (
+	exitOK        = 0   // success
+	exitError     = 1   // the run failed (cluster or storage error, bug)
+	exitUsage     = 2   // bad flags or arguments, invalid config, or the run was refused
+	exitPartial   = 3   // the run finished but not everything was done (see the summary)
+	exitCancelled = 130 // interrupted by SIGINT or SIGTERM
+)
+
+// exitStatusHelp is the EXIT STATUS section of every command's help.
+const exitStatusHelp = `EXIT STATUS
+  0    success
+  1    error: the run failed (cluster, storage or network error)
+  2    usage error, invalid config file, or the run was refused
+  3    partial: the run finished but not everything was done (see the summary)
+  130  interrupted (SIGINT or SIGTERM)
+`
+
+// exitErr attaches an exit code and, optionally, the next command to run.
+type exitErr struct {
+	code int
+	err  error
+	hint string // printed after the error, e.g. "check the file with: ..."
+}
+
+func (e *exitErr) Error() string { return e.err.Error() }
+func (e *exitErr) Unwrap() error { return e.err }
+
+// withCode wraps err so that the process exits with code; hint, if not
+// empty, tells the user what to run next.
+func withCode(code int, err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &exitErr{code: code, err: err, hint: hint}
+}
+
+// usageError is a problem with the command line: the usage is printed and
+// the exit code is 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// exitCode maps the error returned by a command to the process exit code.
+// A cancelled root context (a signal) wins over everything else.
+func exitCode(ctx context.Context, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return exitCancelled
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitError
+}
+
+// errorHint returns the next-command hint attached to err, if any.
+func errorHint(err error) string {
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		return ee.hint
+	}
+	return ""
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// iostreams are the streams a command reads and writes: results on Out,
+// logs, progress and warnings on ErrOut.
+type iostreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	ErrTTY bool // ErrOut is a terminal: text logs instead of JSON
+}
+
+func systemStreams() *iostreams {
+	return &iostreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: isTerminal(os.Stderr)}
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// globalOptions are the root's persistent flags and what is built from
+// them before any command runs.
+type globalOptions struct {
+	LogLevel string
+	logger   *slog.Logger
+}
+
+// Logger returns the logger built from --log-level (discarding before the
+// flags are parsed).
+func (g *globalOptions) Logger() *slog.Logger {
+	if g.logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return g.logger
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("invalid --log-level %q (want debug, info, warn or error)", s)
+}
+
+// newLogger logs text to a terminal and JSON otherwise.
+func newLogger(w io.Writer, tty bool, level slog.Level) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if tty {
+		return slog.New(slog.NewTextHandler(w, o))
+	}
+	return slog.New(slog.NewJSONHandler(w, o))
+}
+
+const rootLong = `kafkastreams-dr backs up and restores Kafka Streams applications: input, output and
+changelog topics plus the application's consumer-group offsets, to S3 or a local directory.
+
+Each application is described by one YAML config file; start with
+"kafkastreams-dr config validate -c FILE" and "kafkastreams-dr topics -c FILE".`
+
+// helpTemplate is cobra's default help with EXIT STATUS appended, so that
+// every command's --help lists the exit codes.
+const helpTemplate = `{{with (or .Long .Short)}}{{. | trimTrailingWhitespaces}}
+
+{{end}}{{if or .Runnable .HasSubCommands}}{{.UsageString}}{{end}}
+` + exitStatusHelp
+
+// newRootCmd builds the command tree.
+func newRootCmd(s *iostreams) *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:           "kafkastreams-dr",
+		Short:         "Back up and restore Kafka Streams applications",
+		Long:          rootLong,
+		Version:       version,
+		SilenceErrors: true, // run prints the error once
+		SilenceUsage:  true, // and the usage only for usage errors
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			level, err := parseLogLevel(g.LogLevel)
+			if err != nil {
+				return &usageError{err}
+			}
+			g.logger = newLogger(s.ErrOut, s.ErrTTY, level)
+			return nil
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	root.SetHelpTemplate(helpTemplate)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.PersistentFlags().StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error (text on a terminal, JSON otherwise)")
+	root.SetVersionTemplate("kafkastreams-dr {{.Version}}\n")
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	root.AddCommand(
+		newBackupCmd(g, s, nil),
+		newTopicsCmd(g, s, nil),
+		newConfigCmd(g, s, nil),
+		newVersionCmd(s),
+	)
+	return root
+}
+
+// usageArgs turns an argument-validation error into a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &usageError{err}
+		}
+		return nil
+	}
+}
+
+// run executes the command line and prints an error, if any, once:
+// "Error: <msg>", then the usage for usage errors or the next command to
+// run when the error carries one. main maps the returned error to the exit
+// code with exitCode.
+func run(ctx context.Context, args []string, s *iostreams) error {
+	root := newRootCmd(s)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return nil
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra reports an unknown subcommand of the root with a plain error.
+		err = &usageError{err}
+	}
+	msg := err.Error()
+	if ctx.Err() != nil {
+		msg = "interrupted"
+	}
+	fmt.Fprintf(s.ErrOut, "Error: %s\n", msg)
+	var ue *usageError
+	if errors.As(err, &ue) && ctx.Err() == nil {
+		fmt.Fprintf(s.ErrOut, "\n%s", cmd.UsageString())
+	}
+	if h := errorHint(err); h != "" && ctx.Err() == nil {
+		fmt.Fprintln(s.ErrOut, h)
+	}
+	return err
+}
+
+// loadConfig loads the config file for a command, prints its warnings on
+// stderr, and returns an invalid file as an exit-2 error.
+func loadConfig(file string, s *iostreams) (*config.Config, error) {
+	if file == "" {
+		return nil, &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		return nil, withCode(exitUsage, err, "")
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(s.ErrOut, "warning: %s\n", w)
+	}
+	return cfg, nil
+}
+
+// sourceClientOptions returns the franz-go options of the source cluster;
+// an unreadable TLS or password file is a config error (exit 2).
+func sourceClientOptions(cfg *config.Config) ([]kgo.Opt, error) {
+	opts, err := cfg.Source.ClientOptions()
+	if err != nil {
+		return nil, withCode(exitUsage, fmt.Errorf("%s: source.security: %w", cfg.File(), err), "")
+	}
+	return opts, nil
+}
+
+// openStorage opens the repository's storage backend. S3 credentials come
+// from the AWS default chain.
+func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error) {
+	switch s.Backend {
+	case config.BackendS3:
+		return storage.NewS3(ctx, storage.S3Options{
+			Bucket:    s.Bucket,
+			Prefix:    s.Prefix,
+			Region:    s.Region,
+			Endpoint:  s.Endpoint,
+			PathStyle: s.PathStyle,
+		})
+	case config.BackendFilesystem:
+		return storage.NewFilesystem(s.FilesystemDir())
+	}
+	return nil, fmt.Errorf("storage backend %q is not supported", s.Backend)
+}

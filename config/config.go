@@ -1,0 +1,232 @@
+// Package config reads the YAML file that describes one Kafka Streams
+// application's backup: the application.id, the source cluster and its topic
+// filters, the repository storage and the backup settings. The accepted keys
+// are those of the widely used OSO-style backup config, plus a few of ours.
+//
+// Every problem is reported with the key path (e.g. "storage.bucket" or
+// "source.topics.include[2]") and its line: unknown keys (with the nearest
+// known key), wrong types, missing required keys, and values that cannot
+// work (a bad topic pattern, an unknown SASL mechanism). ${VAR} in a scalar
+// value expands from the environment; an unset variable is an error, and
+// $${ writes a literal "${".
+//
+// A minimal file:
+//
+//	application_id: order-processor
+//	source:
+//	  bootstrap_servers: [kafka:9092]
+//	  topics:
+//	    include: [orders, "order-processor-*-changelog"]
+//	storage:
+//	  backend: filesystem
+//	  path: /var/backups/kafka
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Defaults applied by Load and Parse when the key is absent.
+const (
+	DefaultCompression     = "zstd"
+	DefaultSegmentMaxBytes = 64 << 20 // 64 MiB
+	DefaultConcurrency     = 4
+	DefaultClientID        = "kafkastreams-dr"
+)
+
+// Storage backends (storage.backend).
+const (
+	BackendS3         = "s3"
+	BackendFilesystem = "filesystem"
+)
+
+// SASL mechanisms (source.security.sasl.mechanism).
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismScramSHA256 = "SCRAM-SHA-256"
+	MechanismScramSHA512 = "SCRAM-SHA-512"
+)
+
+// Config is one backup config file. Use Load or Parse; a Config they return
+// has passed validation and has its defaults filled in.
+type Config struct {
+	// ApplicationID is the Kafka Streams application.id (one application
+	// per config). Optional: without it topics are classified by name
+	// suffix only and no consumer-group offsets are read (a warning).
+	ApplicationID string `yaml:"application_id"`
+	// SourceChangelogTopics are input topics that a state store reuses as
+	// its changelog (topology.optimization=all, reuse.ktable.source.topics).
+	SourceChangelogTopics []string `yaml:"source_changelog_topics"`
+	// Source is the cluster the backup reads from. Required.
+	Source Cluster `yaml:"source"`
+	// Target is the cluster a restore writes to. Optional; validated now,
+	// used by the restore command.
+	Target *Cluster `yaml:"target"`
+	// Storage is where the backup repository lives. Required.
+	Storage Storage `yaml:"storage"`
+	// Backup holds the settings of a backup run.
+	Backup Backup `yaml:"backup"`
+
+	file     string
+	lines    map[string]int
+	warnings []string
+}
+
+// Cluster is how to reach one Kafka cluster and which of its topics count.
+type Cluster struct {
+	// BootstrapServers are the seed brokers, host:port (Kafka's
+	// bootstrap.servers). Required.
+	BootstrapServers []string `yaml:"bootstrap_servers"`
+	// ClientID is the Kafka client.id; default "kafkastreams-dr".
+	ClientID string `yaml:"client_id"`
+	// Security configures TLS and SASL; empty means plaintext.
+	Security Security `yaml:"security"`
+	// Topics selects topics. For the source, Include is required.
+	Topics Topics `yaml:"topics"`
+}
+
+// Security is TLS and SASL for one cluster (Kafka's security.protocol is
+// derived: SSL, SASL_PLAINTEXT or SASL_SSL).
+type Security struct {
+	TLS  TLS  `yaml:"tls"`
+	SASL SASL `yaml:"sasl"`
+}
+
+// TLS configures the TLS connection to the brokers.
+type TLS struct {
+	// Enabled turns TLS on. Parse sets it when any other TLS key is set and
+	// enabled is not written; enabled: false with other keys is a warning.
+	Enabled            bool   `yaml:"enabled"`
+	CAFile             string `yaml:"ca_file"`              // PEM CA bundle; default: the system roots
+	CertFile           string `yaml:"cert_file"`            // PEM client certificate (mutual TLS); needs key_file
+	KeyFile            string `yaml:"key_file"`             // PEM client key; needs cert_file
+	ServerName         string `yaml:"server_name"`          // overrides the name checked in the broker certificate
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"` // do not verify the broker certificate (testing only)
+}
+
+// SASL configures SASL authentication. Mechanism is one of PLAIN,
+// SCRAM-SHA-256, SCRAM-SHA-512. Exactly one of Password and PasswordFile is
+// set; write the password as ${ENV_VAR} rather than in the file.
+type SASL struct {
+	Mechanism    string `yaml:"mechanism"`
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file"` // read when the client is built; one trailing newline is dropped
+}
+
+// Enabled reports whether SASL is configured.
+func (s SASL) Enabled() bool { return s.Mechanism != "" }
+
+// Topics are the topic filters of one cluster, in topicfilter syntax: an
+// anchored glob ("order-processor-*-changelog") or, with a leading "~", an
+// anchored regular expression. A topic is selected when it matches an
+// Include item and no Exclude item.
+type Topics struct {
+	Include []string `yaml:"include"`
+	Exclude []string `yaml:"exclude"`
+	// AllowMissing makes a literal include (no wildcard) that does not
+	// exist on the cluster a warning instead of an error.
+	AllowMissing bool `yaml:"allow_missing"`
+}
+
+// Storage is where the backup repository lives. Backend "s3" uses Bucket,
+// Prefix, Region, Endpoint and PathStyle, with credentials from the standard
+// AWS chain (environment, shared config, instance or pod role), never from
+// this file. Backend "filesystem" uses Path and Prefix (the repository is
+// the directory Path/Prefix).
+type Storage struct {
+	Backend   string `yaml:"backend"`    // s3 | filesystem; required
+	Bucket    string `yaml:"bucket"`     // s3: bucket name; required for s3
+	Prefix    string `yaml:"prefix"`     // key prefix (s3) or subdirectory (filesystem); optional
+	Region    string `yaml:"region"`     // s3: AWS region; default from the AWS chain
+	Endpoint  string `yaml:"endpoint"`   // s3: URL of an S3-compatible store (MinIO, Ceph, ...)
+	PathStyle bool   `yaml:"path_style"` // s3: path-style addressing, usual for S3-compatible stores
+	Path      string `yaml:"path"`       // filesystem: repository directory; required for filesystem
+}
+
+// Backup holds the settings of a backup run.
+type Backup struct {
+	// Compression of segments; only "zstd" for now (the default).
+	Compression string `yaml:"compression"`
+	// SourceClusterID is a free-form name of the source cluster, recorded
+	// in the manifest.
+	SourceClusterID string `yaml:"source_cluster_id"`
+	// SegmentMaxBytes is the uncompressed size in bytes at which a segment
+	// is closed; default 64 MiB. The file may say 67108864 or "64MiB".
+	SegmentMaxBytes ByteSize `yaml:"segment_max_bytes"`
+	// Concurrency is how many partitions are copied at once; default 4.
+	Concurrency int `yaml:"concurrency"`
+}
+
+// Load reads and parses the config file at path. See Parse.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse parses and validates a config; name is the file name used in
+// messages. On failure the error is an ErrorList holding every problem
+// found, each with its key path and line.
+func Parse(data []byte, name string) (*Config, error) {
+	return parse(data, name, os.LookupEnv)
+}
+
+// File returns the name the config was loaded from.
+func (c *Config) File() string { return c.file }
+
+// Warnings returns problems that do not stop a run, such as a missing
+// application_id or storage keys that the chosen backend ignores, each
+// naming the key and its line.
+func (c *Config) Warnings() []string {
+	return append([]string(nil), c.warnings...)
+}
+
+// Line returns the line of the key path in the file (e.g.
+// "source.topics.include[2]"), or 0 if the key is not in the file.
+func (c *Config) Line(key string) int { return c.lines[key] }
+
+// Describe names the repository location for people, e.g.
+// "s3://kafka-backups/streams/order-processor (region us-east-1)" or
+// "/var/backups/kafka". It never contains secrets.
+func (s Storage) Describe() string {
+	switch s.Backend {
+	case BackendS3:
+		loc := "s3://" + s.Bucket
+		if p := strings.Trim(s.Prefix, "/"); p != "" {
+			loc += "/" + p
+		}
+		var extra []string
+		if s.Region != "" {
+			extra = append(extra, "region "+s.Region)
+		}
+		if s.Endpoint != "" {
+			extra = append(extra, "endpoint "+s.Endpoint)
+		}
+		if s.PathStyle {
+			extra = append(extra, "path-style")
+		}
+		if len(extra) > 0 {
+			loc += " (" + strings.Join(extra, ", ") + ")"
+		}
+		return loc
+	case BackendFilesystem:
+		return s.FilesystemDir()
+	default:
+		return s.Backend + " storage"
+	}
+}
+
+// FilesystemDir is the repository directory of the filesystem backend:
+// Path joined with Prefix.
+func (s Storage) FilesystemDir() string {
+	if s.Prefix == "" {
+		return s.Path
+	}
+	return filepath.Join(s.Path, filepath.FromSlash(s.Prefix))
+}

@@ -1,0 +1,409 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestLoadGoodFiles(t *testing.T) {
+	t.Setenv("KAFKA_PASSWORD", "s3cret")
+	tests := []struct {
+		file         string
+		want         func(t *testing.T, c *Config)
+		wantWarnings []string // substrings, one per expected warning, in order
+	}{
+		{
+			file: "issue.yaml",
+			want: func(t *testing.T, c *Config) {
+				eq(t, "application_id", c.ApplicationID, "order-processor")
+				eq(t, "source_changelog_topics", c.SourceChangelogTopics, []string{"customers"})
+				eq(t, "bootstrap_servers", c.Source.BootstrapServers, []string{"kafka:9092"})
+				eq(t, "include", c.Source.Topics.Include, []string{"orders", "customer-totals", "order-processor-*-changelog"})
+				eq(t, "exclude", c.Source.Topics.Exclude, []string{"order-processor-*-repartition"})
+				eq(t, "storage", c.Storage, Storage{Backend: "s3", Bucket: "kafka-backups", Prefix: "streams/order-processor", Region: "us-east-1", Path: "/var/backups/kafka"})
+				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentMaxBytes: 64 << 20, Concurrency: 4})
+				eq(t, "target", c.Target, (*Cluster)(nil))
+				eq(t, "line of include[2]", c.Line("source.topics.include[2]"), 7)
+			},
+			wantWarnings: []string{"storage.path does not apply to the s3 backend and is ignored (line 14)"},
+		},
+		{
+			file: "seed-001.yaml",
+			want: func(t *testing.T, c *Config) {
+				eq(t, "application_id", c.ApplicationID, "")
+				eq(t, "include", c.Source.Topics.Include, []string{"orders", "customer-totals", "order-processor-*-changelog"})
+				eq(t, "storage", c.Storage, Storage{Backend: "s3", Bucket: "kafka-backups", Prefix: "streams/order-processor"})
+				eq(t, "source_cluster_id", c.Backup.SourceClusterID, "production")
+				eq(t, "line of exclude[0]", c.Line("source.topics.exclude[0]"), 12)
+			},
+			wantWarnings: []string{"application_id is not set"},
+		},
+		{
+			file: "full.yaml",
+			want: func(t *testing.T, c *Config) {
+				eq(t, "client_id", c.Source.ClientID, "dr-backup")
+				eq(t, "tls", c.Source.Security.TLS, TLS{Enabled: true, CAFile: "/etc/kafka/ca.pem", ServerName: "kafka.internal"})
+				eq(t, "sasl", c.Source.Security.SASL, SASL{Mechanism: "SCRAM-SHA-512", Username: "backup", Password: "s3cret"})
+				eq(t, "allow_missing", c.Source.Topics.AllowMissing, true)
+				eq(t, "target tls implied by ca_file", c.Target.Security.TLS.Enabled, true)
+				eq(t, "target sasl", c.Target.Security.SASL, SASL{Mechanism: "PLAIN", Username: "restore", PasswordFile: "/run/secrets/kafka-password"})
+				eq(t, "storage", c.Storage, Storage{Backend: "s3", Bucket: "kafka-backups", Prefix: "streams/order-processor", Region: "eu-west-1", Endpoint: "http://minio:9000", PathStyle: true})
+				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentMaxBytes: 16 << 20, Concurrency: 8})
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c, err := Load(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			tt.want(t, c)
+			w := c.Warnings()
+			if len(w) != len(tt.wantWarnings) {
+				t.Fatalf("warnings = %q, want %d matching %q", w, len(tt.wantWarnings), tt.wantWarnings)
+			}
+			for i := range w {
+				if !strings.Contains(w[i], tt.wantWarnings[i]) {
+					t.Errorf("warning %d = %q, want it to contain %q", i, w[i], tt.wantWarnings[i])
+				}
+			}
+		})
+	}
+}
+
+func eq(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s = %#v, want %#v", what, got, want)
+	}
+}
+
+// base is a valid config; bad cases edit it line by line.
+const base = `application_id: app
+source:
+  bootstrap_servers: [kafka:9092]
+  topics:
+    include: [orders, "app-*-changelog"]
+storage:
+  backend: filesystem
+  path: /backups
+`
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string // substrings of the error message
+	}{
+		{
+			name: "unknown key names the key, suggests the nearest, gives the line",
+			yaml: strings.Replace(base, "  path: /backups", "  path: /backups\n  bukket: x", 1),
+			want: []string{"unknown key storage.bukket", "did you mean storage.bucket?", "line 9"},
+		},
+		{
+			name: "unknown top-level key",
+			yaml: base + "restore:\n  x: 1\n",
+			want: []string{"unknown key restore", "line 9"},
+		},
+		{
+			name: "wrong type: list given a string",
+			yaml: strings.Replace(base, "bootstrap_servers: [kafka:9092]", "bootstrap_servers: kafka:9092", 1),
+			want: []string{"source.bootstrap_servers must be a list of strings", `not the string "kafka:9092"`, "line 3"},
+		},
+		{
+			name: "wrong type: integer given a word",
+			yaml: base + "backup:\n  concurrency: four\n",
+			want: []string{"backup.concurrency must be an integer", "line 10"},
+		},
+		{
+			name: "wrong type: mapping given a list",
+			yaml: base + "backup: [zstd]\n",
+			want: []string{"backup must be a mapping, not a list", "line 9"},
+		},
+		{
+			name: "wrong type: bool",
+			yaml: base + "  path_style: maybe\n",
+			want: []string{"storage.path_style must be true or false", "line 9"},
+		},
+		{
+			name: "bad glob names the list item",
+			yaml: strings.Replace(base, `include: [orders, "app-*-changelog"]`, "include:\n      - orders\n      - app-*-changelog\n      - \"app-[z-a]\"", 1),
+			want: []string{"source.topics.include[2]", "line 8"},
+		},
+		{
+			name: "bad regex names the list item",
+			yaml: strings.Replace(base, `include: [orders, "app-*-changelog"]`, "include: [orders]\n    exclude: [\"~(\"]", 1),
+			want: []string{`source.topics.exclude[0] "~("`, "line 6"},
+		},
+		{
+			name: "bad regex in include",
+			yaml: strings.Replace(base, `include: [orders, "app-*-changelog"]`, `include: [orders, "~("]`, 1),
+			want: []string{`source.topics.include[1] "~("`, "line 5"},
+		},
+		{
+			name: "unset environment variable",
+			yaml: strings.Replace(base, "path: /backups", "path: ${KSDR_TEST_UNSET}/backups", 1),
+			want: []string{"storage.path", "environment variable KSDR_TEST_UNSET is not set", "line 8"},
+		},
+		{
+			name: "missing bucket for s3",
+			yaml: strings.Replace(base, "backend: filesystem", "backend: s3", 1),
+			want: []string{"storage.bucket is required when storage.backend is s3", "line 7"},
+		},
+		{
+			name: "missing path for filesystem",
+			yaml: strings.Replace(base, "  path: /backups\n", "", 1),
+			want: []string{"storage.path is required when storage.backend is filesystem", "line 7"},
+		},
+		{
+			name: "missing bootstrap_servers",
+			yaml: strings.Replace(base, "  bootstrap_servers: [kafka:9092]\n", "", 1),
+			want: []string{"source.bootstrap_servers is required", "line 2"},
+		},
+		{
+			name: "sasl password and password_file both set",
+			yaml: strings.Replace(base, "  topics:", "  security:\n    sasl:\n      mechanism: PLAIN\n      username: u\n      password: p\n      password_file: /p\n  topics:", 1),
+			want: []string{"source.security.sasl.password and source.security.sasl.password_file are both set", "line 9"},
+		},
+		{
+			name: "unknown sasl mechanism",
+			yaml: strings.Replace(base, "  topics:", "  security:\n    sasl:\n      mechanism: GSSAPI\n      username: u\n      password: p\n  topics:", 1),
+			want: []string{`source.security.sasl.mechanism "GSSAPI" is not supported`, "line 6"},
+		},
+		{
+			name: "missing storage",
+			yaml: strings.Replace(base, "storage:\n  backend: filesystem\n  path: /backups\n", "", 1),
+			want: []string{"storage is required", "line 1"},
+		},
+		{
+			name: "missing include",
+			yaml: strings.Replace(base, "  topics:\n    include: [orders, \"app-*-changelog\"]\n", "", 1),
+			want: []string{"source.topics.include is required", "line 2"},
+		},
+		{
+			name: "unknown backend suggests",
+			yaml: strings.Replace(base, "backend: filesystem", "backend: filesytem", 1),
+			want: []string{`storage.backend "filesytem" is not supported (did you mean filesystem?)`, "line 7"},
+		},
+		{
+			name: "unsupported compression",
+			yaml: base + "backup:\n  compression: gzip\n",
+			want: []string{`backup.compression "gzip" is not supported`, "line 10"},
+		},
+		{
+			name: "bad segment size unit",
+			yaml: base + "backup:\n  segment_max_bytes: 64 furlongs\n",
+			want: []string{"backup.segment_max_bytes must be a size", "line 10"},
+		},
+		{
+			name: "key set twice",
+			yaml: base + "application_id: other\n",
+			want: []string{"application_id is set twice (first on line 1)", "line 9"},
+		},
+		{
+			name: "target is validated",
+			yaml: base + "target:\n  client_id: x\n",
+			want: []string{"target.bootstrap_servers is required", "line 9"},
+		},
+		{
+			name: "cert_file without key_file",
+			yaml: strings.Replace(base, "  topics:", "  security:\n    tls:\n      cert_file: /c.pem\n  topics:", 1),
+			want: []string{"source.security.tls.key_file is missing", "line 5"},
+		},
+		{
+			name: "not a mapping",
+			yaml: "- a\n- b\n",
+			want: []string{"must be a mapping of keys", "line 1"},
+		},
+		{
+			name: "yaml syntax error",
+			yaml: "source:\n  bootstrap_servers: [kafka\n",
+			want: []string{"not valid YAML", "line"},
+		},
+		{
+			name: "empty file",
+			yaml: "",
+			want: []string{"the config is empty"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "test.yaml")
+			if err == nil {
+				t.Fatalf("Parse succeeded, want error containing %q", tt.want)
+			}
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Errorf("error is %T, want ErrorList", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "test.yaml:") {
+				t.Errorf("error %q does not start with the file name", msg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseReportsEveryProblemOnce(t *testing.T) {
+	y := strings.Replace(base, "backend: filesystem", "backend: s3", 1) + "backup:\n  concurrency: x\n  segment_max_bytes: 0\n"
+	_, err := Parse([]byte(y), "t.yaml")
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("err = %v, want ErrorList", err)
+	}
+	var keys []string
+	for _, e := range list {
+		keys = append(keys, e.Key)
+	}
+	want := []string{"storage.bucket", "backup.concurrency", "backup.segment_max_bytes"}
+	eq(t, "keys", keys, want)
+}
+
+func TestEnvExpansion(t *testing.T) {
+	t.Setenv("KSDR_BUCKET", "from-env")
+	t.Setenv("KSDR_EMPTY", "")
+	tests := []struct {
+		name, value, want string
+	}{
+		{"whole value", "${KSDR_BUCKET}", "from-env"},
+		{"inside a value", "pre-${KSDR_BUCKET}-post", "pre-from-env-post"},
+		{"set but empty", "a${KSDR_EMPTY}b", "ab"},
+		{"escaped", "$${KSDR_BUCKET}", "${KSDR_BUCKET}"},
+		{"plain dollar untouched", "pa$$word$x", "pa$$word$x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			y := strings.Replace(base, "path: /backups", "path: \""+tt.value+"\"", 1) +
+				"# a comment with ${KSDR_NOT_SET_IN_COMMENT} is not expanded\n"
+			c, err := Parse([]byte(y), "t.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			eq(t, "storage.path", c.Storage.Path, tt.want)
+		})
+	}
+}
+
+func TestExpandEnvErrors(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	for _, s := range []string{"${UNSET}", "${unterminated", "${bad-name}", "${}"} {
+		if _, _, err := expandEnv(s, lookup); err == nil {
+			t.Errorf("expandEnv(%q) succeeded, want error", s)
+		}
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want ByteSize
+		ok   bool
+	}{
+		{"67108864", 64 << 20, true},
+		{"64MiB", 64 << 20, true},
+		{"64 MiB", 64 << 20, true},
+		{"1GB", 1000 * 1000 * 1000, true},
+		{"512kib", 512 << 10, true},
+		{"1_000", 1000, true},
+		{"MiB", 0, false},
+		{"12 parsecs", 0, false},
+		{"99999999999999999999GiB", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseByteSize(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+	eq(t, "String", ByteSize(64<<20).String(), "64MiB")
+}
+
+func TestWarnings(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{"literal password", strings.Replace(base, "  topics:", "  security:\n    tls: {enabled: true}\n    sasl: {mechanism: PLAIN, username: u, password: p}\n  topics:", 1), "source.security.sasl.password is written in the config file"},
+		{"plain without tls", strings.Replace(base, "  topics:", "  security:\n    sasl: {mechanism: PLAIN, username: u, password_file: /p}\n  topics:", 1), "PLAIN without TLS"},
+		{"filesystem ignores bucket", base + "  bucket: b\n", "storage.bucket does not apply to the filesystem backend and is ignored (line 9)"},
+		{"tls explicitly off", strings.Replace(base, "  topics:", "  security:\n    tls: {enabled: false, ca_file: /ca.pem}\n  topics:", 1), "TLS is off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "t.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, tt.want) {
+				t.Errorf("warnings %q do not contain %q", w, tt.want)
+			}
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		s    Storage
+		want string
+	}{
+		{Storage{Backend: "s3", Bucket: "b", Prefix: "/p/q/"}, "s3://b/p/q"},
+		{Storage{Backend: "s3", Bucket: "b", Region: "us-east-1", Endpoint: "http://minio:9000", PathStyle: true}, "s3://b (region us-east-1, endpoint http://minio:9000, path-style)"},
+		{Storage{Backend: "filesystem", Path: "/var/backups/kafka"}, "/var/backups/kafka"},
+		{Storage{Backend: "filesystem", Path: "/var/backups", Prefix: "app"}, filepath.Join("/var/backups", "app")},
+	}
+	for _, tt := range tests {
+		eq(t, "Describe", tt.s.Describe(), tt.want)
+	}
+}
+
+func TestClientOptions(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "password")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	tests := []struct {
+		name    string
+		c       Cluster
+		wantErr string // "" for success
+		nOpts   int
+	}{
+		{"plaintext", Cluster{BootstrapServers: []string{"k:9092"}}, "", 2},
+		{"scram from password file", Cluster{BootstrapServers: []string{"k:9092"}, Security: Security{SASL: SASL{Mechanism: "SCRAM-SHA-256", Username: "u", PasswordFile: pw}}}, "", 3},
+		{"tls and plain", Cluster{BootstrapServers: []string{"k:9092"}, Security: Security{TLS: TLS{Enabled: true}, SASL: SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}}}, "", 4},
+		{"missing password file is named", Cluster{BootstrapServers: []string{"k:9092"}, Security: Security{SASL: SASL{Mechanism: "PLAIN", Username: "u", PasswordFile: missing}}}, missing, 0},
+		{"CA file without PEM is named", Cluster{BootstrapServers: []string{"k:9092"}, Security: Security{TLS: TLS{Enabled: true, CAFile: notPEM}}}, notPEM, 0},
+		{"missing client cert is named", Cluster{BootstrapServers: []string{"k:9092"}, Security: Security{TLS: TLS{Enabled: true, CertFile: missing, KeyFile: missing}}}, missing, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts, err := tt.c.ClientOptions()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				eq(t, "number of options", len(opts), tt.nOpts)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want it to name %q", err, tt.wantErr)
+			}
+		})
+	}
+}
