@@ -104,8 +104,9 @@ func (rec *recorder) requests() []*http.Request {
 }
 
 // startRecorder starts the proxy on host ("localhost" or "127.0.0.1") and
-// returns its base URL.
-func startRecorder(t *testing.T, srv testkit.S3Server, host string) (*recorder, string) {
+// returns its base URL. modify, if not nil, may alter responses (fault
+// injection).
+func startRecorder(t *testing.T, srv testkit.S3Server, host string, modify func(*http.Response) error) (*recorder, string) {
 	t.Helper()
 	target, err := url.Parse(srv.Endpoint)
 	if err != nil {
@@ -113,6 +114,7 @@ func startRecorder(t *testing.T, srv testkit.S3Server, host string) (*recorder, 
 	}
 	rec := &recorder{}
 	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = modify
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec.mu.Lock()
 		rec.reqs = append(rec.reqs, r.Clone(context.Background()))
@@ -136,7 +138,7 @@ func startRecorder(t *testing.T, srv testkit.S3Server, host string) (*recorder, 
 func TestS3PathStyleRequests(t *testing.T) {
 	srv := testkit.StartS3(t)
 	srv.SetEnv(t)
-	rec, endpoint := startRecorder(t, srv, "localhost")
+	rec, endpoint := startRecorder(t, srv, "localhost", nil)
 	b, err := storage.NewS3(t.Context(), storage.S3Options{
 		Bucket: srv.Bucket, Prefix: "kafka-dr/backups", Endpoint: endpoint, PathStyle: true,
 	})
@@ -197,7 +199,7 @@ func TestS3PathStyleRequests(t *testing.T) {
 func TestS3ListSmallPages(t *testing.T) {
 	srv := testkit.StartS3(t)
 	srv.SetEnv(t)
-	rec, endpoint := startRecorder(t, srv, "127.0.0.1")
+	rec, endpoint := startRecorder(t, srv, "127.0.0.1", nil)
 	b := newTestS3(t, srv, storage.S3Options{Endpoint: endpoint, PathStyle: true, ListPageSize: 7})
 	var want []string
 	for i := range 50 {
@@ -432,5 +434,35 @@ func TestS3GetMissingIsErrNotFound(t *testing.T) {
 	_, err := b.Get(t.Context(), "nope")
 	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("Get(nope) = %v, want ErrNotFound naming the key", err)
+	}
+}
+
+// TestS3PutDetectsWrongStoredSize injects a HeadObject answer with a wrong
+// size, as a store that truncated the object would give: Put must fail,
+// name the object and delete what was stored.
+func TestS3PutDetectsWrongStoredSize(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	var lie sync.Mutex
+	lying := true
+	_, endpoint := startRecorder(t, srv, "127.0.0.1", func(resp *http.Response) error {
+		lie.Lock()
+		defer lie.Unlock()
+		if lying && resp.Request.Method == http.MethodHead && strings.HasSuffix(resp.Request.URL.Path, "/truncated") {
+			resp.Header.Set("Content-Length", "3")
+			resp.ContentLength = 3
+		}
+		return nil
+	})
+	b := newTestS3(t, srv, storage.S3Options{Endpoint: endpoint, PathStyle: true})
+	err := b.Put(t.Context(), "truncated", strings.NewReader("0123456789"), 10)
+	if err == nil || !strings.Contains(err.Error(), "truncated") || !strings.Contains(err.Error(), "3 bytes") {
+		t.Fatalf("Put with a wrong stored size = %v, want an error naming the object and the size", err)
+	}
+	lie.Lock()
+	lying = false
+	lie.Unlock()
+	if _, err := b.Stat(t.Context(), "truncated"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Stat after the failed Put = %v, want ErrNotFound (object deleted)", err)
 	}
 }
