@@ -1,0 +1,72 @@
+# kafkastreams-dr: build, test and the tools the tests need.
+#
+#   make tools       fetch what the tests need into $(TOOLS_DIR) (idempotent)
+#   make test        the full suite with real servers; nothing may skip
+#   make test-short  go test -short, without fetching tools
+#
+# .ci/run installs the system packages (JDK, Maven, kcat, awscli), then runs
+# `make tools` and `make test`.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO ?= go
+MVN ?= mvn
+TOOLS_DIR ?= $(HOME)/.cache/kdr-tools
+
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW := $(TOOLS_DIR)/bin/versitygw
+
+# The Kafka version is the one e2e/kafka/pom.xml pins (testkit.KafkaVersion
+# must match; a test checks). The libs directory is re-made when the pom's
+# content changes: the stamp file is named after its checksum (not its mtime,
+# which a fresh clone resets). Maven caches the jars in ~/.m2, so a re-copy
+# downloads only what is new.
+KAFKA_POM := e2e/kafka/pom.xml
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' $(KAFKA_POM))
+KAFKA_LIBS := $(TOOLS_DIR)/kafka-$(KAFKA_VERSION)/libs
+KAFKA_STAMP := $(KAFKA_LIBS)/.complete-$(shell sha256sum $(KAFKA_POM) | cut -c1-16)
+
+# Tell the tests where the tools are, and to fail rather than skip without them.
+TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW)
+
+.PHONY: tools build test test-short bench quickstart vet fmt-check
+
+tools: $(VERSITYGW) $(KAFKA_STAMP)
+
+$(VERSITYGW):
+	@echo "==> building versitygw $(VERSITYGW_VERSION) into $(TOOLS_DIR)/bin"
+	GOBIN=$(TOOLS_DIR)/bin $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+# Copy into a fresh directory and rename it into place, so an interrupted
+# fetch never leaves a half-filled libs directory behind a stamp.
+$(KAFKA_STAMP):
+	@echo "==> fetching Apache Kafka $(KAFKA_VERSION) jars into $(KAFKA_LIBS)"
+	rm -rf $(KAFKA_LIBS).tmp
+	$(MVN) -B -q -Dstyle.color=never -f $(KAFKA_POM) dependency:copy-dependencies -DoutputDirectory=$(KAFKA_LIBS).tmp
+	touch $(KAFKA_LIBS).tmp/$(notdir $(KAFKA_STAMP))
+	rm -rf $(KAFKA_LIBS)
+	mv $(KAFKA_LIBS).tmp $(KAFKA_LIBS)
+
+build:
+	$(GO) build -o bin/kafkastreams-dr ./cmd/kafkastreams-dr
+
+test: tools
+	$(TEST_ENV) $(GO) test -count=1 -timeout 15m ./...
+
+test-short:
+	$(GO) test -short ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+quickstart:
+	$(GO) run ./cmd/kafkastreams-dr backup --embedded --out ./kdr-quickstart
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out="$$(git ls-files -z '*.go' | xargs -0 -r gofmt -l)"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
