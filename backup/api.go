@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
 // Options configures one backup run.
@@ -43,6 +44,11 @@ type Result struct {
 	Partitions int
 	Records    int64 // records copied by this run (not the whole chain)
 	Bytes      int64 // compressed segment bytes written by this run
+	// Decisions says, for every topic of the cluster, whether it was
+	// selected and why (nil when the run resumed an interrupted backup,
+	// whose topics were chosen then).
+	Decisions []topicfilter.Decision
+	Warnings  []string // what the run noticed: gaps, recreated topics, filter warnings
 }
 
 // Run performs one backup run. See the package comment for the order of

@@ -83,7 +83,7 @@ func run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(o.Source), kgo.WithLogger(kslog.New(log)))...)
+	cl, err := kgo.NewClient(append(slices.Clone(o.Source), kgo.WithLogger(kslog.New(clientLogger(log))))...)
 	if err != nil {
 		return nil, fmt.Errorf("source cluster client: %w", err)
 	}
@@ -167,12 +167,37 @@ func run(ctx context.Context, o Options) (*Result, error) {
 		log.Warn("could not delete progress manifest", "key", format.ProgressKey(r.m.BackupID), "err", err)
 	}
 	r.result.Manifest = key
+	r.result.Warnings = r.m.Warnings
 	log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
 		"records", r.result.Records, "bytes", r.result.Bytes)
 	return &r.result, nil
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// clientLogger is the logger franz-go gets: the same handler, but only
+// warnings and errors unless debug logging is on (franz-go's info lines are
+// about connections and telemetry, not about the backup).
+func clientLogger(log *slog.Logger) *slog.Logger {
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		return log
+	}
+	return slog.New(minLevel{log.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
 
 // scanRepository finds the latest complete backup (the parent) and an
 // interrupted run newer than it (to resume).
@@ -305,6 +330,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	for _, w := range warnings {
 		r.log.Warn(w)
 	}
+	r.result.Decisions = decisions
 	var selected []topicfilter.Decision
 	for _, d := range decisions {
 		if d.Selected {

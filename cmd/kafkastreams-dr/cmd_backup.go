@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
@@ -18,6 +21,8 @@ import (
 type backupOptions struct {
 	ConfigFile string
 	JSON       bool
+	Embedded   bool   // back up the sample application from an in-process cluster
+	Out        string // repository directory of --embedded
 
 	Logger *slog.Logger
 }
@@ -45,21 +50,35 @@ CONFIG KEYS USED
   shared config and credentials files, web identity / IRSA, instance roles).
   See "kafkastreams-dr config validate --help" for every key.`,
 		Example: `  kafkastreams-dr backup -c order-processor.yaml
-  AWS_PROFILE=backup kafkastreams-dr backup -c order-processor.yaml --json`,
+  AWS_PROFILE=backup kafkastreams-dr backup -c order-processor.yaml --json
+
+  # No cluster at hand: start an embedded 3-broker Kafka-protocol cluster
+  # (franz-go kfake) seeded with a sample Streams app and back it up.
+  kafkastreams-dr backup --embedded --out ./kdr-quickstart`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.ConfigFile == "" {
-				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
+			switch {
+			case o.Embedded && o.ConfigFile != "":
+				return &usageError{errors.New("--embedded uses its own sample config: drop --config")}
+			case !o.Embedded && cmd.Flags().Changed("out"):
+				return &usageError{errors.New("--out goes with --embedded; a config's repository is storage.path or storage.bucket")}
+			case !o.Embedded && o.ConfigFile == "":
+				return &usageError{errors.New("no config file: use --config FILE (-c FILE), or --embedded to try the tool without a cluster")}
 			}
 			o.Logger = g.Logger()
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
+			}
+			if o.Embedded {
+				return runEmbeddedBackup(cmd.Context(), o, s)
 			}
 			return runBackup(cmd.Context(), o, s)
 		},
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
+	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
 	return cmd
 }
 
@@ -106,16 +125,47 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) error {
 		return withCode(exitError, fmt.Errorf("backup: %w", err), fmt.Sprintf("run it again to resume; check the cluster with: kafkastreams-dr topics -c %s", cfg.File()))
 	}
 
-	if o.JSON {
+	return reportBackup(ctx, s, o.JSON, bo.Store, res)
+}
+
+// reportBackup prints the finished backup: a summary and a table per topic
+// read back from the manifest just written, and the topics not backed up
+// with the reason; or all of it as JSON.
+func reportBackup(ctx context.Context, s *iostreams, asJSON bool, store storage.Backend, res *backup.Result) error {
+	m, err := backup.LoadManifest(ctx, store, res.Manifest)
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("read back the manifest just written: %w", err), "")
+	}
+	if asJSON {
+		out := backupJSON{
+			BackupID: res.BackupID, ParentID: res.ParentID, Repository: store.Location(),
+			Manifest: res.Manifest, Topics: res.Topics, Partitions: res.Partitions,
+			Records: res.Records, Bytes: res.Bytes, Warnings: res.Warnings,
+		}
+		for _, t := range m.Topics {
+			bt := backupTopicJSON{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Partitions: t.Partitions}
+			for _, p := range t.PartitionCuts {
+				bt.Records += p.Records
+				bt.Segments += len(p.Segments)
+				for _, sg := range p.Segments {
+					bt.Bytes += sg.Size
+				}
+			}
+			out.BackedUp = append(out.BackedUp, bt)
+		}
+		for _, d := range res.Decisions {
+			if !d.Selected {
+				out.NotBackedUp = append(out.NotBackedUp, d)
+			}
+		}
+		if m.Group != nil {
+			out.GroupOffsets = len(m.Group.Offsets)
+		}
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(backupJSON{
-			BackupID: res.BackupID, ParentID: res.ParentID, Repository: bo.Store.Location(),
-			Manifest: res.Manifest, Topics: res.Topics, Partitions: res.Partitions,
-			Records: res.Records, Bytes: res.Bytes,
-		})
+		return enc.Encode(out)
 	}
-	printBackupResult(s, res, bo.Store.Location())
+	printBackupResult(s, res, store.Location(), m)
 	return nil
 }
 
@@ -129,16 +179,79 @@ type backupJSON struct {
 	Partitions int    `json:"partitions"`
 	Records    int64  `json:"records"`
 	Bytes      int64  `json:"bytes"`
+
+	GroupOffsets int                    `json:"group_offsets"`
+	BackedUp     []backupTopicJSON      `json:"backed_up"`
+	NotBackedUp  []topicfilter.Decision `json:"not_backed_up,omitempty"`
+	Warnings     []string               `json:"warnings,omitempty"`
 }
 
-func printBackupResult(s *iostreams, r *backup.Result, location string) {
+// backupTopicJSON is one backed-up topic: the whole chain's records,
+// segments and stored bytes.
+type backupTopicJSON struct {
+	Topic           string `json:"topic"`
+	Class           string `json:"class"`
+	SourceChangelog bool   `json:"source_changelog,omitempty"`
+	Partitions      int    `json:"partitions"`
+	Records         int64  `json:"records"`
+	Segments        int    `json:"segments"`
+	Bytes           int64  `json:"bytes"`
+}
+
+func printBackupResult(s *iostreams, r *backup.Result, location string, m *format.Manifest) {
 	fmt.Fprintf(s.Out, "backup %s complete\n", r.BackupID)
 	if r.ParentID != "" {
-		fmt.Fprintf(s.Out, "  parent       %s\n", r.ParentID)
+		fmt.Fprintf(s.Out, "  parent       %s (incremental: only records after it were copied)\n", r.ParentID)
 	}
 	fmt.Fprintf(s.Out, "  repository   %s\n", location)
 	fmt.Fprintf(s.Out, "  manifest     %s\n", r.Manifest)
-	fmt.Fprintf(s.Out, "  topics       %d (%d partitions)\n", r.Topics, r.Partitions)
-	fmt.Fprintf(s.Out, "  records      %d\n", r.Records)
-	fmt.Fprintf(s.Out, "  bytes        %d (compressed)\n", r.Bytes)
+	fmt.Fprintf(s.Out, "  copied       %d records, %d bytes compressed, in %d topics (%d partitions)\n", r.Records, r.Bytes, r.Topics, r.Partitions)
+	if m.Group != nil {
+		fmt.Fprintf(s.Out, "  group        %s: %d committed offsets (state %s)\n", m.Group.GroupID, len(m.Group.Offsets), orNone(m.Group.State))
+	}
+	fmt.Fprintln(s.Out)
+	tw := tabwriter.NewWriter(s.Out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITIONS\tRECORDS\tOFFSETS\tSEGMENTS\tBYTES")
+	for _, t := range m.Topics {
+		var recs, span, bytes int64
+		var segs int
+		for _, p := range t.PartitionCuts {
+			recs += p.Records
+			span += p.EndOffset - p.StartOffset
+			segs += len(p.Segments)
+			for _, sg := range p.Segments {
+				bytes += sg.Size
+			}
+		}
+		class := t.Class
+		if t.SourceChangelog {
+			class = "changelog (source topic)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", t.Name, class, t.Partitions, recs, span, segs, bytes)
+	}
+	tw.Flush()
+	var skipped []topicfilter.Decision
+	for _, d := range r.Decisions {
+		if !d.Selected && !d.BrokerInternal {
+			skipped = append(skipped, d)
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintln(s.Out, "\nnot backed up:")
+		tw = tabwriter.NewWriter(s.Out, 2, 4, 2, ' ', 0)
+		for _, d := range skipped {
+			fmt.Fprintf(tw, "  %s\t%s\n", d.Topic, d.Reason)
+		}
+		tw.Flush()
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprintf(s.Out, "\n%d warnings (also logged on stderr); they are kept in the manifest\n", len(r.Warnings))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
