@@ -21,10 +21,10 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 func goldenRecords() []Record {
 	return []Record{
 		{Partition: 3, Offset: 0, Timestamp: 1700000000000, Key: []byte("k1"), Value: []byte("v1")},
-		{Partition: 3, Offset: 1, Timestamp: 1700000000001, Key: []byte("k1"), Value: nil},                 // tombstone
-		{Partition: 3, Offset: 2, Timestamp: 1700000000002, Key: []byte("k2"), Value: []byte{}},            // empty value
-		{Partition: 3, Offset: 3, Timestamp: 1700000000003, Key: nil, Value: []byte("x")},                  // null key
-		{Partition: 3, Offset: 4, Timestamp: 1700000000004, Key: []byte{}, Value: []byte("y")},             // empty key
+		{Partition: 3, Offset: 1, Timestamp: 1700000000001, Key: []byte("k1"), Value: nil},      // tombstone
+		{Partition: 3, Offset: 2, Timestamp: 1700000000002, Key: []byte("k2"), Value: []byte{}}, // empty value
+		{Partition: 3, Offset: 3, Timestamp: 1700000000003, Key: nil, Value: []byte("x")},       // null key
+		{Partition: 3, Offset: 4, Timestamp: 1700000000004, Key: []byte{}, Value: []byte("y")},  // empty key
 		{Partition: 3, Offset: 7, Timestamp: -1, TimestampType: LogAppendTime, Key: []byte("k"), Value: []byte("after a hole")},
 		{Partition: 3, Offset: 9, Timestamp: 1700000000009, Key: []byte("cmd"), Value: []byte("v"), Headers: []Header{
 			{Key: "x-tag", Value: []byte("tag1")},
