@@ -18,8 +18,8 @@ import (
 // and max.partition.fetch.bytes). A broker returns at least one whole batch
 // even when it is larger (KIP-74), so these bound memory, not record size.
 const (
-	fetchMaxBytes          = 4 << 20
-	fetchPartitionMaxBytes = 4 << 20
+	fetchMaxBytes          = 2 << 20
+	fetchPartitionMaxBytes = 2 << 20
 	fetchMaxWait           = 500 * time.Millisecond
 	maxRetries             = 20 // retriable fetch errors in a row before the partition fails
 )

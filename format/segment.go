@@ -112,7 +112,7 @@ func NewSegmentWriter(w io.Writer, topic string, partition int32) (*SegmentWrite
 		return nil, fmt.Errorf("segment: invalid topic name %q", topic)
 	}
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderCRC(true), zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(1<<20))
+		zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		return nil, err
 	}
