@@ -6,6 +6,7 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,7 +50,38 @@ type Result struct {
 	// whose topics were chosen then).
 	Decisions []topicfilter.Decision
 	Warnings  []string // what the run noticed: gaps, recreated topics, filter warnings
+	// NewGaps counts the offset ranges this run found deleted by the
+	// broker before any backup read them: data the backup chain lacks.
+	NewGaps int
+	Resumed bool // the run completed an interrupted backup
 }
+
+// Phase names the step of a run that failed; see PhaseError.
+type Phase string
+
+const (
+	PhaseRepository Phase = "repository" // reading or locking the repository
+	PhaseCluster    Phase = "cluster"    // reading topics, configs, groups or offsets from the source cluster
+	PhaseCopy       Phase = "copy"       // copying records; the next run resumes the backup
+	PhaseManifest   Phase = "manifest"   // writing the manifest; the next run resumes the backup
+)
+
+// PhaseError is the error Run returns, telling in which phase it failed.
+// Errors of PhaseCopy and PhaseManifest leave a resumable backup.
+type PhaseError struct {
+	Phase Phase
+	Err   error
+}
+
+func (e *PhaseError) Error() string { return e.Err.Error() }
+func (e *PhaseError) Unwrap() error { return e.Err }
+
+// Resumable reports whether running the same backup again continues it.
+func (e *PhaseError) Resumable() bool { return e.Phase == PhaseCopy || e.Phase == PhaseManifest }
+
+// ErrNothingSelected is wrapped by the error Run returns when the filters
+// select no topic that can be backed up.
+var ErrNothingSelected = errors.New("no topic selected")
 
 // Run performs one backup run. See the package comment for the order of
 // operations and docs/FORMAT.md for what it writes.

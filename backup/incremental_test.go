@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,9 +123,21 @@ func TestRetentionGapAndRecreatedTopicAreRecorded(t *testing.T) {
 	}
 	produce(t, cl, sample.Totals, 0, 0, 2)
 
-	r2, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	var logBuf strings.Builder
+	o2 := sampleOptions(kf.Addrs(), store)
+	o2.Logger = slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf}, nil))
+	r2, err := backup.Run(ctx, o2)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r2.NewGaps != 1 {
+		t.Errorf("NewGaps = %d, want 1", r2.NewGaps)
+	}
+	// Every warning reaches the log, not only the manifest (new-user test).
+	for _, want := range []string{"offsets 20..24 were deleted", "was recreated"} {
+		if !strings.Contains(logBuf.String(), want) {
+			t.Errorf("warning %q not logged:\n%s", want, logBuf.String())
+		}
 	}
 	m2 := backupcheck.Latest(t, store, r2.BackupID)
 	pay := findCut(m2, sample.Payments, 0)
@@ -158,14 +171,14 @@ func TestRepositoryLock(t *testing.T) {
 		}
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	put(fmt.Sprintf(`{"owner":"20260101T000000Z-00000000","hostname":"other-host","pid":1,"created_at":%q,"heartbeat_at":%q}`, now, now))
+	put(fmt.Sprintf(`{"owner":"20260101T000000.000Z-00000000","hostname":"other-host","pid":1,"created_at":%q,"heartbeat_at":%q}`, now, now))
 	_, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
 	if !errors.Is(err, backup.ErrLocked) || !strings.Contains(err.Error(), "other-host") {
 		t.Fatalf("live lock of another host: err = %v; want ErrLocked naming the holder", err)
 	}
 
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
-	put(fmt.Sprintf(`{"owner":"20260101T000000Z-00000000","hostname":"other-host","pid":1,"created_at":%q,"heartbeat_at":%q}`, old, old))
+	put(fmt.Sprintf(`{"owner":"20260101T000000.000Z-00000000","hostname":"other-host","pid":1,"created_at":%q,"heartbeat_at":%q}`, old, old))
 	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); err != nil {
 		t.Fatalf("stale lock (heartbeat an hour old) not taken over: %v", err)
 	}
@@ -173,7 +186,7 @@ func TestRepositoryLock(t *testing.T) {
 	// A dead process on this host: stale at once.
 	dead := exec.Command("true")
 	dead.Run()
-	put(fmt.Sprintf(`{"owner":"20260101T000000Z-00000000","hostname":%q,"pid":%d,"created_at":%q,"heartbeat_at":%q}`, host, dead.Process.Pid, now, now))
+	put(fmt.Sprintf(`{"owner":"20260101T000000.000Z-00000000","hostname":%q,"pid":%d,"created_at":%q,"heartbeat_at":%q}`, host, dead.Process.Pid, now, now))
 	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); err != nil {
 		t.Fatalf("lock of a dead local process not taken over: %v", err)
 	}
@@ -200,7 +213,17 @@ func TestRepositoryLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	backupcheck.MatchesCluster(t, store, backupcheck.Latest(t, store, r.BackupID), kf.Addrs())
-	_ = filepath.Join
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // slowStore delays segment uploads mid-stream so a test can kill the
@@ -311,9 +334,16 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 			}
 		}
 	}
-	if m.ParentBackupID != "" {
+	if m.ParentBackupID != "" || !r.Resumed {
 		t.Fatalf("the resumed run should complete the interrupted backup, not start a child of it: parent %q", m.ParentBackupID)
 	}
+	// The killed runs' temporary files are removed by the next run.
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), storage.TempPrefix) {
+			t.Errorf("temporary file left behind: %s", path)
+		}
+		return nil
+	})
 }
 
 func segmentsInProgress(t *testing.T, store storage.Backend) int {
@@ -334,4 +364,103 @@ func segmentsInProgress(t *testing.T, store storage.Backend) int {
 		return nil
 	})
 	return n
+}
+
+// TestBackupsInOneSecondChain is a regression test: backup ids of runs
+// started within one second sorted at random, so a run could pick an older
+// backup as its parent and a restore of "latest" could miss records.
+func TestBackupsInOneSecondChain(t *testing.T) {
+	kf := testkit.StartKfake(t, 1)
+	cl := manualClient(t, kf.Addrs())
+	ctx := context.Background()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, "fast"); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := storage.NewFilesystem(t.TempDir())
+	o := backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(kf.Addrs()...)}, Store: store, ApplicationID: "fast-app", Include: []string{"fast"}}
+	prev := ""
+	for i := range 8 {
+		produce(t, cl, "fast", 0, i, 1)
+		r, err := backup.Run(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ParentID != prev || r.Records != 1 || (prev != "" && r.BackupID <= prev) {
+			t.Fatalf("run %d: backup %s parent %q copied %d; want parent %q, 1 record, an id sorting after it", i, r.BackupID, r.ParentID, r.Records, prev)
+		}
+		prev = r.BackupID
+	}
+	m := backupcheck.Latest(t, store, prev)
+	if got := findCut(m, "fast", 0); got.Records != 8 || got.EndOffset != 8 {
+		t.Fatalf("latest backup holds %+v; want all 8 records", got)
+	}
+}
+
+// failingStore fails segment uploads after the first n.
+type failingStore struct {
+	storage.Backend
+	mu sync.Mutex
+	n  int
+}
+
+func (s *failingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.HasPrefix(key, "segments/") {
+		s.mu.Lock()
+		s.n--
+		fail := s.n < 0
+		s.mu.Unlock()
+		if fail {
+			return errors.New("injected storage failure")
+		}
+	}
+	return s.Backend.Put(ctx, key, r, size)
+}
+
+// TestResumeOnlyWithTheSameSelection: a run whose topic filters differ
+// from the interrupted backup's starts a new backup and says so (found by
+// a new-user test: a changed config was silently ignored on resume).
+func TestResumeOnlyWithTheSameSelection(t *testing.T) {
+	kf := seededKfake(t)
+	fs, _ := storage.NewFilesystem(t.TempDir())
+	ctx := context.Background()
+	o := sampleOptions(kf.Addrs(), &failingStore{Backend: fs, n: 2})
+	_, err := backup.Run(ctx, o)
+	var pe *backup.PhaseError
+	if !errors.As(err, &pe) || pe.Phase != backup.PhaseCopy || !pe.Resumable() {
+		t.Fatalf("injected failure: err = %v; want a resumable copy-phase error", err)
+	}
+
+	changed := sampleOptions(kf.Addrs(), fs)
+	changed.Include = []string{sample.Orders}
+	r, err := backup.Run(ctx, changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Resumed || r.Topics != 1 || !strings.Contains(strings.Join(r.Warnings, "\n"), "other filters") {
+		t.Fatalf("changed filters: resumed %v, topics %d, warnings %q; want a new backup of 1 topic with a warning", r.Resumed, r.Topics, r.Warnings)
+	}
+
+	// Same filters: the interrupted backup is resumed.
+	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), &failingStore{Backend: fs, n: 1})); err == nil {
+		t.Fatal("want the injected failure")
+	}
+	r, err = backup.Run(ctx, sampleOptions(kf.Addrs(), fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Resumed {
+		t.Fatalf("same filters: not resumed")
+	}
+	backupcheck.MatchesCluster(t, fs, backupcheck.Latest(t, fs, r.BackupID), kf.Addrs())
+}
+
+func TestNothingSelectedIsAConfigError(t *testing.T) {
+	kf := testkit.StartKfake(t, 1)
+	fs, _ := storage.NewFilesystem(t.TempDir())
+	o := backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(kf.Addrs()...)}, Store: fs, Include: []string{"nomatch-*"}}
+	_, err := backup.Run(context.Background(), o)
+	var pe *backup.PhaseError
+	if !errors.Is(err, backup.ErrNothingSelected) || errors.As(err, &pe) {
+		t.Fatalf("err = %v; want ErrNothingSelected, not a cluster error", err)
+	}
 }

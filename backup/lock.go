@@ -57,7 +57,7 @@ func readLock(ctx context.Context, store storage.Backend) (*lockInfo, error) {
 	}
 	var li lockInfo
 	if err := json.Unmarshal(b, &li); err != nil {
-		return nil, fmt.Errorf("decode lock object %q: %w", format.LockKey, err)
+		return nil, fmt.Errorf("repository lock %s/%s is not a kafkastreams-dr lock (%v): if no backup is running, delete it", store.Location(), format.LockKey, err)
 	}
 	return &li, nil
 }

@@ -50,6 +50,7 @@ type runner struct {
 
 	mu       sync.Mutex // guards m and result counters
 	m        *format.Manifest
+	warnings []string // warnings that are not about the manifest's backup
 	progress chan struct{}
 	result   Result
 
@@ -66,8 +67,16 @@ type work struct {
 }
 
 func run(ctx context.Context, o Options) (*Result, error) {
+	res, phase, err := runPhases(ctx, o)
+	if err != nil && phase != "" && !errors.Is(err, context.Canceled) {
+		err = &PhaseError{Phase: phase, Err: err}
+	}
+	return res, err
+}
+
+func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error) {
 	if o.Store == nil {
-		return nil, errors.New("backup: no storage backend")
+		return nil, "", errors.New("backup: no storage backend")
 	}
 	if o.SegmentMaxBytes <= 0 {
 		o.SegmentMaxBytes = DefaultSegmentMaxBytes
@@ -81,11 +90,11 @@ func run(ctx context.Context, o Options) (*Result, error) {
 	}
 	filter, err := topicfilter.NewFilter(o.Include, o.Exclude)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(o.Source), kgo.WithLogger(kslog.New(clientLogger(log))))...)
 	if err != nil {
-		return nil, fmt.Errorf("source cluster client: %w", err)
+		return nil, PhaseCluster, fmt.Errorf("source cluster client: %w", err)
 	}
 	defer cl.Close()
 	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
@@ -96,7 +105,7 @@ func run(ctx context.Context, o Options) (*Result, error) {
 	runID := format.NewBackupID(time.Now(), rnd)
 	r.lock, err = acquireLock(ctx, r.store, runID, func(msg string, args ...any) { log.Warn(msg, args...) })
 	if err != nil {
-		return nil, err
+		return nil, PhaseRepository, err
 	}
 	defer r.lock.release(ctx)
 
@@ -112,20 +121,42 @@ func run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
-	parent, resume, err := r.scanRepository(ctx)
+	if c, ok := r.store.(interface {
+		RemoveStaleTemps(context.Context, time.Duration) (int, error)
+	}); ok {
+		// Under the lock, every temporary file belongs to a run that died.
+		if n, err := c.RemoveStaleTemps(ctx, 0); err != nil {
+			log.Warn("could not remove leftover temporary files", "err", err)
+		} else if n > 0 {
+			log.Info("removed temporary files of an interrupted run", "files", n)
+		}
+	}
+
+	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics}
+	scan, err := r.scanRepository(ctx)
 	if err != nil {
-		return nil, err
+		return nil, PhaseRepository, err
+	}
+	if scan.resume != nil && !scan.resume.Selection.Equal(selection) {
+		r.warnings = append(r.warnings, fmt.Sprintf("interrupted backup %s chose its topics with other filters than the config's now; starting a new backup instead of resuming it (its segments are left unreferenced)", scan.resume.BackupID))
+		log.Warn(r.warnings[len(r.warnings)-1])
+		scan.resume = nil
 	}
 	var todo []*work
-	if resume != nil {
-		log.Info("resuming interrupted backup", "backup_id", resume.BackupID)
-		r.m = resume
+	if scan.resume != nil {
+		log.Info("resuming interrupted backup", "backup_id", scan.resume.BackupID)
+		r.m = scan.resume
+		r.result.Resumed = true
 		todo, err = r.resumeWork(ctx)
 	} else {
-		todo, err = r.newCut(ctx, runID, filter, parent)
+		id := format.NextBackupID(time.Now(), scan.latestID, rnd)
+		todo, err = r.newCut(ctx, id, filter, scan.parent, selection)
 	}
 	if err != nil {
-		return nil, err
+		if errors.Is(err, ErrNothingSelected) {
+			return nil, "", err
+		}
+		return nil, PhaseCluster, err
 	}
 	r.result.BackupID, r.result.ParentID = r.m.BackupID, r.m.ParentBackupID
 	for _, t := range r.m.Topics {
@@ -135,7 +166,7 @@ func run(ctx context.Context, o Options) (*Result, error) {
 	// The cut is durable before the first record is copied: a resumed run
 	// finishes this same cut.
 	if err := r.writeProgress(ctx); err != nil {
-		return nil, err
+		return nil, PhaseRepository, err
 	}
 
 	progCtx, stopProgress := context.WithCancel(ctx)
@@ -148,29 +179,29 @@ func run(ctx context.Context, o Options) (*Result, error) {
 		if pe := r.writeProgress(context.WithoutCancel(ctx)); pe != nil {
 			log.Warn("could not record progress", "err", pe)
 		}
-		return &r.result, err
+		return &r.result, PhaseCopy, err
 	}
 	if err := r.lock.check(ctx); err != nil {
-		return &r.result, err
+		return &r.result, PhaseManifest, err
 	}
 	r.m.State = format.StateComplete
 	r.m.FinishedAt = time.Now().UTC()
 	b, err := r.m.Marshal()
 	if err != nil {
-		return &r.result, err
+		return &r.result, PhaseManifest, err
 	}
 	key := format.ManifestKey(r.m.BackupID)
 	if err := r.store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
-		return &r.result, fmt.Errorf("write manifest %s: %w", key, err)
+		return &r.result, PhaseManifest, fmt.Errorf("write manifest %s: %w", key, err)
 	}
 	if err := r.store.Delete(ctx, format.ProgressKey(r.m.BackupID)); err != nil {
 		log.Warn("could not delete progress manifest", "key", format.ProgressKey(r.m.BackupID), "err", err)
 	}
 	r.result.Manifest = key
-	r.result.Warnings = r.m.Warnings
+	r.result.Warnings = append(r.warnings, r.m.Warnings...)
 	log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
 		"records", r.result.Records, "bytes", r.result.Bytes)
-	return &r.result, nil
+	return &r.result, "", nil
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -199,11 +230,19 @@ func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 }
 func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
 
-// scanRepository finds the latest complete backup (the parent) and an
-// interrupted run newer than it (to resume).
-func (r *runner) scanRepository(ctx context.Context) (parent, resume *format.Manifest, err error) {
+// repoScan is what a run finds in the repository.
+type repoScan struct {
+	parent   *format.Manifest // the latest complete backup
+	resume   *format.Manifest // an interrupted run newer than parent
+	latestID string           // the greatest backup id, complete or not
+}
+
+// scanRepository finds the latest complete backup (the parent), an
+// interrupted run newer than it (to resume), and the greatest backup id.
+func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
+	var scan repoScan
 	complete, running := map[string]bool{}, map[string]bool{}
-	err = r.store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
+	err := r.store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
 		rest := strings.TrimPrefix(oi.Key, format.BackupsPrefix())
 		id, file, ok := strings.Cut(rest, "/")
 		if !ok || !format.ValidBackupID(id) {
@@ -215,18 +254,19 @@ func (r *runner) scanRepository(ctx context.Context) (parent, resume *format.Man
 		case "progress.json":
 			running[id] = true
 		}
+		scan.latestID = max(scan.latestID, id)
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list backups in %s: %w", r.store.Location(), err)
+		return scan, fmt.Errorf("list backups in %s: %w", r.store.Location(), err)
 	}
 	var latest string
 	for id := range complete {
 		latest = max(latest, id)
 	}
 	if latest != "" {
-		if parent, err = LoadManifest(ctx, r.store, format.ManifestKey(latest)); err != nil {
-			return nil, nil, err
+		if scan.parent, err = LoadManifest(ctx, r.store, format.ManifestKey(latest)); err != nil {
+			return scan, err
 		}
 	}
 	var interrupted string
@@ -236,16 +276,16 @@ func (r *runner) scanRepository(ctx context.Context) (parent, resume *format.Man
 		}
 	}
 	if interrupted != "" {
-		if resume, err = LoadManifest(ctx, r.store, format.ProgressKey(interrupted)); err != nil {
-			return nil, nil, fmt.Errorf("interrupted backup %s cannot be resumed: %w (delete %s to start a new backup instead)",
+		if scan.resume, err = LoadManifest(ctx, r.store, format.ProgressKey(interrupted)); err != nil {
+			return scan, fmt.Errorf("interrupted backup %s cannot be resumed: %w (delete %s to start a new backup instead)",
 				interrupted, err, format.ProgressKey(interrupted))
 		}
-		if resume.ApplicationID != r.o.ApplicationID {
-			return nil, nil, fmt.Errorf("interrupted backup %s is of application.id %q, not %q: one repository prefix holds one application",
-				interrupted, resume.ApplicationID, r.o.ApplicationID)
+		if scan.resume.ApplicationID != r.o.ApplicationID {
+			return scan, fmt.Errorf("interrupted backup %s is of application.id %q, not %q: one repository prefix holds one application",
+				interrupted, scan.resume.ApplicationID, r.o.ApplicationID)
 		}
 	}
-	return parent, resume, nil
+	return scan, nil
 }
 
 // LoadManifest reads and validates the manifest object at key.
@@ -273,7 +313,7 @@ func kafkaTopicID(id kadm.TopicID) string {
 
 // newCut reads the group offsets, then the partitions' start and end offsets
 // (in that order, DOMAIN.md §5), and builds the manifest of a new run.
-func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filter, parent *format.Manifest) ([]*work, error) {
+func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filter, parent *format.Manifest, selection *format.Selection) ([]*work, error) {
 	o := r.o
 	details, err := r.adm.ListTopicsWithInternal(ctx)
 	if err != nil {
@@ -340,14 +380,15 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 		}
 	}
 	if len(selected) == 0 {
-		return nil, fmt.Errorf("no topic selected: the include patterns %q match no topic that can be backed up on the source cluster; run `kafkastreams-dr topics -c FILE` to see why", o.Include)
+		return nil, fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster", ErrNothingSelected, o.Include)
 	}
 
 	m := &format.Manifest{
 		Format: format.FormatName, FormatVersion: format.Version, State: format.StateRunning,
 		BackupID: id, SourceClusterID: o.SourceClusterID, ApplicationID: o.ApplicationID,
-		ToolVersion: ToolVersion, StartedAt: time.Now().UTC(), Warnings: warnings,
+		ToolVersion: ToolVersion, StartedAt: time.Now().UTC(), Warnings: warnings, Selection: selection,
 	}
+	r.m = m
 	if parent != nil {
 		m.ParentBackupID = parent.BackupID
 	}
@@ -379,7 +420,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 			}
 		}
 		if len(g.Offsets) == 0 {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
+			r.warn(fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
 		}
 		m.Group = g
 	}
@@ -434,7 +475,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 		}
 		pt := parentTopics[d.Topic]
 		if pt != nil && pt.TopicID != t.TopicID {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("topic %q was recreated (topic id %s, previously %s): its backup chain starts again at the log start", d.Topic, t.TopicID, pt.TopicID))
+			r.warn(fmt.Sprintf("topic %q was recreated (topic id %s, previously %s): its backup chain starts again at the log start", d.Topic, t.TopicID, pt.TopicID))
 			pt = nil
 		}
 		t.PartitionCuts = make([]format.Partition, 0, len(det.Partitions))
@@ -454,11 +495,12 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 				case from < so.Offset:
 					cut.Gaps = append(cut.Gaps, format.Gap{From: from, To: so.Offset, BackupID: id,
 						Reason: "deleted by retention or DeleteRecords before it was backed up"})
-					m.Warnings = append(m.Warnings, fmt.Sprintf("topic %q partition %d: offsets %d..%d were deleted by the broker before this backup could read them",
+					r.warn(fmt.Sprintf("topic %q partition %d: offsets %d..%d were deleted by the broker before a backup read them: back up more often than the topic's retention",
 						d.Topic, p, from, so.Offset-1))
+					r.result.NewGaps++
 					from = so.Offset
 				case from > eo.Offset:
-					m.Warnings = append(m.Warnings, fmt.Sprintf("topic %q partition %d: end offset %d is below the previous backup's end %d (log truncated, e.g. by an unclean leader election); the earlier records are kept",
+					r.warn(fmt.Sprintf("topic %q partition %d: end offset %d is below the previous backup's end %d (log truncated, e.g. by an unclean leader election); the earlier records are kept",
 						d.Topic, p, eo.Offset, from))
 					cut.EndOffset = from
 				}
@@ -470,7 +512,6 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 		}
 		m.Topics = append(m.Topics, t)
 	}
-	r.m = m
 	r.bindWork(todo)
 	return todo, nil
 }
@@ -537,6 +578,14 @@ func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 		}
 	}
 	return todo, nil
+}
+
+// warn records a warning in the manifest and logs it.
+func (r *runner) warn(msg string) {
+	r.mu.Lock()
+	r.m.Warnings = append(r.m.Warnings, msg)
+	r.mu.Unlock()
+	r.log.Warn(msg)
 }
 
 func (r *runner) setMeta(d kadm.TopicDetail) {
@@ -626,9 +675,10 @@ func (r *runner) segmentDone(w *work, s format.Segment) {
 func (r *runner) addGap(w *work, g format.Gap) {
 	r.mu.Lock()
 	w.cut.Gaps = append(w.cut.Gaps, g)
-	r.m.Warnings = append(r.m.Warnings, fmt.Sprintf("topic %q partition %d: offsets %d..%d were deleted by the broker while this backup ran",
-		w.topic, w.partition, g.From, g.To-1))
+	r.result.NewGaps++
 	r.mu.Unlock()
+	r.warn(fmt.Sprintf("topic %q partition %d: offsets %d..%d were deleted by the broker while this backup ran: back up more often than the topic's retention",
+		w.topic, w.partition, g.From, g.To-1))
 }
 
 // copyAll copies every work item, Concurrency partitions at a time. The

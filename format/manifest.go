@@ -24,21 +24,51 @@ const (
 // backups' segments they still need, so every manifest stands alone.
 // JSON field names are the contract (docs/FORMAT.md).
 type Manifest struct {
-	Format          string    `json:"format"`
-	FormatVersion   int       `json:"format_version"`
-	State           string    `json:"state"`
-	BackupID        string    `json:"backup_id"`
-	ParentBackupID  string    `json:"parent_backup_id,omitempty"`
-	SourceClusterID string    `json:"source_cluster_id,omitempty"` // the configured name (backup.source_cluster_id)
-	KafkaClusterID  string    `json:"kafka_cluster_id,omitempty"`  // the cluster id the brokers report
-	ApplicationID   string    `json:"application_id,omitempty"`
-	ToolVersion     string    `json:"tool_version,omitempty"`
-	StartedAt       time.Time `json:"started_at"`
-	CutAt           time.Time `json:"cut_at"` // when the end offsets were captured (after the group offsets)
-	FinishedAt      time.Time `json:"finished_at,omitzero"`
-	Group           *Group    `json:"group,omitempty"`
-	Topics          []Topic   `json:"topics"`
-	Warnings        []string  `json:"warnings,omitempty"`
+	Format          string     `json:"format"`
+	FormatVersion   int        `json:"format_version"`
+	State           string     `json:"state"`
+	BackupID        string     `json:"backup_id"`
+	ParentBackupID  string     `json:"parent_backup_id,omitempty"`
+	SourceClusterID string     `json:"source_cluster_id,omitempty"` // the configured name (backup.source_cluster_id)
+	KafkaClusterID  string     `json:"kafka_cluster_id,omitempty"`  // the cluster id the brokers report
+	ApplicationID   string     `json:"application_id,omitempty"`
+	ToolVersion     string     `json:"tool_version,omitempty"`
+	StartedAt       time.Time  `json:"started_at"`
+	CutAt           time.Time  `json:"cut_at"` // when the end offsets were captured (after the group offsets)
+	FinishedAt      time.Time  `json:"finished_at,omitzero"`
+	Selection       *Selection `json:"selection,omitempty"`
+	Group           *Group     `json:"group,omitempty"`
+	Topics          []Topic    `json:"topics"`
+	Warnings        []string   `json:"warnings,omitempty"`
+}
+
+// Selection is the configuration that chose the backup's topics. A run
+// resumes an interrupted backup only when its own selection is equal.
+type Selection struct {
+	Include               []string `json:"include"`
+	Exclude               []string `json:"exclude"`
+	SourceChangelogTopics []string `json:"source_changelog_topics,omitempty"`
+	AllowMissing          bool     `json:"allow_missing,omitempty"`
+}
+
+// Equal reports whether two selections choose topics alike.
+func (s *Selection) Equal(o *Selection) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	eq := func(a, b []string) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return eq(s.Include, o.Include) && eq(s.Exclude, o.Exclude) &&
+		eq(s.SourceChangelogTopics, o.SourceChangelogTopics) && s.AllowMissing == o.AllowMissing
 }
 
 // Group is the application.id consumer group as read at the start of the run,
@@ -141,15 +171,39 @@ func SegmentKey(backupID, topic string, partition int32, firstOffset int64) stri
 	return fmt.Sprintf("segments/%s/%s/%d/%020d.kseg", backupID, topic, partition, firstOffset)
 }
 
-var backupIDRe = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$`)
+var backupIDRe = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{8}$`)
 
-// ValidBackupID reports whether s has the form of a backup id:
-// UTC time "20060102T150405Z", a dash and 8 hex digits.
+// backupIDTime is the layout of a backup id's time part (UTC, milliseconds).
+const backupIDTime = "20060102T150405.000Z"
+
+// ValidBackupID reports whether s has the form of a backup id: UTC time
+// with milliseconds "20060102T150405.000Z", a dash and 8 hex digits.
 func ValidBackupID(s string) bool { return backupIDRe.MatchString(s) }
 
-// NewBackupID makes a backup id from t and 4 random bytes.
+// NewBackupID makes a backup id from t (truncated to milliseconds) and 4
+// random bytes. Ids of a repository sort in the order their backups
+// started: the writer, holding the repository lock, picks a t later than
+// every existing id's (NextBackupID).
 func NewBackupID(t time.Time, rnd [4]byte) string {
-	return fmt.Sprintf("%s-%x", t.UTC().Format("20060102T150405Z"), rnd[:])
+	return fmt.Sprintf("%s-%x", t.UTC().Format(backupIDTime), rnd[:])
+}
+
+// BackupIDTime returns the time encoded in a valid backup id.
+func BackupIDTime(id string) (time.Time, error) {
+	if !ValidBackupID(id) {
+		return time.Time{}, fmt.Errorf("invalid backup id %q", id)
+	}
+	return time.Parse(backupIDTime, id[:len(backupIDTime)])
+}
+
+// NextBackupID returns a new backup id for a run starting at now that sorts
+// after latest (the greatest existing id, or ""): its time is now, or one
+// millisecond after latest's when the clock has not passed it.
+func NextBackupID(now time.Time, latest string, rnd [4]byte) string {
+	if lt, err := BackupIDTime(latest); err == nil && !now.Truncate(time.Millisecond).After(lt) {
+		now = lt.Add(time.Millisecond)
+	}
+	return NewBackupID(now, rnd)
 }
 
 // Marshal encodes m as indented JSON with a trailing newline. Topics and

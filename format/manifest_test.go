@@ -12,10 +12,10 @@ import (
 func goldenManifest() *Manifest {
 	v := func(s string) *string { return &s }
 	t0 := time.Date(2026, 11, 29, 7, 45, 12, 0, time.UTC)
-	id := "20261129T074512Z-9f3a01bc"
+	id := "20261129T074512.345Z-9f3a01bc"
 	return &Manifest{
 		Format: FormatName, FormatVersion: 1, State: StateComplete, BackupID: id,
-		ParentBackupID: "20261128T074512Z-00c0ffee", SourceClusterID: "production", KafkaClusterID: "kfake",
+		ParentBackupID: "20261128T074512.000Z-00c0ffee", SourceClusterID: "production", KafkaClusterID: "kfake",
 		ApplicationID: "order-processor", ToolVersion: "v1.0.0",
 		StartedAt: t0, CutAt: t0.Add(time.Second), FinishedAt: t0.Add(time.Minute),
 		Group: &Group{GroupID: "order-processor", State: "Empty", Type: "classic", Protocol: "consumer", ReadAt: t0,
@@ -52,7 +52,7 @@ func TestManifestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Topics[0].PartitionCuts[0].Segments[0].Key != "segments/20261129T074512Z-9f3a01bc/order-processor-store-changelog/0/00000000000000000000.kseg" {
+	if m.Topics[0].PartitionCuts[0].Segments[0].Key != "segments/20261129T074512.345Z-9f3a01bc/order-processor-store-changelog/0/00000000000000000000.kseg" {
 		t.Fatalf("segment key layout: %s", m.Topics[0].PartitionCuts[0].Segments[0].Key)
 	}
 }
@@ -84,5 +84,29 @@ func TestManifestValidateRejects(t *testing.T) {
 	}
 	if err := goldenManifest().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestNextBackupIDSortsAfterLatest(t *testing.T) {
+	now := time.Date(2026, 11, 29, 8, 4, 57, 123456789, time.UTC)
+	var rnd [4]byte
+	tests := []struct {
+		name, latest, want string
+	}{
+		{"empty repository", "", "20261129T080457.123Z-00000000"},
+		{"older latest", "20261129T080457.122Z-ffffffff", "20261129T080457.123Z-00000000"},
+		{"same millisecond", "20261129T080457.123Z-ffffffff", "20261129T080457.124Z-00000000"},
+		{"latest in the future (clock went back)", "20261129T090000.000Z-aaaaaaaa", "20261129T090000.001Z-00000000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := NextBackupID(now, tc.latest, rnd)
+			if got != tc.want || !ValidBackupID(got) {
+				t.Fatalf("NextBackupID(%q) = %q, want %q", tc.latest, got, tc.want)
+			}
+			if tc.latest != "" && got <= tc.latest {
+				t.Fatalf("%q does not sort after %q", got, tc.latest)
+			}
+		})
 	}
 }

@@ -75,7 +75,7 @@ CONFIG KEYS USED
 			return runBackup(cmd.Context(), o, s)
 		},
 	}
-	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
+	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
@@ -115,17 +115,54 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) error {
 	o.Logger.Info("backup starting", "application_id", cfg.ApplicationID, "repository", bo.Store.Location())
 	res, err := backup.Run(ctx, bo)
 	if err != nil {
-		var missing *topicfilter.MissingTopicsError
-		switch {
-		case errors.As(err, &missing):
-			return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", cfg.File()))
-		case errors.Is(err, backup.ErrLocked):
-			return withCode(exitUsage, err, "another backup of this repository is running; wait for it to finish")
-		}
-		return withCode(exitError, fmt.Errorf("backup: %w", err), fmt.Sprintf("run it again to resume; check the cluster with: kafkastreams-dr topics -c %s", cfg.File()))
+		return backupError(err, cfg.File())
 	}
+	if err := reportBackup(ctx, s, o.JSON, bo.Store, res); err != nil {
+		return err
+	}
+	return gapsError(res)
+}
 
-	return reportBackup(ctx, s, o.JSON, bo.Store, res)
+// backupError maps a failed run to an exit code and the next thing to do.
+func backupError(err error, file string) error {
+	var missing *topicfilter.MissingTopicsError
+	var pe *backup.PhaseError
+	switch {
+	case errors.As(err, &missing):
+		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
+	case errors.Is(err, backup.ErrNothingSelected):
+		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include; see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
+	case errors.Is(err, backup.ErrLocked):
+		return withCode(exitUsage, err, "")
+	case errors.As(err, &pe):
+		switch pe.Phase {
+		case backup.PhaseCluster:
+			return withCode(exitError, fmt.Errorf("backup: %w", err), fmt.Sprintf("check source.bootstrap_servers and source.security, and that the brokers are reachable: kafkastreams-dr topics -c %s", file))
+		case backup.PhaseRepository:
+			return withCode(exitError, fmt.Errorf("backup: %w", err), "check the repository (storage.* in the config) and the message above; nothing was copied")
+		default:
+			return withCode(exitError, fmt.Errorf("backup: %w", err), "run the same command again: it resumes this backup where it stopped")
+		}
+	}
+	return withCode(exitError, fmt.Errorf("backup: %w", err), "")
+}
+
+// gapsError makes a backup that found records deleted before any backup
+// read them exit with 3 (partial): its data was not all captured.
+func gapsError(res *backup.Result) error {
+	if res.NewGaps == 0 {
+		return nil
+	}
+	return withCode(exitPartial, fmt.Errorf("backup %s is complete, but %s deleted by the broker before any backup read them (see the warnings)",
+		res.BackupID, countOf(res.NewGaps, "offset range was", "offset ranges were")),
+		"back up more often than the shortest retention.ms of the backed-up topics")
+}
+
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // reportBackup prints the finished backup: a summary and a table per topic
@@ -138,7 +175,7 @@ func reportBackup(ctx context.Context, s *iostreams, asJSON bool, store storage.
 	}
 	if asJSON {
 		out := backupJSON{
-			BackupID: res.BackupID, ParentID: res.ParentID, Repository: store.Location(),
+			BackupID: res.BackupID, ParentID: res.ParentID, Resumed: res.Resumed, Repository: store.Location(),
 			Manifest: res.Manifest, Topics: res.Topics, Partitions: res.Partitions,
 			Records: res.Records, Bytes: res.Bytes, Warnings: res.Warnings,
 		}
@@ -172,7 +209,8 @@ func reportBackup(ctx context.Context, s *iostreams, asJSON bool, store storage.
 // backupJSON is the --json output of backup.
 type backupJSON struct {
 	BackupID   string `json:"backup_id"`
-	ParentID   string `json:"parent_id,omitempty"`
+	ParentID   string `json:"parent_backup_id,omitempty"`
+	Resumed    bool   `json:"resumed,omitempty"`
 	Repository string `json:"repository"`
 	Manifest   string `json:"manifest"`
 	Topics     int    `json:"topics"`
@@ -199,17 +237,22 @@ type backupTopicJSON struct {
 }
 
 func printBackupResult(s *iostreams, r *backup.Result, location string, m *format.Manifest) {
-	fmt.Fprintf(s.Out, "backup %s complete\n", r.BackupID)
+	if r.Resumed {
+		fmt.Fprintf(s.Out, "backup %s complete (resumed: an earlier run of it was interrupted)\n", r.BackupID)
+	} else {
+		fmt.Fprintf(s.Out, "backup %s complete\n", r.BackupID)
+	}
 	if r.ParentID != "" {
 		fmt.Fprintf(s.Out, "  parent       %s (incremental: only records after it were copied)\n", r.ParentID)
 	}
 	fmt.Fprintf(s.Out, "  repository   %s\n", location)
 	fmt.Fprintf(s.Out, "  manifest     %s\n", r.Manifest)
-	fmt.Fprintf(s.Out, "  copied       %d records, %d bytes compressed, in %d topics (%d partitions)\n", r.Records, r.Bytes, r.Topics, r.Partitions)
+	fmt.Fprintf(s.Out, "  this run     copied %s, %d bytes compressed, from %s (%s)\n",
+		countOf64(r.Records, "record", "records"), r.Bytes, countOf(r.Topics, "topic", "topics"), countOf(r.Partitions, "partition", "partitions"))
 	if m.Group != nil {
 		fmt.Fprintf(s.Out, "  group        %s: %d committed offsets (state %s)\n", m.Group.GroupID, len(m.Group.Offsets), orNone(m.Group.State))
 	}
-	fmt.Fprintln(s.Out)
+	fmt.Fprintln(s.Out, "\nthe backup holds (with the earlier backups it continues):")
 	tw := tabwriter.NewWriter(s.Out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITIONS\tRECORDS\tOFFSETS\tSEGMENTS\tBYTES")
 	for _, t := range m.Topics {
@@ -245,8 +288,18 @@ func printBackupResult(s *iostreams, r *backup.Result, location string, m *forma
 		tw.Flush()
 	}
 	if len(r.Warnings) > 0 {
-		fmt.Fprintf(s.Out, "\n%d warnings (also logged on stderr); they are kept in the manifest\n", len(r.Warnings))
+		fmt.Fprintf(s.Out, "\n%s:\n", countOf(len(r.Warnings), "warning", "warnings"))
+		for _, w := range r.Warnings {
+			fmt.Fprintf(s.Out, "  %s\n", w)
+		}
 	}
+}
+
+func countOf64(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func orNone(s string) string {

@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
 func TestBackupOptionsFromConfig(t *testing.T) {
@@ -60,5 +63,44 @@ storage:
 	}
 	if res.BackupID == "" || res.Topics != 2 || res.Partitions != 4 || res.Records != 10 || res.Repository != repo {
 		t.Errorf("result = %+v, want 2 topics, 4 partitions, 10 records in %s", res, repo)
+	}
+}
+
+// TestBackupErrorHints: each kind of failure gets its own exit code and
+// next step (a new-user test found one "run it again to resume" hint on
+// every error, wrong for most).
+func TestBackupErrorHints(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		code      int
+		hintHas   string
+		hintHasnt string
+	}{
+		{"nothing selected", fmt.Errorf("%w: x", backup.ErrNothingSelected), exitUsage, "topics -c app.yaml", "resume"},
+		{"missing literal include", &topicfilter.MissingTopicsError{Topics: []string{"t"}}, exitUsage, "topics -c app.yaml", "resume"},
+		{"locked", fmt.Errorf("%w by x", backup.ErrLocked), exitUsage, "", "resume"},
+		{"cluster unreachable", &backup.PhaseError{Phase: backup.PhaseCluster, Err: errors.New("dial tcp: refused")}, exitError, "bootstrap_servers", "resume"},
+		{"repository unreadable", &backup.PhaseError{Phase: backup.PhaseRepository, Err: errors.New("decode lock")}, exitError, "storage", "resume"},
+		{"copy failed", &backup.PhaseError{Phase: backup.PhaseCopy, Err: errors.New("no space left on device")}, exitError, "resumes", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := backupError(tc.err, "app.yaml")
+			var ee *exitErr
+			if !errors.As(err, &ee) || ee.code != tc.code {
+				t.Fatalf("exit code of %v: %+v, want %d", tc.err, ee, tc.code)
+			}
+			if !strings.Contains(ee.hint, tc.hintHas) || (tc.hintHasnt != "" && strings.Contains(ee.hint, tc.hintHasnt)) {
+				t.Fatalf("hint %q: want it to contain %q and not %q", ee.hint, tc.hintHas, tc.hintHasnt)
+			}
+		})
+	}
+	if gapsError(&backup.Result{}) != nil {
+		t.Fatal("no gaps: want success")
+	}
+	var ee *exitErr
+	if err := gapsError(&backup.Result{BackupID: "b", NewGaps: 2}); !errors.As(err, &ee) || ee.code != exitPartial || !strings.Contains(err.Error(), "2 offset ranges were deleted") {
+		t.Fatalf("gaps: %v", err)
 	}
 }

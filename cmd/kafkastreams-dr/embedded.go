@@ -54,7 +54,7 @@ func runEmbeddedBackup(ctx context.Context, o *backupOptions, s *iostreams) erro
 		Logger: o.Logger,
 	})
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("backup: %w", err), "")
+		return backupError(err, "<the equivalent config above>")
 	}
 	if err := reportBackup(ctx, s, o.JSON, store, res); err != nil {
 		return err
