@@ -6,7 +6,8 @@
 // Every problem is reported with the key path (e.g. "storage.bucket" or
 // "source.topics.include[2]") and its line: unknown keys (with the nearest
 // known key), wrong types, missing required keys, and values that cannot
-// work (a bad topic pattern, an unknown SASL mechanism). ${VAR} in a scalar
+// work (a bad topic pattern, an unknown SASL mechanism, a bootstrap server
+// without a port, an invalid S3 bucket name). ${VAR} in a scalar
 // value expands from the environment; an unset variable is an error, and
 // $${ writes a literal "${".
 //
@@ -161,7 +162,8 @@ type Backup struct {
 	Concurrency int `yaml:"concurrency"`
 }
 
-// Load reads and parses the config file at path. See Parse.
+// Load reads and parses the config file at path. See Parse. It does not
+// read the files the config names; see LoadAndCheckFiles.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -170,11 +172,25 @@ func Load(path string) (*Config, error) {
 	return Parse(data, path)
 }
 
+// LoadAndCheckFiles is Load that also reads every file the config names,
+// as Cluster.ClientOptions would: the TLS CA bundle, client certificate and
+// key, and the SASL password file, of the source and of the target. Each
+// unreadable or malformed file is one more Error, at its key and line, in
+// the same ErrorList as every other problem (one bad file does not hide
+// the next).
+func LoadAndCheckFiles(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return parse(data, path, os.LookupEnv, true)
+}
+
 // Parse parses and validates a config; name is the file name used in
 // messages. On failure the error is an ErrorList holding every problem
 // found, each with its key path and line.
 func Parse(data []byte, name string) (*Config, error) {
-	return parse(data, name, os.LookupEnv)
+	return parse(data, name, os.LookupEnv, false)
 }
 
 // File returns the name the config was loaded from.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -405,5 +406,192 @@ func TestClientOptions(t *testing.T) {
 				t.Fatalf("err = %v, want it to name %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestBootstrapServersMustBeHostPort(t *testing.T) {
+	tests := []struct {
+		name   string
+		server string
+		want   string // "" when valid; else a substring of the error
+	}{
+		{"host and port", "kafka:9092", ""},
+		{"IPv4 address and port", "10.0.0.1:9092", ""},
+		{"bracketed IPv6 address and port", "[::1]:9092", ""},
+		{"lowest port", "kafka:1", ""},
+		{"highest port", "kafka:65535", ""},
+		{"host without port", "localhost", `source.bootstrap_servers[0]: "localhost" has no port: write host:port, e.g. localhost:9092 (line 3)`},
+		{"port zero", "kafka:0", `source.bootstrap_servers[0]: "kafka:0" has port 0: a port is 1 to 65535 (line 3)`},
+		{"port above 65535", "kafka:65536", `source.bootstrap_servers[0]: "kafka:65536" has port 65536: a port is 1 to 65535 (line 3)`},
+		{"port not a number", "kafka:ninety", `source.bootstrap_servers[0]: "kafka:ninety" has port "ninety": a port is a number from 1 to 65535 (line 3)`},
+		{"empty port", "kafka:", `source.bootstrap_servers[0]: "kafka:" has no port: write host:port, e.g. kafka:9092 (line 3)`},
+		{"no host", ":9092", `source.bootstrap_servers[0]: ":9092" has no host: write host:port, e.g. kafka:9092 (line 3)`},
+		{"IPv6 without brackets", "::1:9092", `source.bootstrap_servers[0]: "::1:9092" is not host:port: put an IPv6 address in brackets, e.g. [::1]:9092 (line 3)`},
+		{"IPv6 without port", "[::1]", `source.bootstrap_servers[0]: "[::1]" has no port: write host:port, e.g. [::1]:9092 (line 3)`},
+		{"listener URL", "SASL_SSL://kafka:9093", `source.bootstrap_servers[0]: "SASL_SSL://kafka:9093" is a listener URL: write host:port without "SASL_SSL://", e.g. kafka:9093 (line 3)`},
+		{"comma-separated servers in one item", "kafka-1:9092,kafka-2:9092", `source.bootstrap_servers[0]: "kafka-1:9092,kafka-2:9092" holds several servers: write one host:port per list item, e.g. [kafka-1:9092, kafka-2:9092] (line 3)`},
+		{"blank inside", "kafka 9092", `source.bootstrap_servers[0]: "kafka 9092" contains a blank: write host:port, e.g. kafka:9092 (line 3)`},
+		{"slash", "kafka/9092", `source.bootstrap_servers[0]: "kafka/9092" contains "/": write host:port, e.g. kafka:9092 (line 3)`},
+		{"brackets around a host name", "[kafka]:9092", `source.bootstrap_servers[0]: "[kafka]:9092" has brackets around a host name: brackets are for IPv6 addresses, e.g. kafka:9092 (line 3)`},
+		{"empty", "", `source.bootstrap_servers[0] is empty: write host:port, e.g. kafka:9092 (line 3)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			y := strings.Replace(base, "bootstrap_servers: [kafka:9092]", "bootstrap_servers: ["+strconv.Quote(tt.server)+"]", 1)
+			_, err := Parse([]byte(y), "t.yaml")
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v\nwant it to contain %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTargetBootstrapServersNameTheirIndex(t *testing.T) {
+	y := base + "target:\n  bootstrap_servers:\n    - dr-kafka:9092\n    - dr-kafka-2\n"
+	_, err := Parse([]byte(y), "t.yaml")
+	want := `target.bootstrap_servers[1]: "dr-kafka-2" has no port: write host:port, e.g. dr-kafka-2:9092 (line 12)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v\nwant it to contain %s", err, want)
+	}
+}
+
+func TestS3BucketNameRules(t *testing.T) {
+	tests := []struct {
+		name   string
+		bucket string
+		want   string // "" when valid; else a substring of the error
+	}{
+		{"lowercase, digits and dashes", "kafka-backups-01", ""},
+		{"dots", "backups.example.com", ""},
+		{"three characters", "abc", ""},
+		{"63 characters", strings.Repeat("a", 63), ""},
+		{"too short", "ab", `storage.bucket "ab" is not a valid S3 bucket name: it has 2 characters, and a bucket name has 3 to 63; see https://`},
+		{"too long", strings.Repeat("a", 64), "it has 64 characters, and a bucket name has 3 to 63"},
+		{"uppercase", "Kafka-Backups", `storage.bucket "Kafka-Backups" is not a valid S3 bucket name: it contains 'K', and a bucket name uses only lowercase letters, digits, '.' and '-'; see https://`},
+		{"underscore", "kafka_backups", "it contains '_', and a bucket name uses only lowercase letters, digits, '.' and '-'"},
+		{"starts with a dash", "-kafka", "it starts with '-', and a bucket name starts and ends with a lowercase letter or digit"},
+		{"ends with a dot", "kafka.", "it ends with '.', and a bucket name starts and ends with a lowercase letter or digit"},
+		{"two adjacent dots", "kafka..backups", `it contains "..", and a bucket name has no two adjacent periods`},
+		{"IP address", "192.168.1.10", "it is formatted as an IP address, and a bucket name must not be"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			y := strings.Replace(base, "  backend: filesystem\n  path: /backups\n", "  backend: s3\n  bucket: \""+tt.bucket+"\"\n", 1)
+			_, err := Parse([]byte(y), "t.yaml")
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v\nwant it to contain %s", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), "bucketnamingrules.html (line 8)") {
+				t.Errorf("err = %v\nwant it to point at the S3 bucket naming rules and give the line", err)
+			}
+		})
+	}
+}
+
+func TestBucketIsNotCheckedForFilesystem(t *testing.T) {
+	c, err := Parse([]byte(base+"  bucket: Not_A_Bucket\n"), "t.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, "storage.bucket does not apply") {
+		t.Errorf("warnings %q", w)
+	}
+}
+
+// TestLoadAndCheckFilesReportsEveryProblem: the files a client would read
+// are checked as part of validation, and one bad file does not hide the
+// next one or the problems found while parsing.
+func TestLoadAndCheckFilesReportsEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	notPEM := write("ca.pem", "not a certificate")
+	emptyPassword := write("empty-password", "\n")
+	missing := filepath.Join(dir, "missing")
+
+	tests := []struct {
+		name string
+		yaml string
+		want []string // each a substring of one problem, in line order
+	}{
+		{
+			name: "bad CA file and missing password file are both reported",
+			yaml: strings.Replace(base, "  topics:", "  security:\n    tls:\n      ca_file: "+notPEM+"\n    sasl:\n      mechanism: PLAIN\n      username: u\n      password_file: "+missing+"\n  topics:", 1),
+			want: []string{
+				"source.security.tls.ca_file: " + notPEM + " holds no PEM certificate (line 6)",
+				"source.security.sasl.password_file: cannot read " + missing + ": no such file or directory (line 10)",
+			},
+		},
+		{
+			name: "file problems come with the parse problems",
+			yaml: strings.Replace(strings.Replace(base, "  topics:", "  security:\n    sasl:\n      mechanism: PLAIN\n      username: u\n      password_file: "+emptyPassword+"\n  topics:", 1), "[kafka:9092]", "[kafka]", 1),
+			want: []string{
+				`source.bootstrap_servers[0]: "kafka" has no port`,
+				"source.security.sasl.password_file: " + emptyPassword + " is empty (line 8)",
+			},
+		},
+		{
+			name: "missing client certificate and key of source and target",
+			yaml: strings.Replace(base, "  topics:", "  security:\n    tls:\n      cert_file: "+missing+"\n      key_file: "+missing+".key\n  topics:", 1) +
+				"target:\n  bootstrap_servers: [dr:9092]\n  security:\n    tls: {ca_file: " + missing + ".ca}\n",
+			want: []string{
+				"source.security.tls.cert_file: cannot read " + missing + ": no such file or directory (line 6)",
+				"source.security.tls.key_file: cannot read " + missing + ".key: no such file or directory (line 7)",
+				"target.security.tls.ca_file: cannot read " + missing + ".ca: no such file or directory (line 16)",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := write("app.yaml", tt.yaml)
+			if _, err := Load(file); err != nil && strings.Contains(err.Error(), ".security.") {
+				t.Errorf("Load read the files the config names: %v", err)
+			}
+			_, err := LoadAndCheckFiles(file)
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("err = %v, want ErrorList", err)
+			}
+			if len(list) != len(tt.want) {
+				t.Errorf("%d problems, want %d:\n%v", len(list), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if i < len(list) && !strings.Contains(list[i].Error(), w) {
+					t.Errorf("problem %d = %q\nwant it to contain %q", i, list[i].Error(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestClientOptionsReportsEveryFileProblem(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	c := Cluster{BootstrapServers: []string{"k:9092"}, Security: Security{
+		TLS:  TLS{Enabled: true, CAFile: missing + ".ca"},
+		SASL: SASL{Mechanism: "PLAIN", Username: "u", PasswordFile: missing + ".pw"},
+	}}
+	_, err := c.ClientOptions()
+	for _, w := range []string{"TLS CA file: cannot read " + missing + ".ca", "SASL password file: cannot read " + missing + ".pw"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("err = %v\nwant it to contain %q", err, w)
+		}
 	}
 }

@@ -3,16 +3,21 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
-func parse(data []byte, name string, lookup func(string) (string, bool)) (*Config, error) {
+// parse decodes and validates a config. With checkFiles it also reads the
+// TLS and SASL password files the config names, as ClientOptions would.
+func parse(data []byte, name string, lookup func(string) (string, bool), checkFiles bool) (*Config, error) {
 	d := &decoder{
 		file:   name,
 		lookup: lookup,
@@ -34,7 +39,7 @@ func parse(data []byte, name string, lookup func(string) (string, bool)) (*Confi
 		return nil, ErrorList{{File: name, Line: root.Line, Msg: fmt.Sprintf("the config must be a mapping of keys (source, storage, ...), not %s", kindName(root))}}
 	}
 	d.decode("", root, reflect.ValueOf(c).Elem())
-	v := &validator{decoder: d, c: c, rootLine: root.Line}
+	v := &validator{decoder: d, c: c, rootLine: root.Line, checkFiles: checkFiles}
 	v.validate()
 	if len(d.errs) > 0 {
 		return nil, d.errs.sorted()
@@ -46,9 +51,10 @@ func parse(data []byte, name string, lookup func(string) (string, bool)) (*Confi
 
 type validator struct {
 	*decoder
-	c        *Config
-	rootLine int
-	warnings []string
+	c          *Config
+	rootLine   int
+	checkFiles bool // read the TLS and SASL password files too
+	warnings   []string
 }
 
 // line returns the line of key, or of its nearest parent present in the
@@ -135,13 +141,20 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 		v.errf(k, "%s is required (a list of host:port, e.g. [kafka:9092])", k)
 	}
 	for i, s := range cl.BootstrapServers {
-		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t/") {
-			ki := fmt.Sprintf("%s[%d]", k, i)
-			v.errf(ki, "%s %q is not a host:port", ki, s)
+		ki := fmt.Sprintf("%s[%d]", k, i)
+		if problem := checkHostPort(s); problem != "" {
+			if s == "" {
+				v.errf(ki, "%s %s", ki, problem)
+			} else {
+				v.errf(ki, "%s: %q %s", ki, s, problem)
+			}
 		}
 	}
 	v.tls(key+".security.tls", &cl.Security.TLS)
 	v.sasl(key+".security.sasl", &cl.Security.SASL, cl.Security.TLS)
+	if v.checkFiles {
+		v.files(key+".security", cl.Security)
+	}
 
 	k = key + ".topics.include"
 	if isSource && len(cl.Topics.Include) == 0 {
@@ -247,6 +260,37 @@ func (v *validator) sasl(key string, s *SASL, t TLS) {
 	}
 }
 
+// files reads the files named under key (e.g. "source.security") the way
+// ClientOptions does, and reports each unreadable or malformed one at its
+// own key. Keys already reported are skipped.
+func (v *validator) files(key string, sec Security) {
+	t, tk := sec.TLS, key+".tls"
+	if t.Enabled {
+		if t.CAFile != "" {
+			if _, err := readCAFile(t.CAFile); err != nil {
+				v.errf(tk+".ca_file", "%s.ca_file: %v", tk, err)
+			}
+		}
+		if t.CertFile != "" && t.KeyFile != "" {
+			_, certErr, keyErr, pairErr := loadKeyPair(t.CertFile, t.KeyFile)
+			if certErr != nil {
+				v.errf(tk+".cert_file", "%s.cert_file: %v", tk, certErr)
+			}
+			if keyErr != nil {
+				v.errf(tk+".key_file", "%s.key_file: %v", tk, keyErr)
+			}
+			if pairErr != nil {
+				v.errf(tk+".cert_file", "%s.cert_file and key_file: %v", tk, pairErr)
+			}
+		}
+	}
+	if p := sec.SASL.PasswordFile; p != "" {
+		if _, err := readPasswordFile(p); err != nil {
+			v.errf(key+".sasl.password_file", "%s.sasl.password_file: %v", key, err)
+		}
+	}
+}
+
 func (v *validator) storage() {
 	s := v.c.Storage
 	if !v.has("storage") {
@@ -259,6 +303,8 @@ func (v *validator) storage() {
 	case BackendS3:
 		if s.Bucket == "" {
 			v.errfAt("storage.bucket", bk, "storage.bucket is required when storage.backend is s3")
+		} else if problem := checkBucketName(s.Bucket); problem != "" {
+			v.errf("storage.bucket", "storage.bucket %q is not a valid S3 bucket name: %s; see %s", s.Bucket, problem, bucketRulesURL)
 		}
 		if s.Endpoint != "" {
 			u, err := url.Parse(s.Endpoint)
@@ -326,6 +372,108 @@ func badTopicChars(s string) string {
 		default:
 			return fmt.Sprintf("%q", r)
 		}
+	}
+	return ""
+}
+
+// checkHostPort describes what is wrong with a bootstrap server that is not
+// host:port with a port from 1 to 65535 (IPv6 addresses in brackets, as in
+// "[::1]:9092"), or returns "". The description follows the quoted value,
+// except for an empty value.
+func checkHostPort(s string) string {
+	example := func(host, port string) string {
+		if host == "" {
+			host = "kafka"
+		}
+		if port == "" {
+			port = "9092"
+		}
+		return net.JoinHostPort(host, port)
+	}
+	switch {
+	case s == "":
+		return "is empty: write host:port, e.g. kafka:9092"
+	case strings.Contains(s, "://"):
+		scheme, rest, _ := strings.Cut(s, "://")
+		host, port, err := net.SplitHostPort(strings.TrimSuffix(rest, "/"))
+		if err != nil {
+			host, port = "", ""
+		}
+		return fmt.Sprintf("is a listener URL: write host:port without %q, e.g. %s", scheme+"://", example(host, port))
+	case strings.Contains(s, ","):
+		parts := strings.Split(s, ",")
+		for i := range parts {
+			parts[i] = strings.TrimSpace(parts[i])
+		}
+		return fmt.Sprintf("holds several servers: write one host:port per list item, e.g. [%s]", strings.Join(parts, ", "))
+	case strings.ContainsAny(s, " \t\r\n"):
+		return "contains a blank: write host:port, e.g. " + example("", "")
+	case strings.Contains(s, "/"):
+		return `contains "/": write host:port, e.g. ` + example("", "")
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		var ae *net.AddrError
+		i := strings.LastIndexByte(s, ':')
+		switch {
+		case errors.As(err, &ae) && ae.Err == "missing port in address":
+			return "has no port: write host:port, e.g. " + example(strings.Trim(s, "[]"), "")
+		case strings.Count(s, ":") > 1 && !strings.Contains(s, "[") && net.ParseIP(s[:i]) != nil && isDigits(s[i+1:]):
+			// "::1:9092" is also an IPv6 address, but rarely meant as one.
+			return "is not host:port: put an IPv6 address in brackets, e.g. " + example(s[:i], s[i+1:])
+		case net.ParseIP(s) != nil:
+			return "has no port: write host:port, e.g. " + example(s, "")
+		}
+		return "is not host:port, e.g. " + example("", "")
+	}
+	switch {
+	case host == "":
+		return "has no host: write host:port, e.g. " + example("", port)
+	case port == "":
+		return "has no port: write host:port, e.g. " + example(host, "")
+	case strings.HasPrefix(s, "[") && net.ParseIP(host) == nil:
+		return "has brackets around a host name: brackets are for IPv6 addresses, e.g. " + example(host, port)
+	}
+	n, err := strconv.Atoi(port)
+	switch {
+	case err != nil && isDigits(port):
+		return fmt.Sprintf("has port %s: a port is 1 to 65535", port) // too large for an int
+	case err != nil:
+		return fmt.Sprintf("has port %q: a port is a number from 1 to 65535", port)
+	case n < 1 || n > 65535:
+		return fmt.Sprintf("has port %d: a port is 1 to 65535", n)
+	}
+	return ""
+}
+
+func isDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+
+// bucketRulesURL is where AWS states the bucket naming rules.
+const bucketRulesURL = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
+
+// checkBucketName describes which S3 general-purpose bucket naming rule
+// name breaks, or returns "": 3 to 63 characters; lowercase letters,
+// digits, '.' and '-'; starting and ending with a letter or digit; no two
+// adjacent periods; not formatted as an IP address.
+func checkBucketName(name string) string {
+	if n := len(name); n < 3 || n > 63 {
+		return fmt.Sprintf("it has %d characters, and a bucket name has 3 to 63", utf8.RuneCountInString(name))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-') {
+			return fmt.Sprintf("it contains %q, and a bucket name uses only lowercase letters, digits, '.' and '-'", r)
+		}
+	}
+	alnum := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+	switch {
+	case !alnum(name[0]):
+		return fmt.Sprintf("it starts with %q, and a bucket name starts and ends with a lowercase letter or digit", name[0])
+	case !alnum(name[len(name)-1]):
+		return fmt.Sprintf("it ends with %q, and a bucket name starts and ends with a lowercase letter or digit", name[len(name)-1])
+	case strings.Contains(name, ".."):
+		return `it contains "..", and a bucket name has no two adjacent periods`
+	case net.ParseIP(name) != nil:
+		return "it is formatted as an IP address, and a bucket name must not be"
 	}
 	return ""
 }
