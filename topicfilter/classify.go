@@ -178,12 +178,16 @@ func (c Classifier) classify(topic string) verdict {
 		return verdict{class: External,
 			reason: fmt.Sprintf("input or output topic: it has the internal-topic %s but does not start with %s, so it is not an internal topic of this application", rule, quotedPrefixes(prefixes))}
 	}
+	prefix := fmt.Sprintf("internal prefix %q", own)
+	if own == c.ApplicationID {
+		prefix = fmt.Sprintf("application.id prefix %q", own)
+	}
 	if class == Changelog {
 		return verdict{class: Changelog,
-			reason: fmt.Sprintf("changelog of store %q (internal prefix %q)", storeName(topic, own), own)}
+			reason: fmt.Sprintf("changelog of store %q (%s)", storeName(topic, own), prefix)}
 	}
 	return verdict{class: Repartition,
-		reason: fmt.Sprintf("repartition topic (%s, internal prefix %q)", rule, own)}
+		reason: fmt.Sprintf("repartition topic (%s after the %s)", rule, prefix)}
 }
 
 // storeName extracts <store> from <prefix>-<store>-changelog. The prefix's

@@ -114,8 +114,9 @@ func TestClassify(t *testing.T) {
 	}{
 		// A3: the suffix set, including the rows of Kafka's
 		// StreamsResetterTest.shouldDetermineInternalTopicBasedOnTopicName1.
-		{"suffix -changelog is a changelog", app, "appId-store-changelog", Changelog, false, `changelog of store "store"`},
-		{"suffix -repartition is a repartition topic", app, "appId-KSTREAM-MAP-0000000011-repartition", Repartition, false, `"-repartition"`},
+		{"suffix -changelog is a changelog", app, "appId-store-changelog", Changelog, false, `changelog of store "store" (application.id prefix "appId")`},
+		{"changelog of a named topology names its internal prefix", Classifier{ApplicationID: "appId", InternalPrefixes: []string{"appId-topo"}}, "appId-topo-store-changelog", Changelog, false, `changelog of store "store" (internal prefix "appId-topo")`},
+		{"suffix -repartition is a repartition topic", app, "appId-KSTREAM-MAP-0000000011-repartition", Repartition, false, `repartition topic (suffix "-repartition" after the application.id prefix "appId")`},
 		{"named FK-join response topic is repartition", app, "appId-named-subscription-response-topic", Repartition, false, "-subscription-response-topic"},
 		{"named FK-join registration topic is repartition", app, "appId-named-subscription-registration-topic", Repartition, false, "-subscription-registration-topic"},
 		{"generated FK-join response topic is repartition", app, "appId-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-12323232-topic", Repartition, false, "KTABLE-FK-JOIN"},

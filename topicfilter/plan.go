@@ -21,17 +21,19 @@ type MissingTopicsError struct {
 	Topics []string // sorted
 }
 
+// Error reads, for one topic: include names topic "payments", which does
+// not exist on the cluster; create the topic, fix the name, or set
+// source.topics.allow_missing: true.
 func (e *MissingTopicsError) Error() string {
 	q := make([]string, len(e.Topics))
 	for i, t := range e.Topics {
 		q[i] = fmt.Sprintf("%q", t)
 	}
-	noun := "topic"
-	if len(q) > 1 {
-		noun = "topics"
+	if len(q) == 1 {
+		return fmt.Sprintf("include names topic %s, which does not exist on the cluster; create the topic, fix the name, or set source.topics.allow_missing: true", q[0])
 	}
-	return fmt.Sprintf("include names %s %s that do not exist on the cluster; create the %s, fix the name, or set source.topics.allow_missing: true",
-		noun, strings.Join(q, ", "), noun)
+	return fmt.Sprintf("include names topics %s, which do not exist on the cluster; create the topics, fix the names, or set source.topics.allow_missing: true",
+		strings.Join(q, ", "))
 }
 
 // Plan applies the filter and the classifier to the topics of a cluster.
@@ -91,6 +93,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 	// for a reason the pattern's author may not expect.
 	droppedRepartition := map[string][]string{}
 	droppedOther := map[string][]string{}
+	otherApps := map[string][]string{} // include pattern -> application.ids of droppedOther
 	var compactedWarnings, systemWarnings []string
 	selected := map[string]bool{}
 
@@ -123,8 +126,11 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 		case d.OtherApplicationID != "":
 			d.Reason = "not selected: " + v.reason + "; back it up with that application's configuration"
 			droppedOther[inc] = append(droppedOther[inc], t.Name)
+			if !slices.Contains(otherApps[inc], d.OtherApplicationID) {
+				otherApps[inc] = append(otherApps[inc], d.OtherApplicationID)
+			}
 		case d.Class == Repartition:
-			d.Reason = "not selected: repartition topic; repartition topics are never backed up (they regenerate from input); " + v.reason
+			d.Reason = "not selected: " + v.reason + "; repartition topics are never backed up: they regenerate from input"
 			droppedRepartition[inc] = append(droppedRepartition[inc], t.Name)
 		default:
 			d.Selected = true
@@ -146,12 +152,20 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 
 	for _, p := range f.include {
 		if ts := droppedRepartition[p.src]; len(ts) > 0 {
-			warnings = append(warnings, fmt.Sprintf("include pattern %q matched repartition topics, dropped because repartition topics are never backed up (they regenerate from input): %s", p.src, strings.Join(ts, ", ")))
+			warnings = append(warnings, fmt.Sprintf("include pattern %q matched %s, dropped because repartition topics are never backed up (they regenerate from input): %s",
+				p.src, plural(len(ts), "repartition topic", "repartition topics"), strings.Join(ts, ", ")))
 		}
 	}
 	for _, p := range f.include {
 		if ts := droppedOther[p.src]; len(ts) > 0 {
-			warnings = append(warnings, fmt.Sprintf("include pattern %q matched internal topics of other applications, dropped: %s", p.src, strings.Join(ts, ", ")))
+			apps := otherApps[p.src]
+			slices.Sort(apps)
+			owner := "application.id " + apps[0]
+			if len(apps) > 1 {
+				owner = "application.ids " + strings.Join(apps, ", ")
+			}
+			warnings = append(warnings, fmt.Sprintf("include pattern %q matched %s of %s, dropped: %s",
+				p.src, plural(len(ts), "internal topic", "internal topics"), owner, strings.Join(ts, ", ")))
 		}
 	}
 	warnings = append(warnings, compactedWarnings...)
@@ -182,4 +196,12 @@ func looksLikeSystemTopic(name string) bool {
 		return true
 	}
 	return strings.HasPrefix(name, "_")
+}
+
+// plural returns "1 topic" or "2 topics": n and the noun for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

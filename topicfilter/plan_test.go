@@ -124,7 +124,7 @@ func TestPlanReasons(t *testing.T) {
 		{"broker-internal by name", "__consumer_offsets", false, "not selected: broker-internal topic"},
 		{"broker-internal by metadata flag", "flagged-internal", false, "not selected: broker-internal topic (the broker flags it internal)"},
 		{"changelog names its store", "app-store-changelog", true, `selected: changelog of store "store"`},
-		{"repartition is never backed up", "app-x-repartition", false, "not selected: repartition topic; repartition topics are never backed up (they regenerate from input)"},
+		{"repartition is never backed up", "app-x-repartition", false, `not selected: repartition topic (suffix "-repartition" after the application.id prefix "app"); repartition topics are never backed up: they regenerate from input`},
 		{"other application's changelog", "app-v2-store-changelog", false, "not selected: internal topic of application.id app-v2"},
 		{"external names the include", "orders", true, `selected: input or output topic (no internal-topic suffix); matched by include "orders*"`},
 		{"excluded names the pattern", "orders-dlq", false, `not selected: excluded by pattern "*-dlq"`},
@@ -156,11 +156,17 @@ func TestPlanWarnings(t *testing.T) {
 		wantNone         []string // must appear in no warning
 	}{
 		{"include that matched a repartition topic warns it was dropped", "case03-L1.txt", Classifier{ApplicationID: "streamsId"}, []string{"*"}, nil,
-			[]string{`include pattern "*" matched repartition topics, dropped`}, nil},
+			[]string{`include pattern "*" matched 1 repartition topic, dropped because repartition topics are never backed up (they regenerate from input): streamsId-KSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition`}, nil},
+		{"include that matched three repartition topics counts them", "case03-L3.txt", Classifier{InternalPrefixes: []string{"unique_topic_prefix-FKJ-topology", "unique_topic_prefix-count-topology"}}, []string{"*"}, nil,
+			[]string{`include pattern "*" matched 3 repartition topics, dropped because`}, nil},
 		{"excluded repartition topic does not warn", "case03-L1.txt", Classifier{ApplicationID: "streamsId"}, []string{"*"}, []string{"*-repartition"},
 			nil, []string{"repartition"}},
 		{"include that matched another application's topics warns", "case02-topics.txt", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}}, []string{"my-app-*"}, nil,
-			[]string{`include pattern "my-app-*" matched internal topics of other applications, dropped: my-app-v1-counts-changelog, my-app-v1-orders-repartition`}, nil},
+			[]string{`include pattern "my-app-*" matched 2 internal topics of application.id my-app-v1, dropped: my-app-v1-counts-changelog, my-app-v1-orders-repartition`}, nil},
+		{"include that matched one topic of another application says so in the singular", "case02-topics.txt", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}}, []string{"my-app-*-changelog"}, nil,
+			[]string{`include pattern "my-app-*-changelog" matched 1 internal topic of application.id my-app-v1, dropped: my-app-v1-counts-changelog`}, nil},
+		{"include that matched topics of two other applications names both", "case02-topics.txt", Classifier{ApplicationID: "my", OtherApplicationIDs: []string{"my-app", "my-app-v1"}}, []string{"my-*"}, nil,
+			[]string{`include pattern "my-*" matched 3 internal topics of application.ids my-app, my-app-v1, dropped: my-app-counts-changelog, my-app-v1-counts-changelog, my-app-v1-orders-repartition`}, nil},
 		{"case 04 A3: compacted undeclared input warns", "case04-topics.txt", Classifier{ApplicationID: "inventory-app"}, []string{"*"}, nil,
 			[]string{`topic "product-catalog" is compacted and not declared in source_changelog_topics`}, []string{"stock-moves"}},
 		{"case 04: declared source changelog does not warn", "case04-topics.txt", Classifier{ApplicationID: "inventory-app", SourceChangelogTopics: []string{"product-catalog"}}, []string{"*"}, nil,
@@ -244,11 +250,118 @@ func TestPlanMissingLiteralInclude(t *testing.T) {
 	}
 }
 
-func TestPlanMissingSingleTopicMessage(t *testing.T) {
-	_, _, err := Plan(mustFilter(t, []string{"payments"}, nil), Classifier{}, nil, PlanOptions{})
-	want := `include names topic "payments" that do not exist on the cluster; create the topic, fix the name, or set source.topics.allow_missing: true`
-	if err == nil || err.Error() != want {
-		t.Errorf("err = %v\nwant   %s", err, want)
+func TestPlanMissingTopicsMessage(t *testing.T) {
+	tests := []struct {
+		name    string
+		include []string
+		want    string
+	}{
+		{"one missing topic", []string{"payments"},
+			`include names topic "payments", which does not exist on the cluster; create the topic, fix the name, or set source.topics.allow_missing: true`},
+		{"two missing topics", []string{"payments", "audit.events"},
+			`include names topics "audit.events", "payments", which do not exist on the cluster; create the topics, fix the names, or set source.topics.allow_missing: true`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := Plan(mustFilter(t, tt.include, nil), Classifier{}, nil, PlanOptions{})
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("err = %v\nwant   %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPlanReasonsSayEachThingOnce pins the full reason of each kind of
+// decision, which must not repeat itself ("repartition topic; repartition
+// topics are never backed up ...; repartition topic (...)").
+func TestPlanReasonsSayEachThingOnce(t *testing.T) {
+	topics := []TopicInfo{
+		{Name: "__consumer_offsets", Internal: true},
+		{Name: "order-processor-totals-repartition"},
+		{Name: "order-processor-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic"},
+		{Name: "order-processor-totals-changelog"},
+		{Name: "order-processor-v2-counts-changelog"},
+		{Name: "orders"},
+		{Name: "customers"},
+		{Name: "payments-changelog"},
+	}
+	app := Classifier{ApplicationID: "order-processor", OtherApplicationIDs: []string{"order-processor-v2"}, SourceChangelogTopics: []string{"customers"}}
+	tests := []struct {
+		name    string
+		c       Classifier
+		include []string
+		topic   string
+		want    string
+	}{
+		{"repartition topic", app, []string{"*"}, "order-processor-totals-repartition",
+			`not selected: repartition topic (suffix "-repartition" after the application.id prefix "order-processor"); repartition topics are never backed up: they regenerate from input`},
+		{"foreign-key-join topic", app, []string{"*"}, "order-processor-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic",
+			`not selected: repartition topic (foreign-key-join name "-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-<n>-topic" after the application.id prefix "order-processor"); repartition topics are never backed up: they regenerate from input`},
+		{"repartition topic of a named topology", Classifier{InternalPrefixes: []string{"order-processor-totals"}}, []string{"*"}, "order-processor-totals-repartition",
+			`not selected: repartition topic (suffix "-repartition" after the internal prefix "order-processor-totals"); repartition topics are never backed up: they regenerate from input`},
+		{"repartition topic without application id", Classifier{}, []string{"*"}, "order-processor-totals-repartition",
+			`not selected: repartition topic by suffix "-repartition" alone (no application_id configured, so the topic may belong to any application); repartition topics are never backed up: they regenerate from input`},
+		{"repartition topic no include matches", app, []string{"orders"}, "order-processor-totals-repartition",
+			`not selected: no include pattern matches; repartition topic (suffix "-repartition" after the application.id prefix "order-processor")`},
+		{"changelog", app, []string{"*"}, "order-processor-totals-changelog",
+			`selected: changelog of store "totals" (application.id prefix "order-processor")`},
+		{"other application's changelog", app, []string{"*"}, "order-processor-v2-counts-changelog",
+			`not selected: internal topic of application.id order-processor-v2 (suffix "-changelog"): its name also starts with "order-processor-", but it belongs to the longer application.id (KAFKA-14922); back it up with that application's configuration`},
+		{"broker-internal topic", app, []string{"*"}, "__consumer_offsets",
+			`not selected: broker-internal topic (name starts with "__"); never backed up`},
+		{"input topic", app, []string{"ord*"}, "orders",
+			`selected: input or output topic (no internal-topic suffix); matched by include "ord*"`},
+		{"source changelog", app, []string{"*"}, "customers",
+			`selected: input topic reused as changelog of a source KTable store (declared in source_changelog_topics)`},
+		{"changelog-like name of another system", app, []string{"*"}, "payments-changelog",
+			`selected: input or output topic: it has the internal-topic suffix "-changelog" but does not start with "order-processor-", so it is not an internal topic of this application; matched by include "*"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds, _, err := Plan(mustFilter(t, tt.include, nil), tt.c, topics, PlanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := decisionFor(t, ds, tt.topic).Reason; got != tt.want {
+				t.Errorf("reason = %s\nwant     %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPlanReasonsRepeatNoPhrase checks every reason over the case topic
+// lists for a repeated two-word phrase (such as "repartition topic").
+func TestPlanReasonsRepeatNoPhrase(t *testing.T) {
+	classifiers := []Classifier{
+		{},
+		{ApplicationID: "streamsId"},
+		{ApplicationID: "dev-consumer"},
+		{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}},
+		{ApplicationID: "inventory-app", SourceChangelogTopics: []string{"product-catalog"}},
+		{InternalPrefixes: []string{"unique_topic_prefix-FKJ-topology", "unique_topic_prefix-count-topology"}},
+	}
+	for _, file := range []string{"case01-topics.txt", "case02-topics.txt", "case03-L1.txt", "case03-L2.txt", "case03-L3.txt", "case04-topics.txt"} {
+		topics := loadTopics(t, file)
+		for _, c := range classifiers {
+			for _, include := range [][]string{{"*"}, {"no-such-topic-*"}} {
+				ds, _, err := Plan(mustFilter(t, include, []string{"*-dlq"}), c, topics, PlanOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range ds {
+					words := strings.Fields(strings.ToLower(strings.NewReplacer(";", " ", ",", " ", "(", " ", ")", " ", ":", " ").Replace(d.Reason)))
+					seen := map[string]bool{}
+					for i := 0; i+2 <= len(words); i++ {
+						p := strings.Join(words[i:i+2], " ")
+						if seen[p] {
+							t.Errorf("%s, %+v: reason repeats %q: %s", file, c, p, d.Reason)
+							break
+						}
+						seen[p] = true
+					}
+				}
+			}
+		}
 	}
 }
 
