@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
@@ -58,6 +60,12 @@ type S3Options struct {
 	// page; 0 means the server's default (1000, the S3 maximum). Tests set
 	// it low to exercise pagination.
 	ListPageSize int
+	// Logger receives the AWS SDK's own log messages (such as "falling back
+	// to IMDSv1" while looking for credentials), all at debug level, with
+	// the attribute component=aws-sdk and the SDK's classification (WARN,
+	// DEBUG). nil drops them. Either way the SDK never writes to stderr
+	// itself.
+	Logger *slog.Logger
 }
 
 // Default values of S3Options.
@@ -125,7 +133,7 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		return nil, fmt.Errorf("s3 storage: list page size %d is outside 0..1000", opts.ListPageSize)
 	}
 
-	var loadOpts []func(*config.LoadOptions) error
+	loadOpts := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger(opts.Logger))}
 	if opts.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(opts.Region))
 	}
@@ -164,6 +172,20 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		return nil, fmt.Errorf("s3 storage: %w", s.mapError("check bucket", "", err))
 	}
 	return s, nil
+}
+
+// sdkLogger adapts l for the AWS SDK (aws.Config.Logger, which the S3,
+// IMDS and STS clients share): every message at debug level, whatever the
+// SDK's classification, since none of them needs the user's attention; a
+// nil l drops them. Without it the SDK prints raw "SDK <time> WARN ..."
+// lines on stderr.
+func sdkLogger(l *slog.Logger) logging.Logger {
+	if l == nil {
+		return logging.Nop{}
+	}
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		l.Debug(fmt.Sprintf(format, v...), "component", "aws-sdk", "classification", string(c))
+	})
 }
 
 // Location returns "s3://bucket/prefix" ("s3://bucket" without a prefix).
