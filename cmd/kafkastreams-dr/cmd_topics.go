@@ -35,14 +35,18 @@ func newTopicsCmd(g *globalOptions, s *iostreams, runF func(context.Context, *to
 		Use:   "topics -c FILE",
 		Short: "Show which topics a backup would copy, and why",
 		Long: `Connect to the source cluster and show, for every topic, its class for the
-configured application (changelog, repartition, external), its partitions, whether
-a backup would select it, and why. Nothing is written anywhere.
+configured application (changelog, repartition, external; internal for the broker's
+own topics such as __consumer_offsets), its partitions, whether a backup would
+select it, and why. Nothing is written anywhere.
 
 Topics are read with their partition counts, the broker's internal flag and
 cleanup.policy; consumer groups are listed so that internal topics of other
 Kafka Streams applications (whose application.id starts like this one's) are
 recognized. Warnings (patterns that matched repartition topics, compacted inputs
 that may be source changelogs, missing literal includes) go to stderr.
+
+Exits 2, after the table, when a backup would refuse the config: a literal
+include names a topic that does not exist, or no topic is selected at all.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.bootstrap_servers,
@@ -123,11 +127,31 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 		fmt.Fprintf(s.ErrOut, "warning: %s\n", w)
 	}
 	fmt.Fprintln(s.ErrOut, summarizeDecisions(decisions))
+	// A backup would refuse to run with this config in both cases below, so
+	// the report exits 2 as well: "topics -c F && backup -c F" stops here.
 	if missing != nil {
-		// A backup would refuse to run with this config.
 		return withCode(exitUsage, planErr, "")
 	}
+	if !slices.ContainsFunc(decisions, func(d topicfilter.Decision) bool { return d.Selected }) {
+		return withCode(exitUsage, nothingSelectedError(cfg),
+			"fix source.topics.include; each topic's reason above says why it is not selected")
+	}
 	return nil
+}
+
+// nothingSelectedError says that the include patterns select nothing,
+// naming the key, its line and the file.
+func nothingSelectedError(cfg *config.Config) error {
+	q := make([]string, len(cfg.Source.Topics.Include))
+	for i, p := range cfg.Source.Topics.Include {
+		q[i] = fmt.Sprintf("%q", p)
+	}
+	where := cfg.File()
+	if l := cfg.Line("source.topics.include"); l > 0 {
+		where = fmt.Sprintf("line %d of %s", l, cfg.File())
+	}
+	return fmt.Errorf("no topic selected: source.topics.include [%s] (%s) matches no topic that can be backed up; a backup with this config would refuse to run",
+		strings.Join(q, ", "), where)
 }
 
 // describeSource reads the topics of the source cluster (with partitions,
@@ -191,7 +215,10 @@ func printDecisions(s *iostreams, ds []topicfilter.Decision) {
 	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITIONS\tSELECTED\tREASON")
 	for _, d := range ds {
 		class := string(d.Class)
-		if d.SourceChangelog {
+		switch {
+		case d.BrokerInternal:
+			class = "internal" // the broker's own topics (__consumer_offsets, ...)
+		case d.SourceChangelog:
 			class += " (source)"
 		}
 		sel := "no"
@@ -213,6 +240,7 @@ func summarizeDecisions(ds []topicfilter.Decision) string {
 			byClass[d.Class]++
 		}
 	}
-	return fmt.Sprintf("%d topics on the cluster, %d selected (%d changelog, %d external) with %d partitions",
-		len(ds), sel, byClass[topicfilter.Changelog], byClass[topicfilter.External], parts)
+	return fmt.Sprintf("%s on the cluster, %d selected (%d changelog, %d external) with %s",
+		plural(len(ds), "topic", "topics"), sel, byClass[topicfilter.Changelog], byClass[topicfilter.External],
+		plural(parts, "partition", "partitions"))
 }

@@ -139,3 +139,101 @@ storage:
 		}
 	})
 }
+
+func TestTopicsNothingSelected(t *testing.T) {
+	brokers := startCluster(t, map[string]string{"orders": ""})
+	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: ["order-processor-*-changelog"]
+storage:
+  backend: filesystem
+  path: %s
+`, strings.Join(brokers, ", "), t.TempDir()))
+
+	tests := []struct {
+		name   string
+		args   []string
+		stdout string
+	}{
+		{"table", nil, "TOPIC"},
+		{"json", []string{"--json"}, `"topic": "orders"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"--log-level", "error", "topics", "-c", cfg}, tt.args...)...)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d (a backup would refuse this config)\nstderr: %s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stdout, tt.stdout) {
+				t.Errorf("stdout does not show the decisions (%q):\n%s", tt.stdout, stdout)
+			}
+			for _, w := range []string{
+				"1 topic on the cluster, 0 selected",
+				`Error: no topic selected: source.topics.include ["order-processor-*-changelog"] (line 5 of ` + cfg + `) matches no topic that can be backed up`,
+				"fix source.topics.include",
+			} {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestPrintDecisionsClass(t *testing.T) {
+	tests := []struct {
+		name  string
+		d     topicfilter.Decision
+		class string
+	}{
+		{"broker-internal topic is internal", topicfilter.Decision{Topic: "__consumer_offsets", Class: topicfilter.External, BrokerInternal: true}, "internal"},
+		{"topic the broker flags internal is internal", topicfilter.Decision{Topic: "flagged", Class: topicfilter.External, BrokerInternal: true}, "internal"},
+		{"input topic is external", topicfilter.Decision{Topic: "orders", Class: topicfilter.External}, "external"},
+		{"source changelog says so", topicfilter.Decision{Topic: "customers", Class: topicfilter.Changelog, SourceChangelog: true}, "changelog (source)"},
+		{"repartition topic", topicfilter.Decision{Topic: "app-x-repartition", Class: topicfilter.Repartition}, "repartition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, out, _ := testStreams()
+			printDecisions(s, []topicfilter.Decision{tt.d})
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("table:\n%s", out)
+			}
+			cols := strings.Split(lines[1], "  ")
+			var fields []string
+			for _, c := range cols {
+				if c = strings.TrimSpace(c); c != "" {
+					fields = append(fields, c)
+				}
+			}
+			if len(fields) < 2 || fields[1] != tt.class {
+				t.Errorf("CLASS column of %q = %q, want %q", lines[1], fields, tt.class)
+			}
+		})
+	}
+}
+
+func TestSummarizeDecisionsPlurals(t *testing.T) {
+	changelog := topicfilter.Decision{Class: topicfilter.Changelog, Partitions: 1, Selected: true}
+	external := topicfilter.Decision{Class: topicfilter.External, Partitions: 2, Selected: true}
+	tests := []struct {
+		name string
+		ds   []topicfilter.Decision
+		want string
+	}{
+		{"no topic", nil, "0 topics on the cluster, 0 selected (0 changelog, 0 external) with 0 partitions"},
+		{"one topic with one partition", []topicfilter.Decision{changelog}, "1 topic on the cluster, 1 selected (1 changelog, 0 external) with 1 partition"},
+		{"two topics", []topicfilter.Decision{changelog, external}, "2 topics on the cluster, 2 selected (1 changelog, 1 external) with 3 partitions"},
+		{"one of two selected", []topicfilter.Decision{external, {Class: topicfilter.External}}, "2 topics on the cluster, 1 selected (0 changelog, 1 external) with 2 partitions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := summarizeDecisions(tt.ds); got != tt.want {
+				t.Errorf("summary = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -112,6 +112,10 @@ func TestExitCodes(t *testing.T) {
 	noApp := writeFile(t, "noapp.yaml", strings.Replace(goodConfig, "application_id: order-processor\n", "", 1))
 	badPassword := writeFile(t, "pw.yaml", strings.Replace(goodConfig, "  topics:",
 		"  security:\n    sasl: {mechanism: SCRAM-SHA-512, username: u, password_file: /nonexistent/pw}\n  topics:", 1))
+	notPEM := writeFile(t, "ca.pem", "not a certificate")
+	badFiles := writeFile(t, "files.yaml", strings.Replace(strings.Replace(goodConfig, "  topics:",
+		"  security:\n    tls:\n      ca_file: "+notPEM+"\n    sasl:\n      mechanism: PLAIN\n      username: u\n      password_file: /nonexistent/pw\n  topics:", 1),
+		"[kafka:9092]", "[kafka]", 1))
 
 	tests := []struct {
 		name       string
@@ -129,6 +133,10 @@ func TestExitCodes(t *testing.T) {
 			stderr: []string{"Error: ", "storage.path is required when storage.backend is filesystem", "unknown key storage.bukket", "line 9"}},
 		{name: "validate unreadable password file exits 2 naming the file", args: []string{"config", "validate", "-c", badPassword}, code: 2,
 			stderr: []string{"/nonexistent/pw", "source.security"}},
+		{name: "validate reports every problem: bad server, CA file and password file", args: []string{"config", "validate", "-c", badFiles}, code: 2,
+			stderr: []string{"3 problems", `source.bootstrap_servers[0]: "kafka" has no port: write host:port, e.g. kafka:9092 (line 3)`,
+				"source.security.tls.ca_file: " + notPEM + " holds no PEM certificate (line 6)",
+				"source.security.sasl.password_file: cannot read /nonexistent/pw: no such file or directory (line 10)"}},
 		{name: "validate missing file exits 2", args: []string{"config", "validate", "-c", filepath.Join(t.TempDir(), "nope.yaml")}, code: 2,
 			stderr: []string{"Error: read config", "nope.yaml"}},
 		{name: "validate without -c is a usage error", args: []string{"config", "validate"}, code: 2,

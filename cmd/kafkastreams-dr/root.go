@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -193,7 +196,9 @@ func sourceClientOptions(cfg *config.Config) ([]kgo.Opt, error) {
 }
 
 // openStorage opens the repository's storage backend. S3 credentials come
-// from the AWS default chain.
+// from the AWS default chain. Errors name the settings to fix: storage.path
+// (and storage.prefix) for a directory that is not one or cannot be
+// created; the bucket and endpoint for S3.
 func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error) {
 	switch s.Backend {
 	case config.BackendS3:
@@ -205,7 +210,46 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 			PathStyle: s.PathStyle,
 		})
 	case config.BackendFilesystem:
-		return storage.NewFilesystem(s.FilesystemDir())
+		b, err := storage.NewFilesystem(s.FilesystemDir())
+		if err != nil {
+			return nil, filesystemError(s, err)
+		}
+		return b, nil
 	}
 	return nil, fmt.Errorf("storage backend %q is not supported", s.Backend)
+}
+
+// filesystemError names storage.path (and storage.prefix) in an error of
+// storage.NewFilesystem, e.g. "storage.path /tmp/x: not a directory" or
+// "storage.path /srv/x/repo: /srv/x is not a directory".
+func filesystemError(s config.Storage, err error) error {
+	where := "storage.path " + s.Path
+	if s.Prefix != "" {
+		where += " (storage.prefix " + s.Prefix + ")"
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	self := false
+	if abs, aerr := filepath.Abs(s.Path); aerr == nil && s.Prefix == "" {
+		self = filepath.Clean(pe.Path) == abs
+	}
+	switch {
+	case errors.Is(pe.Err, syscall.ENOTDIR) && self:
+		return fmt.Errorf("%s: %w", where, pe.Err)
+	case errors.Is(pe.Err, syscall.ENOTDIR):
+		return fmt.Errorf("%s: %s is %w", where, pe.Path, pe.Err)
+	case pe.Op == "mkdir":
+		return fmt.Errorf("%s: cannot create %s: %w", where, pe.Path, pe.Err)
+	}
+	return fmt.Errorf("%s: %s %s: %w", where, pe.Op, pe.Path, pe.Err)
+}
+
+// plural returns "1 topic" or "2 topics": n and the noun for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

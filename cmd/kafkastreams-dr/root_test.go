@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+)
+
+func TestOpenStorageFilesystemErrorsNameStoragePath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(dir, "read-only")
+	if err := os.Mkdir(readOnly, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		s        config.Storage
+		want     string
+		needUser bool // root may write anywhere
+	}{
+		{"path is a file", config.Storage{Backend: "filesystem", Path: file},
+			"storage.path " + file + ": not a directory", false},
+		{"path under a file", config.Storage{Backend: "filesystem", Path: file + "/repo"},
+			"storage.path " + file + "/repo: " + file + " is not a directory", false},
+		{"prefix is a file", config.Storage{Backend: "filesystem", Path: dir, Prefix: "file"},
+			"storage.path " + dir + " (storage.prefix file): " + file + " is not a directory", false},
+		{"path cannot be created", config.Storage{Backend: "filesystem", Path: readOnly + "/repo"},
+			"storage.path " + readOnly + "/repo: cannot create " + readOnly + "/repo: permission denied", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needUser && os.Geteuid() == 0 {
+				t.Skip("root can create directories anywhere")
+			}
+			_, err := openStorage(t.Context(), tt.s)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("err = %v\nwant   %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpenStorageS3ErrorsNameBucketAndEndpoint(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	tests := []struct {
+		name string
+		s    config.Storage
+		want []string
+	}{
+		{"bucket does not exist", config.Storage{Backend: "s3", Bucket: "no-such-bucket", Endpoint: srv.Endpoint, PathStyle: true},
+			[]string{`bucket "no-such-bucket" does not exist at ` + srv.Endpoint}},
+		{"endpoint unreachable", config.Storage{Backend: "s3", Bucket: srv.Bucket, Endpoint: "http://127.0.0.1:1", PathStyle: true},
+			[]string{"s3://" + srv.Bucket, "cannot reach http://127.0.0.1:1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := openStorage(t.Context(), tt.s)
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
