@@ -108,7 +108,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) error {
 	}
 	bo.Logger = o.Logger
 	if bo.Store, err = openStorage(ctx, cfg.Storage); err != nil {
-		return withCode(exitError, fmt.Errorf("open storage %s: %w", cfg.Storage.Describe(), err), "")
+		return withCode(exitError, err, "")
 	}
 	backup.ToolVersion = version
 
