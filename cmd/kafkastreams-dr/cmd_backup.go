@@ -154,15 +154,8 @@ func gapsError(res *backup.Result) error {
 		return nil
 	}
 	return withCode(exitPartial, fmt.Errorf("backup %s is complete, but %s deleted by the broker before any backup read them (see the warnings)",
-		res.BackupID, countOf(res.NewGaps, "offset range was", "offset ranges were")),
+		res.BackupID, plural(res.NewGaps, "offset range was", "offset ranges were")),
 		"back up more often than the shortest retention.ms of the backed-up topics")
-}
-
-func countOf(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // reportBackup prints the finished backup: a summary and a table per topic
@@ -248,7 +241,7 @@ func printBackupResult(s *iostreams, r *backup.Result, location string, m *forma
 	fmt.Fprintf(s.Out, "  repository   %s\n", location)
 	fmt.Fprintf(s.Out, "  manifest     %s\n", r.Manifest)
 	fmt.Fprintf(s.Out, "  this run     copied %s, %d bytes compressed, from %s (%s)\n",
-		countOf64(r.Records, "record", "records"), r.Bytes, countOf(r.Topics, "topic", "topics"), countOf(r.Partitions, "partition", "partitions"))
+		plural64(r.Records, "record", "records"), r.Bytes, plural(r.Topics, "topic", "topics"), plural(r.Partitions, "partition", "partitions"))
 	if m.Group != nil {
 		fmt.Fprintf(s.Out, "  group        %s: %d committed offsets (state %s)\n", m.Group.GroupID, len(m.Group.Offsets), orNone(m.Group.State))
 	}
@@ -288,18 +281,11 @@ func printBackupResult(s *iostreams, r *backup.Result, location string, m *forma
 		tw.Flush()
 	}
 	if len(r.Warnings) > 0 {
-		fmt.Fprintf(s.Out, "\n%s:\n", countOf(len(r.Warnings), "warning", "warnings"))
+		fmt.Fprintf(s.Out, "\n%s:\n", plural(len(r.Warnings), "warning", "warnings"))
 		for _, w := range r.Warnings {
 			fmt.Fprintf(s.Out, "  %s\n", w)
 		}
 	}
-}
-
-func countOf64(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 func orNone(s string) string {
