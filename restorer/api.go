@@ -1,0 +1,193 @@
+// Package restorer brings a Kafka Streams application back on a new cluster
+// from a backup repository (docs/FORMAT.md): it checks everything before
+// the first write (preflight), creates the topics with the backed-up
+// partition counts and configs, produces every record to its original
+// partition byte for byte, translates the application.id group's committed
+// offsets (package offsets) and commits them through the group
+// coordinator, reading them back to verify. Point-in-time restore of
+// changelog topics is refused (DOMAIN.md §6).
+package restorer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// Strategy is how the application's state comes back (DOMAIN.md §6).
+type Strategy string
+
+const (
+	// StrategyChangelog restores input, output and changelog topics to the
+	// end of the backup and translates the group's offsets: the app starts
+	// with its state (after wiping its local state directories).
+	StrategyChangelog Strategy = "changelog"
+	// StrategyRebuild restores input and output topics (up to ToTime when
+	// given), skips changelogs, and sets the group's input offsets to the
+	// start of the restored data: the app rebuilds its state from input.
+	StrategyRebuild Strategy = "rebuild"
+)
+
+// Options configures one restore.
+type Options struct {
+	Target []kgo.Opt       // franz-go options connecting to the target cluster
+	Store  storage.Backend // the backup repository
+
+	BackupID string   // backup to restore; "" or "latest" for the latest complete backup
+	Strategy Strategy // default StrategyChangelog
+	// ToTime, when non-nil, cuts each partition before its first record
+	// with a timestamp after it (point-in-time restore). Refused when any
+	// selected topic is a changelog.
+	ToTime *time.Time
+	// Topics restricts the restore to the backup's topics matching these
+	// patterns (topicfilter syntax); empty means every topic.
+	Topics []string
+	// SourceChangelogTopics are input topics the config declares as store
+	// changelogs, in addition to those the manifest marks.
+	SourceChangelogTopics []string
+	// ApplicationID is the config's application.id; when set it must equal
+	// the backup's.
+	ApplicationID string
+	// ReplicationFactor, when > 0, replaces the backed-up replication
+	// factor of every created topic (and caps min.insync.replicas at it).
+	ReplicationFactor int
+	DryRun            bool // plan and check only; write nothing
+	Concurrency       int  // partitions restored at once; default 4
+
+	Logger *slog.Logger
+}
+
+// Plan is everything a restore will do, computed before the first write.
+type Plan struct {
+	BackupID        string         `json:"backup_id"`
+	ApplicationID   string         `json:"application_id,omitempty"`
+	Strategy        Strategy       `json:"strategy"`
+	ToTime          *time.Time     `json:"to_time,omitempty"`
+	TargetClusterID string         `json:"target_cluster_id,omitempty"`
+	TargetBrokers   int            `json:"target_brokers"`
+	Topics          []TopicPlan    `json:"topics"`
+	Skipped         []SkippedTopic `json:"skipped,omitempty"`
+	Group           *GroupPlan     `json:"group,omitempty"`
+	Warnings        []string       `json:"warnings,omitempty"`
+}
+
+// TopicPlan is one topic to restore.
+type TopicPlan struct {
+	Topic             string            `json:"topic"`
+	Class             string            `json:"class"`
+	SourceChangelog   bool              `json:"source_changelog,omitempty"`
+	Action            string            `json:"action"` // "create", "resume" (this restore created it before) or "fill" (exists empty with the right partition count)
+	Partitions        int               `json:"partitions"`
+	ReplicationFactor int               `json:"replication_factor"`
+	Configs           map[string]string `json:"configs"`                 // set at creation
+	FinalConfigs      map[string]string `json:"final_configs,omitempty"` // altered after the records are in (message.timestamp.type=LogAppendTime)
+	PartitionPlans    []PartitionPlan   `json:"partition_plans"`
+}
+
+// PartitionPlan is one partition to restore.
+type PartitionPlan struct {
+	Partition    int32 `json:"partition"`
+	Records      int64 `json:"records"`       // records to restore (after a --to-time cut)
+	SourceEnd    int64 `json:"source_end"`    // end offset of the backup's cut
+	CutAt        int64 `json:"cut_at"`        // original offset where a --to-time cut ends the partition; -1 without cut
+	AlreadyThere int64 `json:"already_there"` // records a resumed restore finds on the target
+}
+
+// SkippedTopic is a backed-up topic the restore leaves out, and why.
+type SkippedTopic struct {
+	Topic  string `json:"topic"`
+	Reason string `json:"reason"`
+}
+
+// GroupPlan is the application.id group's offsets on the target.
+type GroupPlan struct {
+	GroupID     string       `json:"group_id"`
+	TargetState string       `json:"target_state"` // as found on the target: "" (absent), Empty, Dead, ...
+	TargetType  string       `json:"target_type,omitempty"`
+	Offsets     []OffsetPlan `json:"offsets"`
+}
+
+// OffsetPlan is one committed offset of the backup and what the restore
+// does with it.
+type OffsetPlan struct {
+	Topic      string `json:"topic"`
+	Partition  int32  `json:"partition"`
+	Committed  int64  `json:"committed"`      // on the source
+	Translated int64  `json:"translated"`     // to commit on the target; -1 when dropped
+	Action     string `json:"action"`         // "commit" or "drop"
+	Note       string `json:"note,omitempty"` // why dropped, or what the translation means
+}
+
+// Report is the outcome of a restore, saved in the repository as
+// restores/<restore-id>/report.json.
+type Report struct {
+	Plan
+	RestoreID  string            `json:"restore_id"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt time.Time         `json:"finished_at"`
+	Partitions []PartitionReport `json:"partitions"`
+	Committed  bool              `json:"committed"`  // the group offsets were committed and read back equal
+	WipeState  bool              `json:"wipe_state"` // changelogs were restored: local state must be wiped
+	Records    int64             `json:"records"`    // records produced by this run
+}
+
+// PartitionReport is one restored partition.
+type PartitionReport struct {
+	Topic     string       `json:"topic"`
+	Partition int32        `json:"partition"`
+	Class     string       `json:"class"`
+	SourceEnd int64        `json:"source_end"` // the backup's end offset (old log end)
+	NewEnd    int64        `json:"new_end"`    // log end on the target after the restore
+	Records   int64        `json:"records"`
+	Map       *offsets.Map `json:"offset_map"`
+}
+
+// RefusedError is returned when preflight refuses the restore; nothing has
+// been written. Reasons name the topic, partition and offset concerned.
+type RefusedError struct {
+	Reasons []string
+	Hint    string // the command that does it safely, when there is one
+}
+
+func (e *RefusedError) Error() string {
+	if len(e.Reasons) == 1 {
+		return "restore refused: " + e.Reasons[0]
+	}
+	return fmt.Sprintf("restore refused for %d reasons:\n  - %s", len(e.Reasons), strings.Join(e.Reasons, "\n  - "))
+}
+
+// ErrNoBackup is wrapped when the repository holds no complete backup (or
+// not the one asked for).
+var ErrNoBackup = errors.New("no such backup")
+
+// Run plans the restore, runs preflight, and unless DryRun restores. With
+// DryRun the returned report holds the plan only. A *RefusedError means
+// nothing was written.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	return run(ctx, o)
+}
+
+// WipeInstruction is what must happen to every instance's local state after
+// a changelog restore (case 19).
+func WipeInstruction(applicationID string) string {
+	return fmt.Sprintf("before the application starts, every instance must start with an empty state directory for application.id %q "+
+		"(delete <state.dir>/%s, or call KafkaStreams#cleanUp() before start): its .checkpoint files refer to the old cluster's changelog offsets",
+		applicationID, applicationID)
+}
+
+// PredictOffsets computes, without any target cluster, how the backup's
+// group offsets translate when the backup is restored into empty topics
+// with the given strategy and cut (the same rule Run applies with the
+// offsets it observes). backupID "" or "latest" means the latest backup.
+// It decodes the segments of the partitions that have committed offsets.
+func PredictOffsets(ctx context.Context, store storage.Backend, backupID string, strategy Strategy, toTime *time.Time) (*GroupPlan, error) {
+	return predictOffsets(ctx, store, backupID, strategy, toTime)
+}

@@ -1,0 +1,129 @@
+package restorer_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// backedUpSample seeds a kfake cluster with the sample app, compacts it and
+// backs it up into a local repository.
+func backedUpSample(t *testing.T) (*testkit.Kfake, storage.Backend, *format.Manifest) {
+	t.Helper()
+	src := testkit.StartKfake(t, 3)
+	ctx := context.Background()
+	if err := sample.Seed(ctx, testkit.Client(t, src.Addrs())); err != nil {
+		t.Fatal(err)
+	}
+	src.Compact()
+	store, _ := storage.NewFilesystem(t.TempDir())
+	res, err := backup.Run(ctx, backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(src.Addrs()...)}, Store: store,
+		ApplicationID: sample.AppID, SourceChangelogTopics: sample.SourceChangelogs, Include: sample.Include, SegmentMaxBytes: 2 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, store, backupcheck.Latest(t, store, res.BackupID)
+}
+
+func TestRestoreRoundTripOnKfake(t *testing.T) {
+	src, store, m := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	ctx := context.Background()
+	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID}
+
+	dry := o
+	dry.DryRun = true
+	plan, err := restorer.Run(ctx, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics, _ := testkit.Admin(t, dst.Addrs()).ListTopics(ctx); len(topics) != 0 {
+		t.Fatalf("dry run created topics: %v", topics.Names())
+	}
+
+	rep, err := restorer.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Committed || !rep.WipeState || rep.RestoreID == "" {
+		t.Fatalf("report: committed %v wipe %v id %q", rep.Committed, rep.WipeState, rep.RestoreID)
+	}
+	for _, tp := range m.Topics {
+		for _, p := range tp.PartitionCuts {
+			want := backupcheck.Records(t, store, m, tp.Name, p.Partition)
+			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{p.Partition: 1 << 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s/%d: %d records restored, backup has %d", tp.Name, p.Partition, len(got), len(want))
+			}
+			for i := range got {
+				w := want[i]
+				w.Offset = int64(i) // renumbered from 0
+				g := got[i]
+				if len(g.Headers) == 0 {
+					g.Headers = nil
+				}
+				if len(w.Headers) == 0 {
+					w.Headers = nil
+				}
+				if !reflect.DeepEqual(g, w) {
+					t.Fatalf("%s/%d record %d:\n got %+v\nwant %+v", tp.Name, p.Partition, i, g, w)
+				}
+			}
+		}
+	}
+	// The group's offsets on the target equal the plan's and the dry run's.
+	got, err := testkit.Admin(t, dst.Addrs()).FetchOffsets(ctx, sample.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, op := range rep.Group.Offsets {
+		if op != plan.Group.Offsets[i] {
+			t.Errorf("offset %d: restore %+v, dry run predicted %+v", i, op, plan.Group.Offsets[i])
+		}
+		if op.Action != "commit" {
+			if _, ok := got.Lookup(op.Topic, op.Partition); ok {
+				t.Errorf("dropped offset %s/%d was committed", op.Topic, op.Partition)
+			}
+			continue
+		}
+		n++
+		if o, ok := got.Lookup(op.Topic, op.Partition); !ok || o.At != op.Translated {
+			t.Errorf("%s/%d: target has %+v, want %d", op.Topic, op.Partition, o, op.Translated)
+		}
+	}
+	if n != 5 {
+		t.Fatalf("%d offsets committed, want 5 (6 in the backup minus the repartition topic's)", n)
+	}
+	_ = src
+}
+
+func TestRestoreRefusesPITROnChangelogs(t *testing.T) {
+	_, store, _ := backedUpSample(t)
+	dst := testkit.StartKfake(t, 1)
+	at := time.Now()
+	_, err := restorer.Run(context.Background(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ToTime: &at, ReplicationFactor: 1})
+	var re *restorer.RefusedError
+	if !errors.As(err, &re) || re.Hint == "" {
+		t.Fatalf("err = %v; want a refusal with a hint", err)
+	}
+	if topics, _ := kadm.NewClient(testkit.Client(t, dst.Addrs())).ListTopics(context.Background()); len(topics) != 0 {
+		t.Fatalf("refused restore created topics: %v", topics.Names())
+	}
+}

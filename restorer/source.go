@@ -1,0 +1,170 @@
+package restorer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// loadBackup resolves "" and "latest" to the greatest backup id with a
+// manifest.json and loads that manifest.
+func loadBackup(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
+	if id == "" || id == "latest" {
+		var latest string
+		err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
+			rest := strings.TrimPrefix(oi.Key, format.BackupsPrefix())
+			if bid, file, ok := strings.Cut(rest, "/"); ok && file == "manifest.json" && format.ValidBackupID(bid) {
+				latest = max(latest, bid)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list backups in %s: %w", store.Location(), err)
+		}
+		if latest == "" {
+			return nil, fmt.Errorf("%w: %s holds no complete backup", ErrNoBackup, store.Location())
+		}
+		id = latest
+	} else if !format.ValidBackupID(id) {
+		return nil, fmt.Errorf("%w: %q is not a backup id (like 20261129T074512.345Z-9f3a01bc)", ErrNoBackup, id)
+	}
+	rc, err := store.Get(ctx, format.ManifestKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s has no backup %s (no %s)", ErrNoBackup, store.Location(), id, format.ManifestKey(id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read manifest of backup %s: %w", id, err)
+	}
+	defer rc.Close()
+	m, err := format.ReadManifest(rc)
+	if err != nil {
+		return nil, fmt.Errorf("manifest of backup %s: %w", id, err)
+	}
+	if m.State != format.StateComplete {
+		return nil, fmt.Errorf("%w: backup %s is not complete", ErrNoBackup, id)
+	}
+	return m, nil
+}
+
+// cutEnd returns the original offset before which a --to-time cut ends the
+// partition: the offset of its first record with a timestamp after toTime,
+// or -1 when no record is after it (or there is no cut). Segment timestamp
+// ranges skip segments that cannot hold such a record; the first one that
+// can is decoded.
+func cutEnd(ctx context.Context, store storage.Backend, p *format.Partition, toTime *time.Time) (int64, error) {
+	if toTime == nil {
+		return -1, nil
+	}
+	limit := toTime.UnixMilli()
+	for _, s := range p.Segments {
+		if s.MaxTimestamp <= limit {
+			continue
+		}
+		var found int64 = -1
+		err := readSegment(ctx, store, s, func(r *format.Record) error {
+			if r.Timestamp > limit {
+				found = r.Offset
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return 0, err
+		}
+		if found >= 0 {
+			return found, nil
+		}
+	}
+	return -1, nil
+}
+
+var errStop = errors.New("stop")
+
+// readSegment decodes one segment the manifest names, checking its size and
+// that it decodes to the records the manifest says. fn may return errStop
+// to end early.
+func readSegment(ctx context.Context, store storage.Backend, s format.Segment, fn func(*format.Record) error) error {
+	rc, err := store.Get(ctx, s.Key)
+	if err != nil {
+		return fmt.Errorf("read segment %s: %w", s.Key, err)
+	}
+	defer rc.Close()
+	hr := format.NewHashingWriter(io.Discard)
+	_, _, n, err := format.ReadSegment(io.TeeReader(rc, hr), fn)
+	if errors.Is(err, errStop) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("segment %s: %w", s.Key, err)
+	}
+	sum, size := hr.Sum()
+	if n != s.Records || size != s.Size || sum != s.SHA256 {
+		return fmt.Errorf("segment %s: %d records, %d bytes, sha256 %s; the manifest says %d records, %d bytes, sha256 %s",
+			s.Key, n, size, sum, s.Records, s.Size, s.SHA256)
+	}
+	return nil
+}
+
+// eachRecord calls fn for every record of the partition below end (an
+// original offset; -1 for no cut), in offset order.
+func eachRecord(ctx context.Context, store storage.Backend, p *format.Partition, end int64, fn func(*format.Record) error) error {
+	for _, s := range p.Segments {
+		if end >= 0 && s.FirstOffset >= end {
+			return nil
+		}
+		err := readSegment(ctx, store, s, func(r *format.Record) error {
+			if end >= 0 && r.Offset >= end {
+				return errStop
+			}
+			return fn(r)
+		})
+		if errors.Is(err, errStop) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countBelow counts the partition's records with an original offset below
+// o and below end (-1: no cut), decoding at most the one segment that
+// straddles the bound.
+func countBelow(ctx context.Context, store storage.Backend, p *format.Partition, o, end int64) (int64, error) {
+	bound := o
+	if end >= 0 && end < bound {
+		bound = end
+	}
+	var n int64
+	for _, s := range p.Segments {
+		switch {
+		case s.LastOffset < bound:
+			n += s.Records
+		case s.FirstOffset >= bound:
+			return n, nil
+		default:
+			err := readSegment(ctx, store, s, func(r *format.Record) error {
+				if r.Offset >= bound {
+					return errStop
+				}
+				n++
+				return nil
+			})
+			if err != nil && !errors.Is(err, errStop) {
+				return 0, err
+			}
+			return n, nil
+		}
+	}
+	return n, nil
+}
