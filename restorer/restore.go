@@ -99,6 +99,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	cl, err := kgo.NewClient(append(slices.Clone(o.Target),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordRetries(20),
+		kgo.MetadataMinAge(250*time.Millisecond), // see new topics quickly (waitLeaders)
 		kgo.ProducerBatchMaxBytes(1<<20))...)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster client: %w", err)
@@ -505,9 +506,11 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 			setOff(r.targetStart, tp.Topic, pp.Partition, 0)
 		}
 	}
+	r.log.Debug("topics created", "topics", len(r.jour.Topics))
 	if err := r.waitLeaders(ctx); err != nil {
 		return nil, err
 	}
+	r.log.Debug("every partition has a leader")
 
 	// 2. Records, many partitions at once.
 	type job struct {
@@ -543,7 +546,9 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 			defer wg.Done()
 			for i := range queue {
 				j := jobs[i]
+				began := time.Now()
 				pr, err := r.restorePartition(cctx, j.tp, j.pp, j.t, j.p)
+				r.log.Debug("partition restored", "topic", j.tp.Topic, "partition", j.pp.Partition, "records", pr.Records, "took", time.Since(began))
 				if err != nil {
 					mu.Lock()
 					if first == nil {
@@ -571,6 +576,7 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 	if first != nil {
 		return nil, first
 	}
+	r.log.Debug("records produced")
 	rep.Partitions = reports
 	for _, pr := range reports {
 		rep.Records += pr.Records
@@ -851,4 +857,3 @@ func (r *restore) commitOffsets(ctx context.Context, rep *Report) error {
 	rep.Committed = true
 	return nil
 }
-

@@ -3,6 +3,7 @@ package restorer_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"testing"
 	"time"
@@ -42,7 +43,8 @@ func TestRestoreRoundTripOnKfake(t *testing.T) {
 	src, store, m := backedUpSample(t)
 	dst := testkit.StartKfake(t, 3)
 	ctx := context.Background()
-	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID}
+	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 
 	dry := o
 	dry.DryRun = true
@@ -54,10 +56,12 @@ func TestRestoreRoundTripOnKfake(t *testing.T) {
 		t.Fatalf("dry run created topics: %v", topics.Names())
 	}
 
+	began := time.Now()
 	rep, err := restorer.Run(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("restore took %s", time.Since(began))
 	if !rep.Committed || !rep.WipeState || rep.RestoreID == "" {
 		t.Fatalf("report: committed %v wipe %v id %q", rep.Committed, rep.WipeState, rep.RestoreID)
 	}
@@ -127,3 +131,7 @@ func TestRestoreRefusesPITROnChangelogs(t *testing.T) {
 		t.Fatalf("refused restore created topics: %v", topics.Names())
 	}
 }
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }

@@ -262,7 +262,7 @@ func waitLeaders(ctx context.Context, adm *kadm.Client, n int) error {
 // offsets (per partition) with franz-go's own consumer (read_committed), an
 // implementation independent of the backup's fetch loop: it is the oracle the
 // tests compare backups with. The data must be at rest: it stops once a
-// poll has returned nothing for a second.
+// poll has returned nothing for half a second.
 func ReadCommitted(ctx context.Context, seeds []string, topic string, ends map[int32]int64) ([]format.Record, error) {
 	parts := map[int32]kgo.Offset{}
 	for p, e := range ends {
@@ -282,7 +282,7 @@ func ReadCommitted(ctx context.Context, seeds []string, topic string, ends map[i
 	var out []format.Record
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
