@@ -33,18 +33,19 @@ const (
 	Changelog   = "order-processor-order-totals-store-changelog"                         // changelog written in transactions
 	Repartition = "order-processor-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition" // never backed up
 	FKTopic     = "order-processor-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic"
+	Audit       = "audit-log" // message.timestamp.type=LogAppendTime: the broker sets timestamps
 	OtherApp    = "order-processor-v1"
 	OtherTopic  = "order-processor-v1-counts-changelog" // another app's changelog: not ours
 )
 
 // Include and Exclude are the sample config's topic filters.
 var (
-	Include = []string{Orders, Customers, Totals, Payments, "order-processor-*"}
+	Include = []string{Orders, Customers, Totals, Payments, Audit, "order-processor-*"}
 	Exclude = []string{}
 	// SourceChangelogs are the inputs the sample app reuses as changelogs.
 	SourceChangelogs = []string{Customers}
 	// BackedUp are the topics a backup of the sample must hold.
-	BackedUp = []string{Totals, Customers, Changelog, Orders, Payments}
+	BackedUp = []string{Totals, Customers, Changelog, Orders, Payments, Audit}
 )
 
 func ptr(s string) *string { return &s }
@@ -69,6 +70,7 @@ func Seed(ctx context.Context, cl *kgo.Client) error {
 		{Repartition, 3, nil},
 		{FKTopic, 1, nil},
 		{OtherTopic, 1, map[string]*string{"cleanup.policy": ptr("compact")}},
+		{Audit, 1, map[string]*string{"message.timestamp.type": ptr("LogAppendTime")}},
 	}
 	for _, s := range specs {
 		resp, err := adm.CreateTopic(ctx, s.parts, -1, s.configs, s.name)
@@ -142,6 +144,9 @@ func Seed(ctx context.Context, cl *kgo.Client) error {
 		add(Repartition, int32(i%3), []byte(fmt.Sprintf("cust-%d", i%5)), []byte("1"))
 	}
 	add(FKTopic, 0, []byte("k"), []byte("subscription"))
+	for i := range 3 {
+		add(Audit, 0, []byte(fmt.Sprintf("event-%d", i)), []byte("login"))
+	}
 	add(OtherTopic, 0, []byte("k"), []byte("other app"))
 	if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("produce sample records: %w", err)
