@@ -265,6 +265,16 @@ func (r *restore) preflight(ctx context.Context) error {
 				if a, b := effective("cleanup.policy"), t.Configs["cleanup.policy"].Value; a != nil && b != nil && !sameSet(*a, *b) {
 					refuse("topic %q exists empty on the target with cleanup.policy=%s; the backup has %s", t.Name, *a, *b)
 				}
+				var keys []string
+				for k := range tp.Configs {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				for _, k := range keys {
+					if have := deref(existingConfigs[t.Name][k]); k != "cleanup.policy" && have != tp.Configs[k] {
+						plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q exists (empty) on the target with %s=%s; the backup has %s: the target's value is kept", t.Name, k, have, tp.Configs[k]))
+					}
+				}
 			}
 		} else {
 			toCreate = append(toCreate, &tp)

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -135,3 +138,91 @@ func TestRestoreRefusesPITROnChangelogs(t *testing.T) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// TestRestoreResumesAfterAFailure: a restore that fails midway (the target
+// rejects produce requests) is resumed by running it again: the journal
+// says this restore created the now non-empty topics, and every record ends
+// up on the target exactly once (case 23).
+func TestRestoreResumesAfterAFailure(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	ctx := context.Background()
+	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, Concurrency: 1}
+
+	var produces atomic.Int32
+	var failing atomic.Bool
+	failing.Store(true)
+	dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		if !failing.Load() || produces.Add(1) <= 4 {
+			return nil, nil, false // the first produce requests go through
+		}
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range pr.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	if _, err := restorer.Run(ctx, o); err == nil {
+		t.Fatal("the injected produce failure did not fail the restore")
+	}
+	failing.Store(false)
+
+	// Another restore of the same backup, other strategy: refused (the
+	// topics are not empty and not its own).
+	other := o
+	other.Strategy = restorer.StrategyRebuild
+	var re *restorer.RefusedError
+	if _, err := restorer.Run(ctx, other); !errors.As(err, &re) {
+		t.Fatalf("a different restore into the half-restored target: err = %v, want a refusal", err)
+	}
+
+	plan := o
+	plan.DryRun = true
+	p, err := restorer.Run(ctx, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := 0
+	for _, tp := range p.Topics {
+		if tp.Action == "resume" {
+			resumed++
+		}
+	}
+	if resumed == 0 {
+		t.Fatalf("no topic planned as resume: %+v", p.Topics)
+	}
+	rep, err := restorer.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("re-run: %v", err)
+	}
+	if !rep.Committed {
+		t.Fatal("offsets not committed")
+	}
+	for _, tp := range m.Topics {
+		for _, pc := range tp.PartitionCuts {
+			want := backupcheck.Records(t, store, m, tp.Name, pc.Partition)
+			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{pc.Partition: 1 << 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s/%d: %d records on the target, backup has %d", tp.Name, pc.Partition, len(got), len(want))
+			}
+			for i := range got {
+				if got[i].Offset != int64(i) || string(got[i].Key) != string(want[i].Key) || string(got[i].Value) != string(want[i].Value) {
+					t.Fatalf("%s/%d record %d: got %+v want %+v", tp.Name, pc.Partition, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
