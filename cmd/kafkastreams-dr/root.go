@@ -25,16 +25,24 @@ type iostreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	InTTY  bool // In is a terminal: a command may ask for confirmation
 	ErrTTY bool // ErrOut is a terminal: text logs instead of JSON
 }
 
 func systemStreams() *iostreams {
-	return &iostreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: isTerminal(os.Stderr)}
+	return &iostreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, InTTY: isTerminal(os.Stdin), ErrTTY: isTerminal(os.Stderr)}
 }
 
+// isTerminal reports whether f is a character device other than the null
+// device: "cmd </dev/null" (a CI job, a Kubernetes job without stdin) is
+// not a terminal anyone can answer a question on.
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
 }
 
 // globalOptions are the root's persistent flags and what is built from
@@ -119,6 +127,8 @@ func newRootCmd(s *iostreams) *cobra.Command {
 
 	root.AddCommand(
 		newBackupCmd(g, s, nil),
+		newRestoreCmd(g, s, nil),
+		newOffsetsCmd(g, s, nil, nil),
 		newTopicsCmd(g, s, nil),
 		newConfigCmd(g, s, nil),
 		newVersionCmd(s),

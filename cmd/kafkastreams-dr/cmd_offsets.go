@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// offsetsShowOptions are the flags of `offsets show`.
+type offsetsShowOptions struct {
+	ConfigFile string
+	BackupID   string // a backup id or "latest"
+	JSON       bool
+
+	Logger *slog.Logger
+}
+
+// offsetsTranslateOptions are the flags of `offsets translate`.
+type offsetsTranslateOptions struct {
+	ConfigFile string
+	BackupID   string
+	Strategy   restorer.Strategy
+	ToTime     *time.Time
+	JSON       bool
+
+	Logger *slog.Logger
+}
+
+const offsetsKeysHelp = `CONFIG KEYS USED
+  storage.* (backend, bucket, prefix, region, endpoint, path_style, path): the
+  repository. S3 credentials come from the AWS default chain. No cluster is contacted.`
+
+func newOffsetsCmd(g *globalOptions, s *iostreams,
+	showF func(context.Context, *offsetsShowOptions, *iostreams) error,
+	translateF func(context.Context, *offsetsTranslateOptions, *iostreams) error,
+) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "offsets",
+		Short: "Show a backup's group offsets and how a restore translates them",
+		Long: `Show the committed offsets of the application.id consumer group that a backup
+holds, and how a restore translates them to the restored topics' numbering.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			}
+			return &usageError{errors.New(`missing command: use "offsets show -c FILE" or "offsets translate -c FILE"`)}
+		},
+	}
+	cmd.AddCommand(newOffsetsShowCmd(g, s, showF), newOffsetsTranslateCmd(g, s, translateF))
+	return cmd
+}
+
+func newOffsetsShowCmd(g *globalOptions, s *iostreams, runF func(context.Context, *offsetsShowOptions, *iostreams) error) *cobra.Command {
+	o := &offsetsShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show -c FILE",
+		Short: "Show the group offsets a backup holds",
+		Long: `Show the committed offsets of the application.id consumer group as the backup read
+them from the source cluster, before it captured the topics' ends: topic, partition,
+offset and the topic's class (offsets on repartition topics are not restored), with
+the group's state and type at that time. Reads the backup's manifest only.
+
+` + offsetsKeysHelp,
+		Example: `  kafkastreams-dr offsets show -c order-processor.yaml
+  kafkastreams-dr offsets show -c order-processor.yaml --backup-id 20240501T120000.000Z-1a2b3c4d --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ConfigFile == "" {
+				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
+			}
+			if err := checkBackupIDFlag(o.BackupID); err != nil {
+				return err
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			return runOffsetsShow(cmd.Context(), o, s)
+		},
+	}
+	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
+	cmd.Flags().StringVar(&o.BackupID, "backup-id", "latest", `backup to read: an id or "latest", the latest complete backup`)
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the group as JSON")
+	return cmd
+}
+
+func newOffsetsTranslateCmd(g *globalOptions, s *iostreams, runF func(context.Context, *offsetsTranslateOptions, *iostreams) error) *cobra.Command {
+	o := &offsetsTranslateOptions{}
+	var strategy, toTime string
+	cmd := &cobra.Command{
+		Use:   "translate -c FILE",
+		Short: "Show how a restore would translate the backup's group offsets",
+		Long: `Show, without any cluster, how a restore of the backup into empty topics would
+translate the group's committed offsets: each offset O maps to the new offset of the
+first restored record whose original offset is >= O, or to the restored partition's
+end when there is none (never past it). Offsets on topics a restore leaves out
+(repartition topics; changelogs with --strategy rebuild) are dropped, with the reason.
+It decodes the segments of the partitions that have committed offsets.
+
+--strategy and --to-time mean what they mean for "kafkastreams-dr restore".
+
+` + offsetsKeysHelp,
+		Example: `  kafkastreams-dr offsets translate -c order-processor.yaml
+  kafkastreams-dr offsets translate -c order-processor.yaml --strategy rebuild --to-time 2024-05-01T12:00:00Z`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ConfigFile == "" {
+				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
+			}
+			if err := checkBackupIDFlag(o.BackupID); err != nil {
+				return err
+			}
+			var err error
+			if o.Strategy, err = parseStrategy(strategy); err != nil {
+				return &usageError{err}
+			}
+			if o.ToTime, err = parseToTime(toTime); err != nil {
+				return &usageError{err}
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			return runOffsetsTranslate(cmd.Context(), o, s)
+		},
+	}
+	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
+	cmd.Flags().StringVar(&o.BackupID, "backup-id", "latest", `backup to read: an id or "latest", the latest complete backup`)
+	cmd.Flags().StringVar(&strategy, "strategy", string(restorer.StrategyChangelog), "changelog or rebuild, as for restore")
+	cmd.Flags().StringVar(&toTime, "to-time", "", "cut as for restore: RFC 3339 or epoch milliseconds")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the translation as JSON")
+	return cmd
+}
+
+func checkBackupIDFlag(id string) error {
+	if id != "latest" && !format.ValidBackupID(id) {
+		return &usageError{fmt.Errorf(`invalid --backup-id %q: want "latest" or a backup id like 20240501T120000.000Z-1a2b3c4d`, id)}
+	}
+	return nil
+}
+
+// latestBackupID returns the greatest id among the repository's complete
+// backups (those with backups/<id>/manifest.json; ids sort in the order
+// the backups started). With none it returns an error wrapping
+// restorer.ErrNoBackup.
+func latestBackupID(ctx context.Context, store storage.Backend) (string, error) {
+	var latest string
+	err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
+		id, file, ok := strings.Cut(strings.TrimPrefix(oi.Key, format.BackupsPrefix()), "/")
+		if ok && file == "manifest.json" && format.ValidBackupID(id) {
+			latest = max(latest, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("list backups in %s: %w", store.Location(), err)
+	}
+	if latest == "" {
+		return "", fmt.Errorf("%w: %s holds no complete backup", restorer.ErrNoBackup, store.Location())
+	}
+	return latest, nil
+}
+
+// loadBackupManifest loads the manifest of backup id ("" or "latest" for
+// the latest complete backup). A backup that does not exist is an error
+// wrapping restorer.ErrNoBackup.
+func loadBackupManifest(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
+	if id == "" || id == "latest" {
+		var err error
+		if id, err = latestBackupID(ctx, store); err != nil {
+			return nil, err
+		}
+	}
+	m, err := backup.LoadManifest(ctx, store, format.ManifestKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s holds no complete backup %s", restorer.ErrNoBackup, store.Location(), id)
+	}
+	return m, err
+}
+
+// openRepository loads the config and opens its repository.
+func openRepository(ctx context.Context, file string, s *iostreams) (storage.Backend, error) {
+	cfg, err := loadConfig(file, s)
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStorage(ctx, cfg.Storage)
+	if err != nil {
+		return nil, withCode(exitError, err, "")
+	}
+	return store, nil
+}
+
+// repositoryError maps an error reading a backup: no such backup exits 2
+// with how to list the backups; anything else exits 1.
+func repositoryError(err error, location string) error {
+	var refused *restorer.RefusedError
+	switch {
+	case errors.Is(err, restorer.ErrNoBackup):
+		return withCode(exitUsage, err, listBackupsHint(location, "list"))
+	case errors.As(err, &refused):
+		return withCode(exitUsage, err, refused.Hint)
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	return withCode(exitError, err, "")
+}
+
+// offsetsShowJSON is the --json output of offsets show.
+type offsetsShowJSON struct {
+	BackupID      string        `json:"backup_id"`
+	ApplicationID string        `json:"application_id,omitempty"`
+	Group         *format.Group `json:"group"`
+}
+
+func runOffsetsShow(ctx context.Context, o *offsetsShowOptions, s *iostreams) error {
+	store, err := openRepository(ctx, o.ConfigFile, s)
+	if err != nil {
+		return err
+	}
+	m, err := loadBackupManifest(ctx, store, o.BackupID)
+	if err != nil {
+		return repositoryError(err, store.Location())
+	}
+	if o.JSON {
+		return writeJSON(s.Out, offsetsShowJSON{BackupID: m.BackupID, ApplicationID: m.ApplicationID, Group: m.Group})
+	}
+	printGroupOffsets(s.Out, m)
+	return nil
+}
+
+// printGroupOffsets prints the group of a manifest: a summary line and the
+// table TOPIC PARTITION OFFSET CLASS.
+func printGroupOffsets(w io.Writer, m *format.Manifest) {
+	g := m.Group
+	if g == nil {
+		fmt.Fprintf(w, "backup %s holds no group offsets (application_id was not set when it was taken)\n", m.BackupID)
+		return
+	}
+	state := g.State
+	if state == "" {
+		state = "absent (no such group on the source)"
+	}
+	fmt.Fprintf(w, "group %s in backup %s: %s\n", g.GroupID, m.BackupID, plural(len(g.Offsets), "committed offset", "committed offsets"))
+	fmt.Fprintf(w, "  state        %s\n", state)
+	if g.Type != "" || g.Protocol != "" {
+		fmt.Fprintf(w, "  type         %s\n", strings.TrimSpace(orNone(g.Type)+" "+protocolNote(g.Protocol)))
+	}
+	if !g.ReadAt.IsZero() {
+		fmt.Fprintf(w, "  read at      %s (before the topics' ends were captured)\n", g.ReadAt.UTC().Format(time.RFC3339))
+	}
+	if len(g.Offsets) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tCLASS")
+	for _, off := range g.Offsets {
+		class := off.Class
+		if class == "" {
+			class = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", off.Topic, off.Partition, off.Offset, class)
+	}
+	tw.Flush()
+}
+
+func protocolNote(p string) string {
+	if p == "" {
+		return ""
+	}
+	return "(protocol " + p + ")"
+}
+
+// offsetsTranslateJSON is the --json output of offsets translate.
+type offsetsTranslateJSON struct {
+	BackupID string              `json:"backup_id"`
+	Strategy restorer.Strategy   `json:"strategy"`
+	ToTime   *time.Time          `json:"to_time,omitempty"`
+	Group    *restorer.GroupPlan `json:"group"`
+}
+
+func runOffsetsTranslate(ctx context.Context, o *offsetsTranslateOptions, s *iostreams) error {
+	store, err := openRepository(ctx, o.ConfigFile, s)
+	if err != nil {
+		return err
+	}
+	id := o.BackupID
+	if id == "" || id == "latest" {
+		if id, err = latestBackupID(ctx, store); err != nil {
+			return repositoryError(err, store.Location())
+		}
+	}
+	gp, err := restorer.PredictOffsets(ctx, store, id, o.Strategy, o.ToTime)
+	if err != nil {
+		return repositoryError(err, store.Location())
+	}
+	if o.JSON {
+		return writeJSON(s.Out, offsetsTranslateJSON{BackupID: id, Strategy: o.Strategy, ToTime: o.ToTime, Group: gp})
+	}
+	if gp == nil {
+		fmt.Fprintf(s.Out, "backup %s holds no group offsets (application_id was not set when it was taken)\n", id)
+		return nil
+	}
+	how := "strategy " + string(o.Strategy)
+	if o.ToTime != nil {
+		how += ", to " + o.ToTime.UTC().Format(time.RFC3339Nano)
+	}
+	fmt.Fprintf(s.Out, "group %s of backup %s restored into empty topics (%s): %s\n\n", gp.GroupID, id, how, offsetsSummary(gp.Offsets))
+	printOffsetPlans(s.Out, gp.Offsets)
+	return nil
+}

@@ -1,0 +1,733 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
+)
+
+// restoreOptions are the flags of `restore`.
+type restoreOptions struct {
+	ConfigFile        string
+	BackupID          string            // a backup id or "latest"
+	Strategy          restorer.Strategy // changelog or rebuild
+	ToTime            *time.Time        // --to-time, parsed; nil without a cut
+	Topics            []string          // --topics patterns; empty means every backed-up topic
+	ReplicationFactor int               // 0 keeps the backed-up replication factor
+	TargetBootstrap   []string          // --target-bootstrap-servers
+	DryRun            bool
+	Yes               bool
+	JSON              bool
+	Embedded          bool   // restore into a new in-process cluster
+	From              string // repository directory of --embedded
+
+	Logger *slog.Logger
+
+	// restore runs one restore; nil means restorer.Run. Tests inject one
+	// to see what the command would run, or that it runs nothing.
+	restore func(context.Context, restorer.Options) (*restorer.Report, error)
+}
+
+const restoreLong = `Restore one Kafka Streams application from a backup into a cluster: the config's
+target section, or --target-bootstrap-servers. It creates the backed-up topics with
+their partition counts and configs, produces every record to its original partition
+byte for byte, then translates the committed offsets of the application.id group to
+the new numbering, commits them through the group coordinator and reads them back.
+
+Everything is checked before the first write (preflight): a refused restore writes
+nothing and says why (exit 2). --dry-run shows the plan (topics, records per
+partition, the group's offsets before and after translation) and stops there.
+Without --yes the restore shows the plan and asks before writing when stdin is a
+terminal; when it is not (scripts, CI, Kubernetes jobs) it refuses: pass --yes, or
+--dry-run to see the plan. A restore that fails or is interrupted (exit 1, 130)
+resumes when the same command is run again: the topics it created are recognized
+and only the records still missing are produced.
+
+STRATEGIES (--strategy)
+  changelog  (default) restore input, output and changelog topics to the end of the
+             backup and translate the group's offsets: the application starts with
+             its state. Every instance must first wipe its local state directory
+             (the restore prints what to delete): the old .checkpoint files point
+             into the lost cluster's changelog offsets.
+  rebuild    restore input and output topics (up to --to-time when given), skip the
+             changelogs, and set the group's input offsets to the start of the
+             restored data: the application rebuilds its state from its input.
+
+POINT-IN-TIME RESTORE (--to-time)
+  Cuts each partition before its first record with a timestamp after the given time
+  (RFC 3339, e.g. 2024-05-01T12:00:00Z, or epoch milliseconds). Refused for changelog
+  topics, including input topics that a store reuses as its changelog: a changelog
+  cut at a time does not match the input offsets and the outputs at that time. The
+  safe point-in-time restore is --strategy rebuild --to-time T.
+
+CONFIG KEYS USED
+  target.bootstrap_servers, target.client_id, target.security: the cluster to restore
+    into. --target-bootstrap-servers replaces target.bootstrap_servers and keeps
+    target.security and target.client_id when the config has a target section.
+  storage.* (backend, bucket, prefix, region, endpoint, path_style, path): the
+    repository. S3 credentials come from the AWS default chain.
+  application_id: must equal the backup's.
+  source_changelog_topics: input topics that are also store changelogs, in addition
+    to those the backup marked.
+  See "kafkastreams-dr config validate --help" for every key.`
+
+func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *restoreOptions, *iostreams) error) *cobra.Command {
+	o := &restoreOptions{}
+	var strategy, toTime string
+	var topics []string
+	cmd := &cobra.Command{
+		Use:   "restore -c FILE",
+		Short: "Restore the application's topics and group offsets into a new cluster",
+		Long:  restoreLong,
+		Example: `  kafkastreams-dr restore -c order-processor.yaml --dry-run
+  kafkastreams-dr restore -c order-processor.yaml --yes
+  kafkastreams-dr restore -c order-processor.yaml --backup-id 20240501T120000.000Z-1a2b3c4d \
+      --target-bootstrap-servers kafka-dr-1:9092,kafka-dr-2:9092 --replication-factor 3 --yes
+
+  # Point in time: inputs and outputs up to T, no changelogs; the app rebuilds its state.
+  kafkastreams-dr restore -c order-processor.yaml --strategy rebuild --to-time 2024-05-01T12:00:00Z --yes
+
+  # No cluster at hand: restore the repository made by "backup --embedded" into a
+  # new embedded cluster and compare the group's offsets before and after.
+  kafkastreams-dr restore --embedded --from ./kdr-quickstart`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.complete(cmd, strategy, toTime, topics); err != nil {
+				return err
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			if o.Embedded {
+				return runEmbeddedRestore(cmd.Context(), o, s)
+			}
+			return runRestore(cmd.Context(), o, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
+	f.StringVar(&o.BackupID, "backup-id", "latest", `backup to restore: an id (the backups/<id>/ directory of the repository) or "latest", the latest complete backup`)
+	f.StringVar(&strategy, "strategy", string(restorer.StrategyChangelog), "changelog (topics and state, offsets translated) or rebuild (no changelogs: the app rebuilds its state)")
+	f.StringVar(&toTime, "to-time", "", "point-in-time restore: cut each partition before its first record after this time (RFC 3339 or epoch milliseconds); refused for changelog topics")
+	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics matching these patterns (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
+	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor of every created topic (default: the backed-up one); caps min.insync.replicas")
+	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "host:port,... of the cluster to restore into (default: target.bootstrap_servers)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
+	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
+	f.BoolVar(&o.JSON, "json", false, "print the report (or with --dry-run the plan) as JSON")
+	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed)`)
+	f.StringVar(&o.From, "from", "./kdr-quickstart", "with --embedded: the repository directory to restore from")
+	return cmd
+}
+
+// complete checks the flags that go together and parses the ones that need
+// it; every problem is a usage error naming the flag.
+func (o *restoreOptions) complete(cmd *cobra.Command, strategy, toTime string, topics []string) error {
+	changed := cmd.Flags().Changed
+	if o.Embedded {
+		if o.ConfigFile != "" {
+			return &usageError{errors.New("--embedded restores into its own new cluster from --from DIR: drop --config")}
+		}
+		for _, name := range []string{"target-bootstrap-servers", "strategy", "to-time", "topics", "replication-factor"} {
+			if changed(name) {
+				return &usageError{fmt.Errorf("--%s does not go with --embedded (the embedded restore uses the changelog strategy, every topic, into a new 3-broker cluster)", name)}
+			}
+		}
+	} else {
+		if changed("from") {
+			return &usageError{errors.New("--from goes with --embedded; a config's repository is storage.path or storage.bucket")}
+		}
+		if o.ConfigFile == "" {
+			return &usageError{errors.New("no config file: use --config FILE (-c FILE), or --embedded --from DIR to try the tool without a cluster")}
+		}
+	}
+	if o.BackupID != "latest" && !format.ValidBackupID(o.BackupID) {
+		return &usageError{fmt.Errorf(`invalid --backup-id %q: want "latest" or a backup id like 20240501T120000.000Z-1a2b3c4d`, o.BackupID)}
+	}
+	var err error
+	if o.Strategy, err = parseStrategy(strategy); err != nil {
+		return &usageError{err}
+	}
+	if o.ToTime, err = parseToTime(toTime); err != nil {
+		return &usageError{err}
+	}
+	if o.Topics, err = parseTopicPatterns(topics); err != nil {
+		return &usageError{err}
+	}
+	if o.ReplicationFactor < 0 || o.ReplicationFactor > 32767 {
+		return &usageError{fmt.Errorf("invalid --replication-factor %d: want 1 to 32767, or 0 for the backed-up one", o.ReplicationFactor)}
+	}
+	for _, b := range o.TargetBootstrap {
+		if err := checkBootstrapServer(b); err != nil {
+			return &usageError{fmt.Errorf("--target-bootstrap-servers: %w", err)}
+		}
+	}
+	return nil
+}
+
+func parseStrategy(s string) (restorer.Strategy, error) {
+	switch st := restorer.Strategy(strings.ToLower(s)); st {
+	case restorer.StrategyChangelog, restorer.StrategyRebuild:
+		return st, nil
+	}
+	return "", fmt.Errorf("invalid --strategy %q: want changelog or rebuild", s)
+}
+
+// parseToTime parses --to-time: RFC 3339 or epoch milliseconds; "" is no
+// cut. A number of 10 digits or fewer is refused: it reads as epoch
+// seconds, which as milliseconds would mean January 1970.
+func parseToTime(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms >= 0 && ms < 1e11 {
+			return nil, fmt.Errorf("invalid --to-time %q: this looks like epoch seconds; --to-time takes epoch milliseconds (%s000) or RFC 3339", s, s)
+		}
+		t := time.UnixMilli(ms).UTC()
+		return &t, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --to-time %q: want RFC 3339 (2024-05-01T12:00:00Z, 2024-05-01T14:00:00+02:00) or epoch milliseconds (1714564800000)", s)
+	}
+	return &t, nil
+}
+
+// parseTopicPatterns splits comma-separated --topics values (topic names
+// cannot hold a comma; a ~regex can, so it is taken whole) and checks the
+// patterns with the topic filter's own parser.
+func parseTopicPatterns(values []string) ([]string, error) {
+	var out []string
+	for _, v := range values {
+		if strings.HasPrefix(v, "~") {
+			out = append(out, v)
+			continue
+		}
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	if len(values) > 0 && len(out) == 0 {
+		return nil, errors.New("--topics: no pattern given")
+	}
+	if _, err := topicfilter.NewFilter(out, nil); err != nil {
+		return nil, fmt.Errorf("--topics: %w", err)
+	}
+	return out, nil
+}
+
+// checkBootstrapServer checks one host:port.
+func checkBootstrapServer(s string) error {
+	if strings.Contains(s, "://") {
+		return fmt.Errorf("%q is a listener URL: write host:port, e.g. kafka:9092", s)
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		return fmt.Errorf("%q is not host:port (e.g. kafka:9092, [::1]:9092)", s)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", s, port)
+	}
+	return nil
+}
+
+// restoreTarget is the cluster to restore into: the config's target
+// section, with --target-bootstrap-servers replacing its bootstrap servers
+// (security and client id are kept; with no target section there is none).
+func restoreTarget(cfg *config.Config, override []string) (config.Cluster, error) {
+	var c config.Cluster
+	if cfg.Target != nil {
+		c = *cfg.Target
+	}
+	if len(override) > 0 {
+		c.BootstrapServers = override
+	}
+	if len(c.BootstrapServers) == 0 {
+		return c, &usageError{fmt.Errorf("no target cluster: set target.bootstrap_servers in %s, or pass --target-bootstrap-servers host:port,...", cfg.File())}
+	}
+	return c, nil
+}
+
+// restoreOptionsFromConfig maps the config onto restorer.Options; Target,
+// Store, the flags and Logger are filled by the caller.
+func restoreOptionsFromConfig(cfg *config.Config) restorer.Options {
+	return restorer.Options{
+		ApplicationID:         cfg.ApplicationID,
+		SourceChangelogTopics: cfg.SourceChangelogTopics,
+	}
+}
+
+func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) error {
+	cfg, err := loadConfig(o.ConfigFile, s)
+	if err != nil {
+		return err
+	}
+	target, err := restoreTarget(cfg, o.TargetBootstrap)
+	if err != nil {
+		return err
+	}
+	targetOpts, err := target.ClientOptions()
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("%s: target.security: %w", cfg.File(), err), "")
+	}
+	targetName := strings.Join(target.BootstrapServers, ",")
+	if !o.DryRun && !o.Yes && !s.InTTY {
+		return withCode(exitUsage, fmt.Errorf("restore into %s needs a confirmation, and stdin is not a terminal: nothing was done", targetName),
+			"pass --yes to restore without asking, or --dry-run to see the plan first")
+	}
+	if slices.Equal(slices.Sorted(slices.Values(target.BootstrapServers)), slices.Sorted(slices.Values(cfg.Source.BootstrapServers))) {
+		fmt.Fprintf(s.ErrOut, "warning: the target bootstrap servers are the source's (%s): a restore writes to the source cluster\n", targetName)
+	}
+	store, err := openStorage(ctx, cfg.Storage)
+	if err != nil {
+		return withCode(exitError, err, "")
+	}
+
+	ro := restoreOptionsFromConfig(cfg)
+	ro.Target = targetOpts
+	ro.Store = store
+	ro.BackupID = o.BackupID
+	ro.Strategy = o.Strategy
+	ro.ToTime = o.ToTime
+	ro.Topics = o.Topics
+	ro.ReplicationFactor = o.ReplicationFactor
+	ro.Logger = o.Logger
+	return restoreAndReport(ctx, o, s, ro, targetName, "list")
+}
+
+// restoreAndReport runs the restore (the plan only with --dry-run; the plan,
+// a question and the restore without --yes) and prints the outcome. The
+// embedded restore shares it with noBackupHint "embedded".
+func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro restorer.Options, targetName, noBackupHint string) error {
+	restore := o.restore
+	if restore == nil {
+		restore = restorer.Run
+	}
+	location := ro.Store.Location()
+	if o.DryRun || !o.Yes {
+		ro.DryRun = true
+		o.Logger.Info("restore planning", "repository", location, "backup_id", ro.BackupID, "target", targetName)
+		rep, err := restore(ctx, ro)
+		if err != nil {
+			return restoreError(err, location, noBackupHint, true)
+		}
+		if o.DryRun {
+			if o.JSON {
+				return writeJSON(s.Out, &rep.Plan)
+			}
+			printPlan(s.Out, &rep.Plan, targetName)
+			fmt.Fprintf(s.Out, "\ndry run: nothing was written to %s\n", targetName)
+			return nil
+		}
+		printPlan(s.ErrOut, &rep.Plan, targetName)
+		ok, err := confirm(s, fmt.Sprintf("\nrestore into %s? [y/N] ", targetName))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return withCode(exitUsage, errors.New("restore not confirmed: nothing was written"), "")
+		}
+		ro.DryRun = false
+	}
+	o.Logger.Info("restore starting", "repository", location, "backup_id", ro.BackupID, "target", targetName)
+	rep, err := restore(ctx, ro)
+	if err != nil {
+		return restoreError(err, location, noBackupHint, false)
+	}
+	return writeReport(s, o.JSON, rep, targetName)
+}
+
+// writeReport prints a finished restore, as a table or as JSON; with JSON
+// the instruction to wipe the local state still goes to stderr.
+func writeReport(s *iostreams, asJSON bool, rep *restorer.Report, target string) error {
+	if !asJSON {
+		printReport(s.Out, rep, target)
+		return nil
+	}
+	if rep.WipeState {
+		fmt.Fprintf(s.ErrOut, "IMPORTANT: %s\n", restorer.WipeInstruction(rep.ApplicationID))
+	}
+	return writeJSON(s.Out, rep)
+}
+
+// confirm asks question on stderr and reads the answer from stdin: "y" or
+// "yes" (any case) confirms; anything else, or no answer, does not.
+func confirm(s *iostreams, question string) (bool, error) {
+	fmt.Fprint(s.ErrOut, question)
+	line, err := bufio.NewReader(s.In).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("read the answer: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}
+
+// restoreError maps a failed restore to an exit code and the next thing to
+// do: refused (nothing written) and no such backup exit 2; anything else
+// exits 1 and, unless it was a dry run, says that running the same command
+// again resumes the restore.
+func restoreError(err error, location, noBackupHint string, dryRun bool) error {
+	var refused *restorer.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return withCode(exitUsage, err, refused.Hint)
+	case errors.Is(err, restorer.ErrNoBackup):
+		return withCode(exitUsage, err, listBackupsHint(location, noBackupHint))
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case dryRun:
+		return withCode(exitError, fmt.Errorf("restore plan: %w", err),
+			"nothing was written; check target.bootstrap_servers and target.security, the repository (storage.*), and the message above")
+	}
+	return withCode(exitError, fmt.Errorf("restore: %w", err), "run the same command again: the restore resumes where it stopped")
+}
+
+// listBackupsHint tells how to see which backups a repository holds (a
+// backup is complete when backups/<id>/manifest.json exists).
+func listBackupsHint(location, kind string) string {
+	if kind == "embedded" {
+		return fmt.Sprintf("make one first: kafkastreams-dr backup --embedded --out %s", location)
+	}
+	ls := "ls " + strings.TrimSuffix(location, "/") + "/" + format.BackupsPrefix()
+	if strings.HasPrefix(location, "s3://") {
+		ls = "aws s3 ls " + strings.TrimSuffix(location, "/") + "/" + format.BackupsPrefix()
+	}
+	return fmt.Sprintf("see which backups the repository holds (complete ones have a manifest.json): %s", ls)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// describeTarget is "host:port,... (cluster ID, N brokers)".
+func describeTarget(name string, p *restorer.Plan) string {
+	var extra []string
+	if p.TargetClusterID != "" {
+		extra = append(extra, "cluster "+p.TargetClusterID)
+	}
+	if p.TargetBrokers > 0 {
+		extra = append(extra, plural(p.TargetBrokers, "broker", "brokers"))
+	}
+	if len(extra) == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s (%s)", name, strings.Join(extra, ", "))
+}
+
+// printPlan prints what a restore will do: a summary, the topics with
+// their action, partitions, replication factor and configs, the records of
+// every partition, the group's offsets, the topics left out and the
+// warnings.
+func printPlan(w io.Writer, p *restorer.Plan, target string) {
+	var parts int
+	var recs, already int64
+	for _, t := range p.Topics {
+		parts += len(t.PartitionPlans)
+		for _, pp := range t.PartitionPlans {
+			recs += pp.Records
+			already += pp.AlreadyThere
+		}
+	}
+	fmt.Fprintf(w, "restore plan for backup %s\n", p.BackupID)
+	if p.ApplicationID != "" {
+		fmt.Fprintf(w, "  application  %s\n", p.ApplicationID)
+	}
+	fmt.Fprintf(w, "  strategy     %s\n", describeStrategy(p.Strategy))
+	if p.ToTime != nil {
+		fmt.Fprintf(w, "  to time      %s (each partition ends before its first record after it)\n", p.ToTime.UTC().Format(time.RFC3339Nano))
+	}
+	fmt.Fprintf(w, "  target       %s\n", describeTarget(target, p))
+	line := fmt.Sprintf("  restores     %s in %s (%s)", plural64(recs, "record", "records"),
+		plural(len(p.Topics), "topic", "topics"), plural(parts, "partition", "partitions"))
+	if already > 0 {
+		line += fmt.Sprintf("; %s already on the target from an earlier run", plural64(already, "record is", "records are"))
+	}
+	fmt.Fprintln(w, line)
+
+	if len(p.Topics) > 0 {
+		fmt.Fprintln(w)
+		tw := newTable(w)
+		fmt.Fprintln(tw, "TOPIC\tCLASS\tACTION\tPARTITIONS\tRF\tRECORDS\tCONFIGS")
+		for _, t := range p.Topics {
+			var n int64
+			for _, pp := range t.PartitionPlans {
+				n += pp.Records
+			}
+			cfgs := formatConfigs(t.Configs)
+			if len(t.FinalConfigs) > 0 {
+				cfgs += "; after the records: " + formatConfigs(t.FinalConfigs)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Topic, topicClass(t.Class, t.SourceChangelog), t.Action,
+				t.Partitions, t.ReplicationFactor, n, cfgs)
+		}
+		tw.Flush()
+
+		fmt.Fprintln(w, "\nrecords per partition:")
+		tw = newTable(w)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tRECORDS\tSOURCE_END\tCUT_AT\tON_TARGET")
+		for _, t := range p.Topics {
+			for _, pp := range t.PartitionPlans {
+				cut := "-"
+				if pp.CutAt >= 0 {
+					cut = strconv.FormatInt(pp.CutAt, 10)
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\n", t.Topic, pp.Partition, pp.Records, pp.SourceEnd, cut, pp.AlreadyThere)
+			}
+		}
+		tw.Flush()
+	}
+
+	if g := p.Group; g != nil {
+		state := g.TargetState
+		if state == "" {
+			state = "absent"
+		}
+		if g.TargetType != "" {
+			state += ", " + g.TargetType
+		}
+		fmt.Fprintf(w, "\ngroup %s (on the target: %s): %s\n", g.GroupID, state, offsetsSummary(g.Offsets))
+		printOffsetPlans(w, g.Offsets)
+	} else {
+		fmt.Fprintln(w, "\nno group offsets: the backup holds none (was application_id set when it was taken?)")
+	}
+	printSkipped(w, p.Skipped)
+	printWarnings(w, p.Warnings)
+}
+
+// printReport prints a finished restore: a summary, the topics, the group
+// offsets committed, and, after a changelog restore, what must happen to
+// the application's local state before it starts.
+func printReport(w io.Writer, r *restorer.Report, target string) {
+	fmt.Fprintf(w, "restore %s complete\n", r.RestoreID)
+	fmt.Fprintf(w, "  backup       %s\n", r.BackupID)
+	if r.ApplicationID != "" {
+		fmt.Fprintf(w, "  application  %s\n", r.ApplicationID)
+	}
+	fmt.Fprintf(w, "  strategy     %s\n", describeStrategy(r.Strategy))
+	if r.ToTime != nil {
+		fmt.Fprintf(w, "  to time      %s\n", r.ToTime.UTC().Format(time.RFC3339Nano))
+	}
+	fmt.Fprintf(w, "  target       %s\n", describeTarget(target, &r.Plan))
+
+	// What the restored partitions hold (the restorer checks each against
+	// its plan), and what this run produced of it.
+	byTopic := map[string]int64{}
+	var total int64
+	for _, t := range r.Topics {
+		for _, pp := range t.PartitionPlans {
+			byTopic[t.Topic] += pp.Records
+			total += pp.Records
+		}
+	}
+	where := fmt.Sprintf("%s (%s)", plural(len(r.Topics), "topic", "topics"), plural(len(r.Partitions), "partition", "partitions"))
+	if total == r.Records {
+		fmt.Fprintf(w, "  records      %s produced into %s\n", plural64(r.Records, "record", "records"), where)
+	} else {
+		fmt.Fprintf(w, "  records      %s in %s: %d produced by this run, %d there from an earlier run\n",
+			plural64(total, "record", "records"), where, r.Records, total-r.Records)
+	}
+	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
+		fmt.Fprintf(w, "  duration     %s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
+	}
+
+	if len(r.Topics) > 0 {
+		fmt.Fprintln(w)
+		tw := newTable(w)
+		fmt.Fprintln(tw, "TOPIC\tCLASS\tACTION\tPARTITIONS\tRF\tRECORDS")
+		for _, t := range r.Topics {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Topic, topicClass(t.Class, t.SourceChangelog), actionDone(t.Action), t.Partitions, t.ReplicationFactor, byTopic[t.Topic])
+		}
+		tw.Flush()
+	}
+
+	if g := r.Group; g != nil {
+		fmt.Fprintln(w)
+		commits := 0
+		for _, op := range g.Offsets {
+			if op.Action == "commit" {
+				commits++
+			}
+		}
+		switch {
+		case r.Committed:
+			fmt.Fprintf(w, "group %s: %s committed and read back equal\n", g.GroupID, plural(commits, "offset", "offsets"))
+		case commits > 0:
+			fmt.Fprintf(w, "group %s: the offsets below were NOT committed (see the warnings)\n", g.GroupID)
+		default:
+			fmt.Fprintf(w, "group %s: no offset to commit\n", g.GroupID)
+		}
+		printOffsetPlans(w, g.Offsets)
+	}
+	printSkipped(w, r.Skipped)
+	printWarnings(w, r.Warnings)
+
+	if r.WipeState {
+		bar := strings.Repeat("=", 78)
+		fmt.Fprintf(w, "\n%s\nWIPE LOCAL STATE BEFORE THE APPLICATION STARTS\n\n%s\n", bar, wrap(restorer.WipeInstruction(r.ApplicationID), 78))
+		fmt.Fprintln(w, "\nchangelog partitions, old end on the lost cluster -> new end:")
+		tw := newTable(w)
+		for _, pr := range r.Partitions {
+			if pr.Class == "changelog" || isSourceChangelog(r, pr.Topic) { // the restorer marks source changelogs; older reports may not
+				fmt.Fprintf(tw, "  %s/%d\t%d\t->\t%d\n", pr.Topic, pr.Partition, pr.SourceEnd, pr.NewEnd)
+			}
+		}
+		tw.Flush()
+		fmt.Fprintln(w, bar)
+	}
+}
+
+func isSourceChangelog(r *restorer.Report, topic string) bool {
+	for _, t := range r.Topics {
+		if t.Topic == topic {
+			return t.SourceChangelog
+		}
+	}
+	return false
+}
+
+func describeStrategy(s restorer.Strategy) string {
+	switch s {
+	case restorer.StrategyChangelog:
+		return "changelog (topics and state; group offsets translated)"
+	case restorer.StrategyRebuild:
+		return "rebuild (no changelogs; the application rebuilds its state from its input)"
+	}
+	return string(s)
+}
+
+func topicClass(class string, sourceChangelog bool) string {
+	if sourceChangelog {
+		return class + " (source changelog)"
+	}
+	return class
+}
+
+// actionDone is a plan action in the past tense.
+func actionDone(action string) string {
+	switch action {
+	case "create":
+		return "created"
+	case "resume":
+		return "resumed"
+	case "fill":
+		return "filled"
+	}
+	return action
+}
+
+// formatConfigs is "k=v, k=v" sorted by key, or "-" for broker defaults.
+func formatConfigs(c map[string]string) string {
+	if len(c) == 0 {
+		return "-"
+	}
+	kv := make([]string, 0, len(c))
+	for _, k := range slices.Sorted(maps.Keys(c)) {
+		kv = append(kv, k+"="+c[k])
+	}
+	return strings.Join(kv, ", ")
+}
+
+func offsetsSummary(offs []restorer.OffsetPlan) string {
+	var commit, drop int
+	for _, op := range offs {
+		if op.Action == "commit" {
+			commit++
+		} else {
+			drop++
+		}
+	}
+	s := plural(commit, "offset", "offsets") + " to commit"
+	if drop > 0 {
+		s += fmt.Sprintf(", %d dropped", drop)
+	}
+	return s
+}
+
+// printOffsetPlans prints the group offsets table: TOPIC PARTITION
+// COMMITTED TRANSLATED ACTION NOTE.
+func printOffsetPlans(w io.Writer, offs []restorer.OffsetPlan) {
+	if len(offs) == 0 {
+		return
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tTRANSLATED\tACTION\tNOTE")
+	for _, op := range offs {
+		tr := "-"
+		if op.Translated >= 0 {
+			tr = strconv.FormatInt(op.Translated, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", op.Topic, op.Partition, op.Committed, tr, op.Action, op.Note)
+	}
+	tw.Flush()
+}
+
+func printSkipped(w io.Writer, skipped []restorer.SkippedTopic) {
+	if len(skipped) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nnot restored:")
+	tw := newTable(w)
+	for _, st := range skipped {
+		fmt.Fprintf(tw, "  %s\t%s\n", st.Topic, st.Reason)
+	}
+	tw.Flush()
+}
+
+func printWarnings(w io.Writer, warnings []string) {
+	if len(warnings) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s:\n", plural(len(warnings), "warning", "warnings"))
+	for _, s := range warnings {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+}
+
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// wrap breaks s into lines of at most width characters at spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 {
+			if n+1+len(word) > width {
+				b.WriteByte('\n')
+				n = 0
+			} else {
+				b.WriteByte(' ')
+				n++
+			}
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
+}
