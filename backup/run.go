@@ -452,6 +452,9 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 		return nil, fmt.Errorf("list high watermarks: %w", err)
 	}
 	m.CutAt = time.Now().UTC()
+	if m.Group != nil {
+		r.inFlight(ctx, m.Group)
+	}
 
 	parentTopics := map[string]*format.Topic{}
 	if parent != nil {
@@ -514,6 +517,37 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	}
 	r.bindWork(todo)
 	return todo, nil
+}
+
+// inFlight records the end offsets of the repartition topics the group has
+// offsets on: records between the committed offset and the end were in
+// flight between sub-topologies and cannot be restored (DOMAIN.md §4).
+func (r *runner) inFlight(ctx context.Context, g *format.Group) {
+	var topics []string
+	for _, o := range g.Offsets {
+		if o.Class == string(topicfilter.Repartition) && !slices.Contains(topics, o.Topic) {
+			topics = append(topics, o.Topic)
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	ends, err := r.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		r.log.Warn("could not read the end offsets of repartition topics; records in flight are not counted", "err", err)
+		return
+	}
+	var n int64
+	for i := range g.Offsets {
+		o := &g.Offsets[i]
+		if e, ok := ends.Lookup(o.Topic, o.Partition); ok && e.Err == nil && o.Class == string(topicfilter.Repartition) {
+			o.EndOffset = e.Offset
+			n += max(e.Offset-o.Offset, 0)
+		}
+	}
+	if n > 0 {
+		r.warn(fmt.Sprintf("%d records were in flight in repartition topics at the cut (after the group's committed offsets): a restore from changelogs cannot bring them back", n))
+	}
 }
 
 func findPartition(t *format.Topic, p int32) *format.Partition {

@@ -90,6 +90,11 @@ type GroupOffset struct {
 	LeaderEpoch int32  `json:"leader_epoch"` // -1 when unknown
 	Metadata    string `json:"metadata,omitempty"`
 	Class       string `json:"class,omitempty"` // classification of the topic; repartition offsets cannot be restored
+	// EndOffset is, for a repartition topic, its end offset captured with
+	// the cut: EndOffset - Offset records were in flight between
+	// sub-topologies and are not in the backup (the RPO risk of a
+	// changelog restore). 0 for other topics.
+	EndOffset int64 `json:"end_offset,omitempty"`
 }
 
 // TopicConfig is one topic configuration entry from DescribeConfigs.

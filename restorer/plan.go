@@ -120,7 +120,10 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 		t := restored[c.Topic]
 		switch {
 		case c.Class == string(topicfilter.Repartition):
-			op.Note = "repartition topic: not restored (it regenerates); records in flight in it at backup time are not restored"
+			op.Note = "repartition topic: not restored (it regenerates)"
+			if c.EndOffset > c.Offset {
+				op.Note += fmt.Sprintf("; %d records were in flight in it at backup time and are lost", c.EndOffset-c.Offset)
+			}
 		case !inBackup[c.Topic]:
 			op.Note = "topic not in the backup"
 		case t == nil:

@@ -240,6 +240,15 @@ func SampleManifest(t testing.TB, m *format.Manifest) {
 	if len(m.Group.Offsets) != 6 || classes[sample.Repartition] != "repartition" || classes[sample.Orders] != "external" {
 		t.Errorf("group offsets %+v", m.Group.Offsets)
 	}
+	for _, o := range m.Group.Offsets {
+		// 3 records in repartition partition 0, committed 2: 1 in flight.
+		if o.Topic == sample.Repartition && o.EndOffset != 3 {
+			t.Errorf("repartition offset %+v: want end_offset 3 (records in flight are counted)", o)
+		}
+		if o.Topic != sample.Repartition && o.EndOffset != 0 {
+			t.Errorf("end_offset recorded for non-repartition topic: %+v", o)
+		}
+	}
 	if !m.CutAt.After(m.Group.ReadAt) && !m.CutAt.Equal(m.Group.ReadAt) {
 		t.Errorf("end offsets captured (%v) before group offsets (%v): DOMAIN.md §5", m.CutAt, m.Group.ReadAt)
 	}
