@@ -61,8 +61,14 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# The quickstart: back up the sample app from an embedded cluster, then
+# restore that backup into a second, new embedded cluster. ./kdr-quickstart
+# is the quickstart's own scratch directory, emptied first: each run starts
+# new clusters, and `backup --embedded` refuses a directory that is not empty.
 quickstart:
+	rm -rf ./kdr-quickstart
 	$(GO) run ./cmd/kafkastreams-dr backup --embedded --out ./kdr-quickstart
+	$(GO) run ./cmd/kafkastreams-dr restore --embedded --from ./kdr-quickstart
 
 vet:
 	$(GO) vet ./...
