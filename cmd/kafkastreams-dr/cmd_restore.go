@@ -125,17 +125,17 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
-	f.StringVar(&o.BackupID, "backup-id", "latest", `backup to restore: an id (the backups/<id>/ directory of the repository) or "latest", the latest complete backup`)
-	f.StringVar(&strategy, "strategy", string(restorer.StrategyChangelog), "changelog (topics and state, offsets translated) or rebuild (no changelogs: the app rebuilds its state)")
-	f.StringVar(&toTime, "to-time", "", "point-in-time restore: cut each partition before its first record after this time (RFC 3339 or epoch milliseconds); refused for changelog topics")
-	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics matching these patterns (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
-	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor of every created topic (default: the backed-up one); caps min.insync.replicas")
-	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "host:port,... of the cluster to restore into (default: target.bootstrap_servers)")
+	f.StringVar(&o.BackupID, "backup-id", "latest", "backup to restore: an `ID` (the backups/<id>/ directory of the repository) or \"latest\", the latest complete backup")
+	f.StringVar(&strategy, "strategy", string(restorer.StrategyChangelog), "`STRATEGY` is changelog (topics and state, offsets translated) or rebuild (no changelogs: the app rebuilds its state)")
+	f.StringVar(&toTime, "to-time", "", "point-in-time restore: cut each partition before its first record after `TIME` (RFC 3339 or epoch milliseconds); refused for changelog topics")
+	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics matching `PATTERN`s (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
+	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
+	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.BoolVar(&o.JSON, "json", false, "print the report (or with --dry-run the plan) as JSON")
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed)`)
-	f.StringVar(&o.From, "from", "./kdr-quickstart", "with --embedded: the repository directory to restore from")
+	f.StringVar(&o.From, "from", "./kdr-quickstart", "with --embedded: the repository `DIR` to restore from")
 	return cmd
 }
 

@@ -270,6 +270,19 @@ func TestRestoreConfirmation(t *testing.T) {
 
 var g0 = &globalOptions{}
 
+func TestRestoreWarnsWhenTargetIsSource(t *testing.T) {
+	cfg := restoreConfig(t, []string{"lost-kafka:9092"}, t.TempDir())
+	s, _, errOut := testStreams()
+	fake := &fakeRestorer{rep: sampleReport()}
+	o := &restoreOptions{ConfigFile: cfg, BackupID: "latest", Strategy: restorer.StrategyChangelog, DryRun: true, Logger: g0.Logger(), restore: fake.run}
+	if err := runRestore(t.Context(), o, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "warning: the target bootstrap servers are the source's (lost-kafka:9092)") {
+		t.Errorf("stderr: %s", errOut)
+	}
+}
+
 // TestNullDeviceIsNotATerminal: "restore -c F </dev/null" (a CI or
 // Kubernetes job) must refuse rather than ask a question nobody can answer.
 func TestNullDeviceIsNotATerminal(t *testing.T) {
