@@ -122,13 +122,18 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 
 	if c, ok := r.store.(interface {
-		RemoveStaleTemps(context.Context, time.Duration) (int, error)
+		RemoveStaleTemps(context.Context, string, time.Duration) (int, error)
 	}); ok {
-		// Under the lock, every temporary file belongs to a run that died.
-		if n, err := c.RemoveStaleTemps(ctx, 0); err != nil {
-			log.Warn("could not remove leftover temporary files", "err", err)
-		} else if n > 0 {
-			log.Info("removed temporary files of an interrupted run", "files", n)
+		// Under the lock, every temporary file below segments/ and
+		// backups/ belongs to a run that died (only the lock holder writes
+		// there). The root is left alone: other runs write their lock
+		// attempts there.
+		for _, dir := range []string{"segments", "backups"} {
+			if n, err := c.RemoveStaleTemps(ctx, dir, 0); err != nil {
+				log.Warn("could not remove leftover temporary files", "dir", dir, "err", err)
+			} else if n > 0 {
+				log.Info("removed temporary files of an interrupted run", "dir", dir, "files", n)
+			}
 		}
 	}
 

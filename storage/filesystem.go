@@ -333,13 +333,23 @@ func (f *Filesystem) walk(ctx context.Context, dir, dirKey, prefix string, fn fu
 }
 
 // RemoveStaleTemps removes temporary files (TempPrefix) older than olderThan
-// left behind by crashed or killed writers, and returns how many it removed.
-// Use an age well above the longest expected Put (e.g. one hour) so files
-// of running writers are kept.
-func (f *Filesystem) RemoveStaleTemps(ctx context.Context, olderThan time.Duration) (int, error) {
+// left behind by crashed or killed writers below the key prefix dir (a
+// directory key such as "segments", or "" for the whole root), and returns
+// how many it removed. Use an age well above the longest expected Put (e.g.
+// one hour) so files of running writers are kept, unless the caller knows
+// no writer is active below dir (e.g. it holds a lock that every writer
+// there takes first).
+func (f *Filesystem) RemoveStaleTemps(ctx context.Context, dir string, olderThan time.Duration) (int, error) {
 	cutoff := time.Now().Add(-olderThan)
 	n := 0
-	err := filepath.WalkDir(f.root, func(p string, d fs.DirEntry, err error) error {
+	start := f.root
+	if dir != "" {
+		if err := ValidateKey(dir); err != nil {
+			return 0, err
+		}
+		start = filepath.Join(f.root, filepath.FromSlash(dir))
+	}
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil

@@ -117,14 +117,14 @@ func TestFilesystemLayoutAndTemps(t *testing.T) {
 	if len(keys) != 1 || keys[0] != "topics/t/seg" {
 		t.Errorf("List = %q, want only topics/t/seg", keys)
 	}
-	if n, err := b.RemoveStaleTemps(ctx, time.Hour); err != nil || n != 0 {
+	if n, err := b.RemoveStaleTemps(ctx, "", time.Hour); err != nil || n != 0 {
 		t.Errorf("RemoveStaleTemps(1h) = %d, %v; want 0 (the file is fresh)", n, err)
 	}
 	old := time.Now().Add(-2 * time.Hour)
 	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.RemoveStaleTemps(ctx, time.Hour); err != nil || n != 1 {
+	if n, err := b.RemoveStaleTemps(ctx, "", time.Hour); err != nil || n != 1 {
 		t.Errorf("RemoveStaleTemps(1h) = %d, %v; want 1", n, err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
