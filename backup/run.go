@@ -551,7 +551,11 @@ func (r *runner) inFlight(ctx context.Context, g *format.Group) {
 		}
 	}
 	if n > 0 {
-		r.warn(fmt.Sprintf("%d records were in flight in repartition topics at the cut (after the group's committed offsets): a restore from changelogs cannot bring them back", n))
+		what := fmt.Sprintf("%d records were", n)
+		if n == 1 {
+			what = "1 record was"
+		}
+		r.warn(fmt.Sprintf("%s in flight in repartition topics at the cut (after the group's committed offsets): a restore from changelogs cannot bring them back", what))
 	}
 }
 

@@ -121,8 +121,11 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 		switch {
 		case c.Class == string(topicfilter.Repartition):
 			op.Note = "repartition topic: not restored (it regenerates)"
-			if c.EndOffset > c.Offset {
-				op.Note += fmt.Sprintf("; %d records were in flight in it at backup time and are lost", c.EndOffset-c.Offset)
+			switch n := c.EndOffset - c.Offset; {
+			case n == 1:
+				op.Note += "; 1 record was in flight in it at backup time and is lost"
+			case n > 1:
+				op.Note += fmt.Sprintf("; %d records were in flight in it at backup time and are lost", n)
 			}
 		case !inBackup[c.Topic]:
 			op.Note = "topic not in the backup"
