@@ -1,0 +1,351 @@
+// Package verify checks a backup: that every object its manifest names is
+// in the repository with the size and SHA-256 the manifest records, that
+// every segment decodes to the records, offsets and counts the manifest
+// says (deep), and that a restored cluster holds exactly the backup's
+// records, in order, field for field (against a cluster).
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// Problem is one thing wrong with a backup or a restored cluster. Object,
+// Topic, Partition and Offset say where, as far as they apply (Offset is
+// -1 when it does not).
+type Problem struct {
+	Object    string `json:"object,omitempty"`
+	Topic     string `json:"topic,omitempty"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Message   string `json:"message"`
+}
+
+func (p Problem) String() string {
+	where := p.Object
+	if p.Topic != "" {
+		where = fmt.Sprintf("%s topic %q partition %d", where, p.Topic, p.Partition)
+	}
+	if p.Offset >= 0 {
+		where += fmt.Sprintf(" offset %d", p.Offset)
+	}
+	if where == "" {
+		return p.Message
+	}
+	return fmt.Sprintf("%s: %s", where, p.Message)
+}
+
+// Result is the outcome of a check.
+type Result struct {
+	BackupID string    `json:"backup_id"`
+	Deep     bool      `json:"deep"`
+	Segments int       `json:"segments"`
+	Bytes    int64     `json:"bytes"`   // stored bytes read
+	Records  int64     `json:"records"` // records decoded (deep) or compared (against a cluster)
+	Problems []Problem `json:"problems"`
+}
+
+// OK reports whether no problem was found.
+func (r *Result) OK() bool { return len(r.Problems) == 0 }
+
+// Repository checks every segment m names: it exists, has the recorded
+// size and SHA-256, and with deep it decodes to exactly the recorded
+// records, first and last offsets and timestamp range, and each partition's
+// segments add up to its record count inside [start_offset, end_offset).
+// Problems are collected, not returned as errors; the error is for a
+// repository that cannot be read at all (or a cancelled context).
+func Repository(ctx context.Context, store storage.Backend, m *format.Manifest, deep bool) (*Result, error) {
+	res := &Result{BackupID: m.BackupID, Deep: deep, Problems: []Problem{}}
+	for _, t := range m.Topics {
+		for _, p := range t.PartitionCuts {
+			var sum int64
+			for _, s := range p.Segments {
+				res.Segments++
+				sum += s.Records
+				if err := ctx.Err(); err != nil {
+					return res, err
+				}
+				checkSegment(ctx, store, t.Name, p, s, deep, res)
+			}
+			if sum != p.Records {
+				res.Problems = append(res.Problems, Problem{Topic: t.Name, Partition: p.Partition, Offset: -1,
+					Message: fmt.Sprintf("the manifest's segments hold %d records, its partition record count says %d", sum, p.Records)})
+			}
+		}
+	}
+	return res, nil
+}
+
+func checkSegment(ctx context.Context, store storage.Backend, topic string, p format.Partition, s format.Segment, deep bool, res *Result) {
+	bad := func(offset int64, format string, args ...any) {
+		res.Problems = append(res.Problems, Problem{Object: s.Key, Topic: topic, Partition: p.Partition, Offset: offset, Message: fmt.Sprintf(format, args...)})
+	}
+	rc, err := store.Get(ctx, s.Key)
+	if errors.Is(err, storage.ErrNotFound) {
+		bad(-1, "missing: the manifest names it but the repository has no such object")
+		return
+	}
+	if err != nil {
+		bad(-1, "cannot be read: %v", err)
+		return
+	}
+	defer rc.Close()
+	h := sha256.New()
+	var buf bytes.Buffer
+	var r io.Reader = io.TeeReader(rc, h)
+	if deep {
+		r = io.TeeReader(r, &buf)
+	}
+	n, err := io.Copy(io.Discard, r)
+	res.Bytes += n
+	if err != nil {
+		bad(-1, "read failed after %d bytes: %v", n, err)
+		return
+	}
+	if n != s.Size {
+		bad(-1, "size %d bytes, the manifest says %d", n, s.Size)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != s.SHA256 {
+		bad(-1, "SHA-256 %s, the manifest says %s: the object is damaged or was replaced", sum, s.SHA256)
+	}
+	if !deep {
+		return
+	}
+	var (
+		count        int64
+		first, last  int64 = -1, -1
+		minTs, maxTs int64
+		prev         int64 = -1
+	)
+	gotTopic, gotPart, _, err := format.ReadSegment(&buf, func(rec *format.Record) error {
+		if count == 0 {
+			first, minTs, maxTs = rec.Offset, rec.Timestamp, rec.Timestamp
+		}
+		count++
+		last, prev = rec.Offset, rec.Offset
+		minTs, maxTs = min(minTs, rec.Timestamp), max(maxTs, rec.Timestamp)
+		res.Records++
+		return nil
+	})
+	if err != nil {
+		bad(prev+1, "does not decode after offset %d: %v", prev, err)
+		return
+	}
+	switch {
+	case gotTopic != topic || gotPart != p.Partition:
+		bad(-1, "holds topic %q partition %d", gotTopic, gotPart)
+	case count != s.Records:
+		bad(-1, "decodes to %d records, the manifest says %d", count, s.Records)
+	case first != s.FirstOffset || last != s.LastOffset:
+		bad(first, "holds offsets %d..%d, the manifest says %d..%d", first, last, s.FirstOffset, s.LastOffset)
+	case minTs != s.MinTimestamp || maxTs != s.MaxTimestamp:
+		bad(-1, "timestamps %d..%d, the manifest says %d..%d", minTs, maxTs, s.MinTimestamp, s.MaxTimestamp)
+	case first < p.StartOffset || last >= p.EndOffset:
+		bad(first, "offsets %d..%d lie outside the partition's cut [%d, %d)", first, last, p.StartOffset, p.EndOffset)
+	}
+}
+
+// Cut says where a restore ended a partition: the original offset of the
+// first record not restored (-1: the whole partition was restored).
+type Cut func(topic string, partition int32) int64
+
+// AgainstCluster compares each partition of the backup with the same
+// partition on a restored cluster: the target must hold exactly the
+// backup's records below the cut, in order, with equal key, value,
+// headers and timestamp (offsets differ: a restore renumbers them). It
+// reads the target with read_committed up to its current end. Only the
+// topics in topics are compared (nil: every topic of the backup).
+func AgainstCluster(ctx context.Context, store storage.Backend, m *format.Manifest, target []kgo.Opt, topics []string, cut Cut) (*Result, error) {
+	res := &Result{BackupID: m.BackupID, Problems: []Problem{}}
+	cl, err := kgo.NewClient(target...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for _, t := range m.Topics {
+		if topics != nil && !slices.Contains(topics, t.Name) {
+			continue
+		}
+		starts, err := adm.ListStartOffsets(ctx, t.Name)
+		if err != nil {
+			return res, fmt.Errorf("list start offsets of %q on the target: %w", t.Name, err)
+		}
+		ends, err := adm.ListEndOffsets(ctx, t.Name)
+		if err != nil {
+			return res, fmt.Errorf("list end offsets of %q on the target: %w", t.Name, err)
+		}
+		for _, p := range t.PartitionCuts {
+			so, ok := starts.Lookup(t.Name, p.Partition)
+			eo, _ := ends.Lookup(t.Name, p.Partition)
+			if !ok || so.Err != nil {
+				res.Problems = append(res.Problems, Problem{Topic: t.Name, Partition: p.Partition, Offset: -1, Message: fmt.Sprintf("missing on the target (%v)", so.Err)})
+				continue
+			}
+			end := int64(-1)
+			if cut != nil {
+				end = cut(t.Name, p.Partition)
+			}
+			if err := comparePartition(ctx, store, target, t.Name, p, end, so.Offset, eo.Offset, res); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+func comparePartition(ctx context.Context, store storage.Backend, target []kgo.Opt, topic string, p format.Partition, cut, start, end int64, res *Result) error {
+	problem := func(off int64, format string, args ...any) {
+		res.Problems = append(res.Problems, Problem{Topic: topic, Partition: p.Partition, Offset: off, Message: fmt.Sprintf(format, args...)})
+	}
+	got := make(chan *kgo.Record, 256)
+	errc := make(chan error, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { errc <- readPartition(rctx, target, topic, p.Partition, start, end, got) }()
+
+	var n int64
+	mismatch := false
+	for _, s := range p.Segments {
+		if cut >= 0 && s.FirstOffset >= cut {
+			break
+		}
+		rc, err := store.Get(ctx, s.Key)
+		if err != nil {
+			return fmt.Errorf("read segment %s: %w", s.Key, err)
+		}
+		_, _, _, err = format.ReadSegment(rc, func(want *format.Record) error {
+			if cut >= 0 && want.Offset >= cut {
+				return io.EOF
+			}
+			if mismatch {
+				return nil
+			}
+			rec, ok := <-got
+			if !ok {
+				problem(start+n, "missing: the target ends at offset %d; the backup's record at original offset %d (and any after it) is not there", start+n, want.Offset)
+				mismatch = true
+				return nil
+			}
+			res.Records++
+			if diff := differ(want, rec); diff != "" {
+				problem(rec.Offset, "changed: differs from the backup's record at original offset %d: %s", want.Offset, diff)
+				mismatch = true
+			}
+			n++
+			return nil
+		})
+		rc.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("segment %s: %w", s.Key, err)
+		}
+	}
+	if !mismatch {
+		if rec, ok := <-got; ok {
+			problem(rec.Offset, "extra: the target holds a record the backup does not (key %q)", rec.Key)
+		}
+	}
+	cancel()
+	for range got {
+	}
+	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("read topic %q partition %d on the target: %w", topic, p.Partition, err)
+	}
+	return nil
+}
+
+// readPartition sends the partition's records in [start, end) to out with
+// read_committed, then closes out.
+func readPartition(ctx context.Context, target []kgo.Opt, topic string, p int32, start, end int64, out chan<- *kgo.Record) error {
+	defer close(out)
+	if end <= start {
+		return nil
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(target), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(start)}}))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	idle := time.Now()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fs.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		got := false
+		var last int64 = -1
+		for _, rec := range fs.Records() {
+			got = true
+			last = rec.Offset
+			if rec.Offset >= end {
+				return nil
+			}
+			select {
+			case out <- rec:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if last >= end-1 {
+			return nil
+		}
+		if got {
+			idle = time.Now()
+		} else if time.Since(idle) > 5*time.Second {
+			// Markers or aborted records at the end: nothing more to read.
+			return nil
+		}
+	}
+}
+
+// differ names the first field in which a restored record differs from the
+// backed-up one ("" when equal): key, value, headers (order, duplicates,
+// null vs empty), timestamp.
+func differ(want *format.Record, got *kgo.Record) string {
+	switch {
+	case (want.Key == nil) != (got.Key == nil) || !bytes.Equal(want.Key, got.Key):
+		return fmt.Sprintf("key %s, want %s", show(got.Key), show(want.Key))
+	case (want.Value == nil) != (got.Value == nil) || !bytes.Equal(want.Value, got.Value):
+		return fmt.Sprintf("value %s, want %s", show(got.Value), show(want.Value))
+	case want.Timestamp != got.Timestamp.UnixMilli():
+		return fmt.Sprintf("timestamp %d, want %d", got.Timestamp.UnixMilli(), want.Timestamp)
+	case len(want.Headers) != len(got.Headers):
+		return fmt.Sprintf("%d headers, want %d", len(got.Headers), len(want.Headers))
+	}
+	for i, h := range want.Headers {
+		g := got.Headers[i]
+		if h.Key != g.Key || (h.Value == nil) != (g.Value == nil) || !bytes.Equal(h.Value, g.Value) {
+			return fmt.Sprintf("header %d is %q=%s, want %q=%s", i, g.Key, show(g.Value), h.Key, show(h.Value))
+		}
+	}
+	return ""
+}
+
+func show(b []byte) string {
+	if b == nil {
+		return "null"
+	}
+	if len(b) > 40 {
+		return fmt.Sprintf("%q... (%d bytes)", b[:40], len(b))
+	}
+	return fmt.Sprintf("%q", b)
+}
