@@ -587,6 +587,9 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 		return nil, first
 	}
 	r.log.Debug("records produced")
+	if err := r.checkEnds(ctx, reports); err != nil {
+		return nil, err
+	}
 	rep.Partitions = reports
 	for _, pr := range reports {
 		rep.Records += pr.Records
@@ -635,6 +638,38 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 	}
 	r.log.Info("restore complete", "restore_id", rep.RestoreID, "backup_id", rep.BackupID, "records", rep.Records)
 	return rep, nil
+}
+
+// checkEnds compares each restored partition's log end on the target with
+// the end its offset map says: another producer writing during the restore
+// would break the restored sequence and the offset translation (case 19 A4).
+func (r *restore) checkEnds(ctx context.Context, reports []PartitionReport) error {
+	var names []string
+	for _, pr := range reports {
+		if !slices.Contains(names, pr.Topic) {
+			names = append(names, pr.Topic)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	ends, err := r.adm.ListEndOffsets(ctx, names...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("list end offsets of the restored topics: %w", err)
+	}
+	var bad []string
+	for _, pr := range reports {
+		if e, ok := ends.Lookup(pr.Topic, pr.Partition); !ok || e.Offset != pr.NewEnd {
+			bad = append(bad, fmt.Sprintf("%s/%d ends at %d, the restore wrote up to %d", pr.Topic, pr.Partition, e.Offset, pr.NewEnd))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("another producer wrote to the restored topics during the restore (stop every writer, delete the topics and restore again): %s", strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 func topicOf(sel *selection, name string) *format.Topic {
