@@ -1,0 +1,247 @@
+// Package statedir reads and removes the local state of a Kafka Streams
+// application: <state.dir>/<application.id>/<task>/ directories whose
+// .checkpoint files say up to which changelog offset each store was
+// restored (org.apache.kafka.streams.state.internals.OffsetCheckpoint).
+// After a restore renumbers the changelogs those offsets are meaningless
+// (DOMAIN.md §2, case 19): Check says which checkpoints must be wiped,
+// Wipe removes one application's state like KafkaStreams#cleanUp().
+package statedir
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CheckpointFile is the name Kafka Streams gives checkpoint files.
+const CheckpointFile = ".checkpoint"
+
+// OffsetUnknown is the offset Kafka Streams writes for a store whose
+// position is unknown (OffsetCheckpoint.OFFSET_UNKNOWN).
+const OffsetUnknown = -4
+
+// Entry is one line of a checkpoint: a changelog partition and the offset
+// up to which the store holds it.
+type Entry struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// Checkpoint is one task's (or the global stores') .checkpoint file.
+type Checkpoint struct {
+	Task    string    `json:"task"` // task id directory name, e.g. "0_1", or "global"
+	Path    string    `json:"path"`
+	ModTime time.Time `json:"mod_time"`
+	Entries []Entry   `json:"entries"`
+}
+
+// taskDir matches Kafka Streams task directories: <subtopology>_<partition>,
+// optionally with a named topology's suffix.
+var taskDir = regexp.MustCompile(`^[0-9]+_[0-9]+(_.+)?$`)
+
+// ReadCheckpoint parses a checkpoint file: a version line (0), a count
+// line, then count lines "topic partition offset".
+func ReadCheckpoint(path string) ([]Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	line := 0
+	next := func() (string, bool) {
+		if !sc.Scan() {
+			return "", false
+		}
+		line++
+		return strings.TrimSpace(sc.Text()), true
+	}
+	v, ok := next()
+	if !ok || v != "0" {
+		return nil, fmt.Errorf("%s: version line %q: want 0 (the OffsetCheckpoint format)", path, v)
+	}
+	c, ok := next()
+	n, err := strconv.Atoi(c)
+	if !ok || err != nil || n < 0 {
+		return nil, fmt.Errorf("%s line %d: count %q is not a number", path, line, c)
+	}
+	entries := make([]Entry, 0, n)
+	for range n {
+		l, ok := next()
+		if !ok {
+			return nil, fmt.Errorf("%s: %d entries announced, %d found", path, n, len(entries))
+		}
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s line %d: %q is not \"topic partition offset\"", path, line, l)
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		o, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s line %d: %q is not \"topic partition offset\"", path, line, l)
+		}
+		entries = append(entries, Entry{Topic: f[0], Partition: int32(p), Offset: o})
+	}
+	return entries, sc.Err()
+}
+
+// AppDir returns <stateDir>/<applicationID>.
+func AppDir(stateDir, applicationID string) string { return filepath.Join(stateDir, applicationID) }
+
+// Scan reads every checkpoint of the application's tasks and global
+// stores. An application without local state yields no checkpoints and an
+// error wrapping fs.ErrNotExist.
+func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
+	dir := AppDir(stateDir, applicationID)
+	if err := checkStateDir(stateDir, applicationID); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var cps []Checkpoint
+	for _, e := range entries {
+		if !e.IsDir() || (!taskDir.MatchString(e.Name()) && e.Name() != "global") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name(), CheckpointFile)
+		fi, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			cps = append(cps, Checkpoint{Task: e.Name(), Path: path})
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ents, err := ReadCheckpoint(path)
+		if err != nil {
+			return nil, err
+		}
+		cps = append(cps, Checkpoint{Task: e.Name(), Path: path, ModTime: fi.ModTime(), Entries: ents})
+	}
+	sort.Slice(cps, func(i, j int) bool { return cps[i].Task < cps[j].Task })
+	return cps, nil
+}
+
+// checkStateDir refuses a state directory that is itself one
+// application's directory, and an application.id with no directory there
+// (naming the applications that do have one).
+func checkStateDir(stateDir, applicationID string) error {
+	if applicationID == "" || strings.ContainsAny(applicationID, `/\`) || applicationID == "." || applicationID == ".." {
+		return fmt.Errorf("invalid application.id %q", applicationID)
+	}
+	fi, err := os.Stat(stateDir)
+	if err != nil {
+		return fmt.Errorf("--state-dir %s: %w", stateDir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("--state-dir %s is not a directory", stateDir)
+	}
+	if looksLikeAppDir(stateDir) {
+		return fmt.Errorf("--state-dir %s holds task directories itself: it is one application's directory (%s); pass its parent, the application's state.dir", stateDir, filepath.Base(stateDir))
+	}
+	dir := AppDir(stateDir, applicationID)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		var apps []string
+		if es, err := os.ReadDir(stateDir); err == nil {
+			for _, e := range es {
+				if e.IsDir() && looksLikeAppDir(filepath.Join(stateDir, e.Name())) {
+					apps = append(apps, e.Name())
+				}
+			}
+		}
+		if len(apps) > 0 {
+			return fmt.Errorf("%w: %s has no state of application.id %q (it has state of: %s)", fs.ErrNotExist, stateDir, applicationID, strings.Join(apps, ", "))
+		}
+		return fmt.Errorf("%w: %s has no state of application.id %q", fs.ErrNotExist, stateDir, applicationID)
+	}
+	return nil
+}
+
+// looksLikeAppDir reports whether dir holds Kafka Streams task directories
+// or its process metadata file.
+func looksLikeAppDir(dir string) bool {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		if (e.IsDir() && (taskDir.MatchString(e.Name()) || e.Name() == "global")) || e.Name() == "kafka-streams-process-metadata" {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrInUse is wrapped when a running Kafka Streams instance holds a lock
+// in the application's state directory.
+var ErrInUse = errors.New("state directory in use")
+
+// inUse reports the first .lock file under the application's directory
+// that another process holds (Kafka Streams locks them with
+// FileChannel.tryLock, i.e. POSIX record locks on Linux).
+func inUse(dir string) (string, error) {
+	var held string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || held != "" {
+			return nil
+		}
+		if d.IsDir() && p != dir && strings.Count(strings.TrimPrefix(p, dir), string(filepath.Separator)) > 1 {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || d.Name() != ".lock" {
+			return nil
+		}
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+		if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err == nil && lk.Type != syscall.F_UNLCK {
+			held = fmt.Sprintf("%s (held by process %d)", p, lk.Pid)
+		}
+		return nil
+	})
+	return held, err
+}
+
+// Wipe removes the application's state directory <stateDir>/<appID>, like
+// KafkaStreams#cleanUp(). It refuses (before removing anything) a
+// state.dir that is one application's directory itself, an application.id
+// that has no directory there (naming those that do), and a directory
+// whose lock a running instance holds (ErrInUse). It returns the number of
+// checkpoint files removed.
+func Wipe(stateDir, applicationID string) (int, error) {
+	if err := checkStateDir(stateDir, applicationID); err != nil {
+		return 0, err
+	}
+	dir := AppDir(stateDir, applicationID)
+	if held, err := inUse(dir); err != nil {
+		return 0, err
+	} else if held != "" {
+		return 0, fmt.Errorf("%w: %s is locked by a running Kafka Streams instance: stop every instance of %q on this host first", ErrInUse, held, applicationID)
+	}
+	cps, _ := Scan(stateDir, applicationID)
+	n := 0
+	for _, c := range cps {
+		if !c.ModTime.IsZero() {
+			n++
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return 0, fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return n, nil
+}
