@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -78,6 +79,10 @@ func (e *PhaseError) Unwrap() error { return e.Err }
 
 // Resumable reports whether running the same backup again continues it.
 func (e *PhaseError) Resumable() bool { return e.Phase == PhaseCopy || e.Phase == PhaseManifest }
+
+// ErrLocked is wrapped by the error Run returns when another run holds the
+// repository lock.
+var ErrLocked = repolock.ErrLocked
 
 // ErrNothingSelected is wrapped by the error Run returns when the filters
 // select no topic that can be backed up.

@@ -89,7 +89,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	}()
 	retries := 0
 	for pos < w.end {
-		if err := r.lock.err(); err != nil {
+		if err := r.lock.Err(); err != nil {
 			return err
 		}
 		leader, topicID := r.leaderOf(w.topic, w.partition)

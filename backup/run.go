@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sort"
@@ -22,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -46,7 +46,7 @@ type runner struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
 	store storage.Backend
-	lock  *repoLock
+	lock  *repolock.Lock
 
 	mu       sync.Mutex // guards m and result counters
 	m        *format.Manifest
@@ -103,11 +103,11 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	runID := format.NewBackupID(time.Now(), rnd)
-	r.lock, err = acquireLock(ctx, r.store, runID, func(msg string, args ...any) { log.Warn(msg, args...) })
+	r.lock, err = repolock.Acquire(ctx, r.store, format.LockKey, "backup "+runID, func(msg string, args ...any) { log.Warn(msg, args...) })
 	if err != nil {
 		return nil, PhaseRepository, err
 	}
-	defer r.lock.release(ctx)
+	defer r.lock.Release(ctx)
 
 	if a, ok := r.store.(interface {
 		AbortStaleUploads(context.Context, time.Duration) (int, error)
@@ -186,7 +186,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		}
 		return &r.result, PhaseCopy, err
 	}
-	if err := r.lock.check(ctx); err != nil {
+	if err := r.lock.Check(ctx); err != nil {
 		return &r.result, PhaseManifest, err
 	}
 	r.m.State = format.StateComplete
@@ -208,8 +208,6 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		"records", r.result.Records, "bytes", r.result.Bytes)
 	return &r.result, "", nil
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // clientLogger is the logger franz-go gets: the same handler, but only
 // warnings and errors unless debug logging is on (franz-go's info lines are
@@ -671,7 +669,7 @@ func (r *runner) refreshMeta(ctx context.Context, topic string) error {
 // writeProgress writes the running manifest (the cut and every durable
 // segment so far).
 func (r *runner) writeProgress(ctx context.Context) error {
-	if err := r.lock.err(); err != nil {
+	if err := r.lock.Err(); err != nil {
 		return err
 	}
 	r.mu.Lock()

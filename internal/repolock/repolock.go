@@ -1,0 +1,179 @@
+// Package repolock is the lock a run takes in a backup repository before it
+// writes: an object created only if absent (storage.Backend.PutIfAbsent),
+// whose holder rewrites a heartbeat in it. A lock whose heartbeat is older
+// than StaleAfter, or that a process on this host that no longer exists
+// took, may be taken over (restic's rule). Backups lock the key "lock";
+// restores lock one key per target cluster.
+package repolock
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// lockInfo is the content of the repository lock object.
+type lockInfo struct {
+	Owner       string    `json:"owner"` // backup id of the holder
+	Hostname    string    `json:"hostname"`
+	PID         int       `json:"pid"`
+	CreatedAt   time.Time `json:"created_at"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+}
+
+// StaleAfter is how old a lock's heartbeat must be before another run may
+// take the lock over. The holder rewrites its heartbeat every heartbeat.
+const (
+	StaleAfter = 2 * time.Minute
+	heartbeat  = 20 * time.Second
+)
+
+// ErrLocked is wrapped by the error Acquire returns when another run holds
+// the lock.
+var ErrLocked = errors.New("repository is locked")
+
+// Lock is a held lock. Its methods are safe for concurrent use.
+type Lock struct {
+	store storage.Backend
+	key   string
+	info  lockInfo
+	mu    sync.Mutex
+	stop  chan struct{}
+	done  chan struct{}
+	lost  error
+}
+
+func readLock(ctx context.Context, store storage.Backend, key string) (*lockInfo, error) {
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, 1<<16))
+	if err != nil {
+		return nil, err
+	}
+	var li lockInfo
+	if err := json.Unmarshal(b, &li); err != nil {
+		return nil, fmt.Errorf("repository lock %s/%s is not a kafkastreams-dr lock (%v): if no backup or restore is running, delete it", store.Location(), key, err)
+	}
+	return &li, nil
+}
+
+// stale reports why a lock may be taken over, or "" when it is live. A lock
+// is stale when its heartbeat is older than LockStaleAfter, or when it was
+// taken on this host by a process that no longer exists (restic's rule).
+func (li *lockInfo) stale(now time.Time, host string) string {
+	if now.Sub(li.HeartbeatAt) > StaleAfter {
+		return fmt.Sprintf("its heartbeat is %s old", now.Sub(li.HeartbeatAt).Round(time.Second))
+	}
+	if li.Hostname == host && li.PID > 0 && li.PID != os.Getpid() {
+		if err := syscall.Kill(li.PID, 0); errors.Is(err, syscall.ESRCH) {
+			return fmt.Sprintf("process %d on this host is gone", li.PID)
+		}
+	}
+	return ""
+}
+
+// Acquire takes the lock at key for owner (a backup or restore id, shown to
+// whoever finds the lock taken), taking over a stale lock (logged with
+// logf). It returns an error wrapping ErrLocked when a live run holds it.
+// The holder must Release it.
+func Acquire(ctx context.Context, store storage.Backend, key, owner string, logf func(string, ...any)) (*Lock, error) {
+	host, _ := os.Hostname()
+	now := time.Now().UTC()
+	l := &Lock{store: store, key: key, info: lockInfo{Owner: owner, Hostname: host, PID: os.Getpid(), CreatedAt: now, HeartbeatAt: now}}
+	for attempt := 0; attempt < 2; attempt++ {
+		b, _ := json.Marshal(l.info)
+		err := store.PutIfAbsent(ctx, key, b)
+		if err == nil {
+			l.stop, l.done = make(chan struct{}), make(chan struct{})
+			go l.beat(ctx)
+			return l, nil
+		}
+		if !errors.Is(err, storage.ErrExists) {
+			return nil, fmt.Errorf("take repository lock %s/%s: %w", store.Location(), key, err)
+		}
+		held, err := readLock(ctx, store, key)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		why := held.stale(time.Now().UTC(), host)
+		if why == "" {
+			return nil, fmt.Errorf("%w (%s) by %s (host %s, pid %d, since %s, heartbeat %s): another run is using %s; wait for it, or if it is dead, the lock becomes stale %s after its last heartbeat",
+				ErrLocked, key, held.Owner, held.Hostname, held.PID, held.CreatedAt.Format(time.RFC3339), held.HeartbeatAt.Format(time.RFC3339), store.Location(), StaleAfter)
+		}
+		logf("taking over stale repository lock", "holder", held.Owner, "reason", why)
+		if err := store.Delete(ctx, key); err != nil {
+			return nil, fmt.Errorf("remove stale repository lock: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("%w: could not take the lock at %s/%s after removing a stale one (another run took it)", ErrLocked, store.Location(), key)
+}
+
+// Check verifies that the lock object is still this holder's.
+func (l *Lock) Check(ctx context.Context) error {
+	held, err := readLock(ctx, l.store, l.key)
+	if err != nil {
+		return fmt.Errorf("repository lock lost: %w", err)
+	}
+	if held.Owner != l.info.Owner || held.PID != l.info.PID || held.Hostname != l.info.Hostname {
+		return fmt.Errorf("%w: repository lock was taken over by backup %s (host %s, pid %d)", ErrLocked, held.Owner, held.Hostname, held.PID)
+	}
+	return nil
+}
+
+func (l *Lock) beat(ctx context.Context) {
+	defer close(l.done)
+	t := time.NewTicker(heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := l.Check(ctx); err != nil {
+			l.mu.Lock()
+			l.lost = err
+			l.mu.Unlock()
+			return
+		}
+		l.info.HeartbeatAt = time.Now().UTC()
+		b, _ := json.Marshal(l.info)
+		_ = l.store.Put(ctx, l.key, bytes.NewReader(b), int64(len(b)))
+	}
+}
+
+// Err returns a non-nil error once the lock is known to be lost.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// Release stops the heartbeat and deletes the lock if it is still this
+// holder's. It uses a fresh context so a cancelled run still releases it.
+func (l *Lock) Release(ctx context.Context) {
+	close(l.stop)
+	<-l.done
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if l.Check(ctx) == nil {
+		_ = l.store.Delete(ctx, l.key)
+	}
+}
