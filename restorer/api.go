@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -77,6 +78,10 @@ type Plan struct {
 	Skipped         []SkippedTopic `json:"skipped,omitempty"`
 	Group           *GroupPlan     `json:"group,omitempty"`
 	Warnings        []string       `json:"warnings,omitempty"`
+	// Complete is true when an earlier run of this same restore finished:
+	// nothing is produced and no offset is committed again (the group may
+	// have moved since).
+	Complete bool `json:"complete,omitempty"`
 }
 
 // TopicPlan is one topic to restore.
@@ -122,6 +127,7 @@ type OffsetPlan struct {
 	Partition  int32  `json:"partition"`
 	Committed  int64  `json:"committed"`      // on the source
 	Translated int64  `json:"translated"`     // to commit on the target; -1 when dropped
+	Current    int64  `json:"current"`        // committed on the target now; -1 when none
 	Action     string `json:"action"`         // "commit" or "drop"
 	Note       string `json:"note,omitempty"` // why dropped, or what the translation means
 }
@@ -167,6 +173,14 @@ func (e *RefusedError) Error() string {
 // ErrNoBackup is wrapped when the repository holds no complete backup (or
 // not the one asked for).
 var ErrNoBackup = errors.New("no such backup")
+
+// ErrNothingWritten is wrapped by errors that happened before the restore
+// wrote anything to the target (connecting, reading the target's state).
+var ErrNothingWritten = errors.New("nothing was written")
+
+// ErrLocked is wrapped when another restore into the same target cluster
+// holds the repository's restore lock for it.
+var ErrLocked = repolock.ErrLocked
 
 // Run plans the restore, runs preflight, and unless DryRun restores. With
 // DryRun the returned report holds the plan only. A *RefusedError means

@@ -66,14 +66,29 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 	if filter != nil && matched == 0 {
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("--topics %q matches no topic of backup %s", o.Topics, m.BackupID)}}
 	}
+	const pitrWhy = "a changelog cut at a time does not match the input offsets and outputs at that time; " +
+		"the safe point-in-time restore restores inputs and outputs up to the time, skips changelogs and lets the application rebuild its state"
 	if len(changelogsUnderPITR) > 0 {
 		return nil, &RefusedError{
-			Reasons: []string{fmt.Sprintf("point-in-time restore (--to-time) of changelog topics is refused: %s. "+
-				"A changelog cut at a time does not match the input offsets and outputs at that time (DOMAIN.md §6); "+
-				"the safe point-in-time restore restores inputs and outputs up to the time, skips changelogs and lets the application rebuild its state",
-				strings.Join(changelogsUnderPITR, ", "))},
-			Hint: "restore with --strategy rebuild --to-time T, and exclude source-topic changelogs with --topics (they are inputs that stores reuse as changelogs)",
+			Reasons: []string{fmt.Sprintf("point-in-time restore (--to-time) of changelog topics is refused: %s. %s",
+				strings.Join(changelogsUnderPITR, ", "), pitrWhy)},
+			Hint: "restore with --strategy rebuild --to-time T, leaving source-topic changelogs (inputs that stores reuse as changelogs) out with --topics",
 		}
+	}
+	if o.ToTime != nil && o.Strategy != StrategyRebuild {
+		// Even without changelogs: the group's input offsets would be
+		// translated into a cut log while no state matches them.
+		return nil, &RefusedError{
+			Reasons: []string{"point-in-time restore (--to-time) needs --strategy rebuild: with the changelog strategy the application would resume mid-stream at the cut without the state built from the records before it; " + pitrWhy},
+			Hint:    "restore with --strategy rebuild --to-time T",
+		}
+	}
+	if len(sel.topics) == 0 {
+		var why []string
+		for _, sk := range sel.skipped {
+			why = append(why, fmt.Sprintf("%s (%s)", sk.Topic, sk.Reason))
+		}
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("nothing to restore: every topic of backup %s is left out: %s", m.BackupID, strings.Join(why, "; "))}}
 	}
 	for _, t := range sel.topics {
 		sel.cuts[t.Name] = map[int32]int64{}
@@ -116,7 +131,7 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 		inBackup[t.Name] = true
 	}
 	for _, c := range m.Group.Offsets {
-		op := OffsetPlan{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Translated: -1, Action: "drop"}
+		op := OffsetPlan{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Translated: -1, Current: -1, Action: "drop"}
 		t := restored[c.Topic]
 		switch {
 		case c.Class == string(topicfilter.Repartition):

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -43,6 +44,8 @@ type restore struct {
 	sel   *selection
 	plan  *Plan
 	jour  *journal
+	other *journal // a journal of this backup and target with another strategy or cut
+	bm    kadm.Metadata
 	// target state found by preflight
 	targetStart map[string]map[int32]int64
 	targetEnd   map[string]map[int32]int64
@@ -58,7 +61,11 @@ type journal struct {
 	Strategy        Strategy          `json:"strategy"`
 	ToTime          *time.Time        `json:"to_time,omitempty"`
 	Topics          map[string]string `json:"topics"` // topic -> topic id created by this restore
-	UpdatedAt       time.Time         `json:"updated_at"`
+	// Complete is set once the records are in and the offsets committed;
+	// Committed holds those offsets ("topic/partition" -> offset).
+	Complete  bool             `json:"complete,omitempty"`
+	Committed map[string]int64 `json:"committed,omitempty"`
+	UpdatedAt time.Time        `json:"updated_at"`
 }
 
 func journalKey(backupID, clusterID string) string {
@@ -107,14 +114,40 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	defer cl.Close()
 	r := &restore{o: o, log: log, store: o.Store, cl: cl, adm: kadm.NewClient(cl), sel: sel,
 		targetStart: map[string]map[int32]int64{}, targetEnd: map[string]map[int32]int64{}}
+	if r.bm, err = r.adm.BrokerMetadata(ctx); err != nil {
+		return nil, fmt.Errorf("connect to the target cluster: %w (%w)", err, ErrNothingWritten)
+	}
+	if !o.DryRun {
+		// One restore at a time into a target cluster: two would both
+		// find the same topics resumable and write every record twice.
+		var rnd [4]byte
+		rand.Read(rnd[:])
+		lock, err := repolock.Acquire(ctx, r.store, restoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID,
+			func(msg string, args ...any) { log.Warn(msg, args...) })
+		if err != nil {
+			return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
+		}
+		defer lock.Release(ctx)
+	}
 	if err := r.preflight(ctx); err != nil {
-		return nil, err
+		var re *RefusedError
+		if errors.As(err, &re) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
 	}
 	rep := &Report{Plan: *r.plan, StartedAt: time.Now().UTC()}
-	if o.DryRun {
+	if o.DryRun || r.plan.Complete {
 		return rep, nil
 	}
 	return r.restore(ctx, rep)
+}
+
+func restoreLockKey(clusterID string) string {
+	if clusterID == "" {
+		clusterID = "unknown-cluster"
+	}
+	return "restores/locks/" + clusterID
 }
 
 // preflight builds the plan against the target and refuses, before any
@@ -124,10 +157,7 @@ func (r *restore) preflight(ctx context.Context) error {
 	var refusals []string
 	refuse := func(format string, args ...any) { refusals = append(refusals, fmt.Sprintf(format, args...)) }
 
-	bm, err := r.adm.BrokerMetadata(ctx)
-	if err != nil {
-		return fmt.Errorf("connect to the target cluster: %w", err)
-	}
+	bm := r.bm
 	plan := &Plan{BackupID: m.BackupID, ApplicationID: m.ApplicationID, Strategy: o.Strategy, ToTime: o.ToTime,
 		TargetClusterID: bm.Cluster, TargetBrokers: len(bm.Brokers), Skipped: sel.skipped}
 	r.plan = plan
@@ -221,22 +251,6 @@ func (r *restore) preflight(ctx context.Context) error {
 			tp.Configs["message.timestamp.type"] = "CreateTime"
 			tp.FinalConfigs = map[string]string{"message.timestamp.type": "LogAppendTime"}
 		}
-		if v, ok := tp.Configs["min.insync.replicas"]; ok {
-			if mir := parseInt64(&v, 1); int(mir) > tp.ReplicationFactor {
-				if o.ReplicationFactor > 0 {
-					tp.Configs["min.insync.replicas"] = fmt.Sprint(tp.ReplicationFactor)
-					plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q: min.insync.replicas lowered from %d to %d to fit --replication-factor %d", t.Name, mir, tp.ReplicationFactor, tp.ReplicationFactor))
-				} else {
-					refuse("topic %q: min.insync.replicas=%d does not fit replication factor %d: pass --replication-factor N (min.insync.replicas is then capped at N)", t.Name, mir, tp.ReplicationFactor)
-				}
-			}
-		}
-		if tp.ReplicationFactor > len(bm.Brokers) {
-			refuse("topic %q: replication factor %d does not fit the target's %d broker(s): pass --replication-factor N with N <= %d", t.Name, tp.ReplicationFactor, len(bm.Brokers), len(bm.Brokers))
-		}
-		if tp.ReplicationFactor < 1 {
-			tp.ReplicationFactor = min(3, len(bm.Brokers))
-		}
 
 		effective := func(key string) *string {
 			if cs, ok := existingConfigs[t.Name]; ok {
@@ -258,6 +272,8 @@ func (r *restore) preflight(ctx context.Context) error {
 			switch {
 			case r.jour != nil && r.jour.Topics[t.Name] == kafkaTopicID(d.ID):
 				tp.Action = "resume"
+			case held > 0 && r.other != nil && r.other.Topics[t.Name] == kafkaTopicID(d.ID):
+				refuse("topic %q on the target (%d records) was created by an earlier restore of this backup with strategy %s and cut %s: re-run that restore with the same --strategy and --to-time to resume it, or delete the topic", t.Name, held, r.other.Strategy, cutString(r.other.ToTime))
 			case held > 0:
 				refuse("topic %q on the target is not empty (%d records) and was not created by an earlier run of this restore: delete it or restore into another cluster", t.Name, held)
 			default:
@@ -274,10 +290,27 @@ func (r *restore) preflight(ctx context.Context) error {
 					if have := deref(existingConfigs[t.Name][k]); k != "cleanup.policy" && have != tp.Configs[k] {
 						plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q exists (empty) on the target with %s=%s; the backup has %s: the target's value is kept", t.Name, k, have, tp.Configs[k]))
 					}
+					tp.Configs[k] = deref(existingConfigs[t.Name][k]) // the plan shows what the topic will have
 				}
 			}
 		} else {
 			toCreate = append(toCreate, &tp)
+			if v, ok := tp.Configs["min.insync.replicas"]; ok {
+				if mir := parseInt64(&v, 1); int(mir) > tp.ReplicationFactor {
+					if o.ReplicationFactor > 0 {
+						tp.Configs["min.insync.replicas"] = fmt.Sprint(tp.ReplicationFactor)
+						plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q: min.insync.replicas lowered from %d to %d to fit --replication-factor %d", t.Name, mir, tp.ReplicationFactor, tp.ReplicationFactor))
+					} else {
+						refuse("topic %q: min.insync.replicas=%d does not fit replication factor %d: pass --replication-factor N (min.insync.replicas is then capped at N)", t.Name, mir, tp.ReplicationFactor)
+					}
+				}
+			}
+			if tp.ReplicationFactor > len(bm.Brokers) {
+				refuse("topic %q: replication factor %d does not fit the target's %d broker(s): pass --replication-factor N with N <= %d", t.Name, tp.ReplicationFactor, len(bm.Brokers), len(bm.Brokers))
+			}
+			if tp.ReplicationFactor < 1 {
+				tp.ReplicationFactor = min(3, len(bm.Brokers))
+			}
 		}
 
 		limit := parseInt64(effective("max.message.bytes"), maxMessage)
@@ -328,8 +361,8 @@ func (r *restore) preflight(ctx context.Context) error {
 		}
 		for _, cr := range resp {
 			if cr.Err != nil {
-				refuse("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %v): %v %s",
-					cr.Topic, tp.Partitions, tp.ReplicationFactor, tp.Configs, cr.Err, cr.ErrMessage)
+				refuse("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %s): %v %s",
+					cr.Topic, tp.Partitions, tp.ReplicationFactor, configString(tp.Configs), cr.Err, cr.ErrMessage)
 			}
 		}
 	}
@@ -363,6 +396,12 @@ func (r *restore) preflight(ctx context.Context) error {
 					kind, m.Group.GroupID, g.TargetState, members)
 			}
 		}
+		current := kadm.OffsetResponses{}
+		if _, ok := groups[m.Group.GroupID]; ok {
+			if current, err = r.adm.FetchOffsets(ctx, m.Group.GroupID); err != nil {
+				return fmt.Errorf("read the committed offsets of group %q on the target: %w", m.Group.GroupID, err)
+			}
+		}
 		pg, err := planOffsets(sel, o, func(t *format.Topic, p *format.Partition, committed int64) (int64, error) {
 			n, err := countBelow(ctx, r.store, p, committed, sel.cuts[t.Name][p.Partition])
 			return r.targetStart[t.Name][p.Partition] + n, err
@@ -373,7 +412,60 @@ func (r *restore) preflight(ctx context.Context) error {
 		if pg != nil {
 			g.Offsets = pg.Offsets
 		}
+		for i := range g.Offsets {
+			op := &g.Offsets[i]
+			op.Current = -1
+			if c, ok := current.Lookup(op.Topic, op.Partition); ok && c.Err == nil && c.At >= 0 {
+				op.Current = c.At
+			}
+		}
 		plan.Group = g
+	}
+	plan.Complete = r.jour != nil && r.jour.Complete
+	for _, tp := range plan.Topics {
+		for _, pp := range tp.PartitionPlans {
+			if tp.Action != "resume" || pp.AlreadyThere != pp.Records {
+				plan.Complete = false
+			}
+		}
+	}
+	if plan.Group != nil {
+		for _, op := range plan.Group.Offsets {
+			switch {
+			case op.Action != "commit" || op.Current < 0:
+			case plan.Complete && r.jour.Committed[fmt.Sprintf("%s/%d", op.Topic, op.Partition)] != op.Current:
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q moved on %s/%d since this restore committed it (now %d): left as it is", plan.Group.GroupID, op.Topic, op.Partition, op.Current))
+			case !plan.Complete && op.Current != op.Translated:
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q has offset %d committed on %s/%d on the target: the restore overwrites it with %d", plan.Group.GroupID, op.Current, op.Topic, op.Partition, op.Translated))
+			}
+		}
+	}
+	var planned, backedUp int64
+	for _, tp := range plan.Topics {
+		for _, pp := range tp.PartitionPlans {
+			planned += pp.Records
+		}
+		for _, p := range topicOf(sel, tp.Topic).PartitionCuts {
+			backedUp += p.Records
+		}
+	}
+	if o.ToTime != nil && planned == 0 && backedUp > 0 {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("--to-time %s is before every record of the selected topics: nothing will be restored", o.ToTime.UTC().Format(time.RFC3339)))
+	}
+	if o.Strategy == StrategyRebuild {
+		plan.Warnings = append(plan.Warnings, "rebuild: the application reprocesses its input from the start and emits its output records again; restored output topics will hold them twice, so their consumers must tolerate duplicates (or leave outputs out with --topics)")
+	} else {
+		restoredChangelog := false
+		for _, tp := range plan.Topics {
+			restoredChangelog = restoredChangelog || tp.Class == "changelog" || tp.SourceChangelog
+		}
+		hasChangelog := false
+		for _, t := range m.Topics {
+			hasChangelog = hasChangelog || t.Class == "changelog"
+		}
+		if hasChangelog && !restoredChangelog {
+			plan.Warnings = append(plan.Warnings, "the changelog strategy without any of the application's changelogs: input offsets are restored past records whose state is not; use --strategy rebuild, or include the changelogs")
+		}
 	}
 	if len(refusals) > 0 {
 		return &RefusedError{Reasons: refusals}
@@ -464,8 +556,30 @@ func (r *restore) loadJournal(ctx context.Context, clusterID string) error {
 	}
 	if j.Strategy == r.o.Strategy && timesEqual(j.ToTime, r.o.ToTime) {
 		r.jour = &j
+	} else {
+		r.other = &j
 	}
 	return nil
+}
+
+func cutString(t *time.Time) string {
+	if t == nil {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func configString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ", ")
 }
 
 func timesEqual(a, b *time.Time) bool {
@@ -626,6 +740,18 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 			return nil, err
 		}
 	}
+	r.jour.Complete = true
+	r.jour.Committed = map[string]int64{}
+	if plan.Group != nil {
+		for _, op := range plan.Group.Offsets {
+			if op.Action == "commit" {
+				r.jour.Committed[fmt.Sprintf("%s/%d", op.Topic, op.Partition)] = op.Translated
+			}
+		}
+	}
+	if err := r.saveJournal(ctx); err != nil {
+		return nil, err
+	}
 	rep.Plan = *plan
 	rep.FinishedAt = time.Now().UTC()
 	b, err := json.MarshalIndent(rep, "", "  ")
@@ -748,6 +874,17 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
+		}
+		// Nobody else may write to the partition: the restored sequence
+		// and the offset map would break (the restore lock keeps other
+		// restores out; this catches any other producer).
+		ends, err := r.adm.ListEndOffsets(ctx, tp.Topic)
+		if err != nil {
+			return fmt.Errorf("topic %q partition %d: list end offset: %w", tp.Topic, pp.Partition, err)
+		}
+		if e, ok := ends.Lookup(tp.Topic, pp.Partition); !ok || e.Err != nil || e.Offset != pr.Map.NewEnd {
+			return fmt.Errorf("topic %q partition %d ends at %d, but this restore wrote up to %d: another producer is writing to it; stop it, delete the topic and restore again",
+				tp.Topic, pp.Partition, e.Offset, pr.Map.NewEnd)
 		}
 		results := r.cl.ProduceSync(ctx, batch...)
 		if err := results.FirstErr(); err != nil {

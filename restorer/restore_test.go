@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,5 +225,103 @@ func TestRestoreResumesAfterAFailure(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestConcurrentRestoresNeverDuplicate is a regression test: two restores
+// started together into one target both found the topics resumable and
+// wrote every record twice (found by a new-user test). The restore lock
+// lets one through; the other is refused or finds the restore complete.
+func TestConcurrentRestoresNeverDuplicate(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	ctx := context.Background()
+	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := restorer.Run(ctx, o); errs <- err }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil && !errors.Is(err, restorer.ErrLocked) {
+			t.Fatalf("concurrent restore: %v", err)
+		}
+	}
+	for _, tp := range m.Topics {
+		for _, pc := range tp.PartitionCuts {
+			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{pc.Partition: 1 << 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(got)) != pc.Records {
+				t.Fatalf("%s/%d: %d records on the target, the backup has %d", tp.Name, pc.Partition, len(got), pc.Records)
+			}
+		}
+	}
+}
+
+// TestRerunOfACompleteRestoreLeavesTheGroupAlone is a regression test: a
+// second run of a finished restore committed the translated offsets again,
+// moving back a group that had consumed since.
+func TestRerunOfACompleteRestoreLeavesTheGroupAlone(t *testing.T) {
+	_, store, _ := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	ctx := context.Background()
+	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store}
+	if _, err := restorer.Run(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	adm := testkit.Admin(t, dst.Addrs())
+	moved := kadm.Offsets{}
+	moved.AddOffset(sample.Orders, 0, 15, -1)
+	if err := adm.CommitAllOffsets(ctx, sample.AppID, moved); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := restorer.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete || rep.Records != 0 {
+		t.Fatalf("re-run: complete %v, records %d; want a complete restore that writes nothing", rep.Complete, rep.Records)
+	}
+	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "moved on orders/0") {
+		t.Errorf("no warning that the group moved: %q", rep.Warnings)
+	}
+	got, err := adm.FetchOffsets(ctx, sample.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := got.Lookup(sample.Orders, 0); o.At != 15 {
+		t.Fatalf("orders/0 is at %d after the re-run, want the consumer's 15", o.At)
+	}
+}
+
+func TestRestoreRefusals(t *testing.T) {
+	_, store, _ := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	at := time.Now()
+	tests := []struct {
+		name string
+		o    restorer.Options
+		want string
+	}{
+		{"point in time with the changelog strategy, changelogs left out",
+			restorer.Options{ToTime: &at, Topics: []string{sample.Orders}}, "needs --strategy rebuild"},
+		{"rebuild of changelogs only",
+			restorer.Options{Strategy: restorer.StrategyRebuild, Topics: []string{sample.Changelog}}, "nothing to restore"},
+		{"topics matching nothing", restorer.Options{Topics: []string{"nope-*"}}, "matches no topic"},
+		{"another application's config", restorer.Options{ApplicationID: "billing"}, `application.id "order-processor"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Target, tc.o.Store = []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, store
+			_, err := restorer.Run(context.Background(), tc.o)
+			var re *restorer.RefusedError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v; want a refusal saying %q", err, tc.want)
+			}
+		})
+	}
+	if topics, _ := testkit.Admin(t, dst.Addrs()).ListTopics(context.Background()); len(topics) != 0 {
+		t.Fatalf("refused restores created topics: %v", topics.Names())
 	}
 }

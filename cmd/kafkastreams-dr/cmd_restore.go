@@ -265,7 +265,7 @@ func restoreTarget(cfg *config.Config, override []string) (config.Cluster, error
 		c.BootstrapServers = override
 	}
 	if len(c.BootstrapServers) == 0 {
-		return c, &usageError{fmt.Errorf("no target cluster: set target.bootstrap_servers in %s, or pass --target-bootstrap-servers host:port,...", cfg.File())}
+		return c, withCode(exitUsage, fmt.Errorf("no target cluster: set target.bootstrap_servers in %s, or pass --target-bootstrap-servers host:port,...", cfg.File()), "")
 	}
 	return c, nil
 }
@@ -400,7 +400,9 @@ func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 		return withCode(exitUsage, err, listBackupsHint(location, noBackupHint))
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
-	case dryRun:
+	case errors.Is(err, restorer.ErrLocked):
+		return withCode(exitUsage, err, "another restore into this target cluster is running: wait for it (nothing was written)")
+	case dryRun || errors.Is(err, restorer.ErrNothingWritten):
 		return withCode(exitError, fmt.Errorf("restore plan: %w", err),
 			"nothing was written; check target.bootstrap_servers and target.security, the repository (storage.*), and the message above")
 	}
@@ -513,7 +515,7 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 			state += ", " + g.TargetType
 		}
 		fmt.Fprintf(w, "\ngroup %s (on the target: %s): %s\n", g.GroupID, state, offsetsSummary(g.Offsets))
-		printOffsetPlans(w, g.Offsets)
+		printOffsets(w, g.Offsets, g.TargetState != "")
 	} else {
 		fmt.Fprintln(w, "\nno group offsets: the backup holds none (was application_id set when it was taken?)")
 	}
@@ -525,6 +527,11 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 // offsets committed, and, after a changelog restore, what must happen to
 // the application's local state before it starts.
 func printReport(w io.Writer, r *restorer.Report, target string) {
+	if r.Complete {
+		fmt.Fprintf(w, "restore of backup %s into %s was already complete: nothing written, the group's offsets left as they are\n", r.BackupID, describeTarget(target, &r.Plan))
+		printWarnings(w, r.Warnings)
+		return
+	}
 	fmt.Fprintf(w, "restore %s complete\n", r.RestoreID)
 	fmt.Fprintf(w, "  backup       %s\n", r.BackupID)
 	if r.ApplicationID != "" {
@@ -672,18 +679,34 @@ func offsetsSummary(offs []restorer.OffsetPlan) string {
 
 // printOffsetPlans prints the group offsets table: TOPIC PARTITION
 // COMMITTED TRANSLATED ACTION NOTE.
-func printOffsetPlans(w io.Writer, offs []restorer.OffsetPlan) {
+func printOffsetPlans(w io.Writer, offs []restorer.OffsetPlan) { printOffsets(w, offs, false) }
+
+// printOffsets prints the offsets table; with onTarget a column shows
+// what the group has committed on the target now (plans only: a finished
+// restore has replaced it).
+func printOffsets(w io.Writer, offs []restorer.OffsetPlan, onTarget bool) {
 	if len(offs) == 0 {
 		return
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tTRANSLATED\tACTION\tNOTE")
+	if onTarget {
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tTRANSLATED\tON TARGET NOW\tACTION\tNOTE")
+	} else {
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tTRANSLATED\tACTION\tNOTE")
+	}
 	for _, op := range offs {
-		tr := "-"
+		tr, cur := "-", "-"
 		if op.Translated >= 0 {
 			tr = strconv.FormatInt(op.Translated, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", op.Topic, op.Partition, op.Committed, tr, op.Action, op.Note)
+		if op.Current >= 0 {
+			cur = strconv.FormatInt(op.Current, 10)
+		}
+		if onTarget {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", op.Topic, op.Partition, op.Committed, tr, cur, op.Action, op.Note)
+		} else {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", op.Topic, op.Partition, op.Committed, tr, op.Action, op.Note)
+		}
 	}
 	tw.Flush()
 }

@@ -141,7 +141,7 @@ func TestRestoreUsageErrors(t *testing.T) {
 		{"--embedded with --strategy", []string{"restore", "--embedded", "--strategy", "rebuild"}, []string{"--strategy does not go with --embedded"}, true},
 		{"--from without --embedded", []string{"restore", "-c", noTarget, "--from", "x"}, []string{"--from goes with --embedded"}, true},
 		{"no target cluster", []string{"restore", "-c", noTarget, "--yes"},
-			[]string{"no target cluster", "target.bootstrap_servers", noTarget, "--target-bootstrap-servers"}, true},
+			[]string{"no target cluster", "target.bootstrap_servers", noTarget, "--target-bootstrap-servers"}, false},
 		{"not a terminal and no --yes", []string{"restore", "-c", noTarget, "--target-bootstrap-servers", "127.0.0.1:1"},
 			[]string{"needs a confirmation", "stdin is not a terminal", "pass --yes", "--dry-run"}, false},
 		{"offsets without subcommand", []string{"offsets"}, []string{"missing command"}, true},

@@ -17,7 +17,7 @@ import (
 
 // planRow matches a row of the group offsets table: topic, partition,
 // committed, translated, action.
-var planRow = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+(\d+)\s+(\d+|-)\s+(commit|drop)\b`)
+var planRow = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+(\d+)\s+(\d+|-)\s+(?:(?:\d+|-)\s+)?(commit|drop)\b`)
 
 // readBackRow matches a line of the offsets read back from the new cluster.
 var readBackRow = regexp.MustCompile(`(?m)^  (\S+)/(\d+):\s+committed (\d+) on the lost cluster\s+-> (\d+|none) on the new one`)
@@ -214,9 +214,10 @@ func TestRestoreWithConfig(t *testing.T) {
 		}
 	}
 
-	// Again: the restore recognizes its own topics and has nothing to add.
+	// Again: the restore recognizes that it is complete and writes nothing,
+	// not even the offsets (the group may have moved since).
 	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
-	if code != exitOK || !regexp.MustCompile(`records +\d+ records in \d+ topics \(\d+ partitions\): 0 produced by this run, \d+ there from an earlier run`).MatchString(stdout) || !strings.Contains(stdout, "resumed") {
+	if code != exitOK || !strings.Contains(stdout, "was already complete: nothing written") {
 		t.Errorf("second restore: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
