@@ -28,12 +28,24 @@ KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:
 KAFKA_LIBS := $(TOOLS_DIR)/kafka-$(KAFKA_VERSION)/libs
 KAFKA_STAMP := $(KAFKA_LIBS)/.complete-$(shell sha256sum $(KAFKA_POM) | cut -c1-16)
 
+# The drill Kafka Streams application (e2e/streams-app), one shaded jar. It is
+# rebuilt when its sources or pom change: the stamp is named after a checksum
+# of their names and contents (target/ and topology.txt, which is the app's
+# output, do not count). Maven works offline once ~/.m2 holds the plugins and
+# kafka-streams.
+STREAMS_APP_SRC := e2e/streams-app
+STREAMS_APP_FILES := $(shell find $(STREAMS_APP_SRC)/pom.xml $(STREAMS_APP_SRC)/src -type f | LC_ALL=C sort)
+STREAMS_APP_DIR := $(TOOLS_DIR)/streams-app
+STREAMS_APP_JAR := $(STREAMS_APP_DIR)/drill-app.jar
+STREAMS_APP_STAMP := $(STREAMS_APP_DIR)/.complete-$(shell sha256sum $(STREAMS_APP_FILES) | sha256sum | cut -c1-16)
+
 # Tell the tests where the tools are, and to fail rather than skip without them.
-TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW)
+TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
+	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR)
 
 .PHONY: tools build test test-short bench quickstart vet fmt-check
 
-tools: $(VERSITYGW) $(KAFKA_STAMP)
+tools: $(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP)
 
 $(VERSITYGW):
 	@echo "==> building versitygw $(VERSITYGW_VERSION) into $(TOOLS_DIR)/bin"
@@ -48,6 +60,19 @@ $(KAFKA_STAMP):
 	touch $(KAFKA_LIBS).tmp/$(notdir $(KAFKA_STAMP))
 	rm -rf $(KAFKA_LIBS)
 	mv $(KAFKA_LIBS).tmp $(KAFKA_LIBS)
+
+# Built in the source tree (target/ is git-ignored), then copied into a fresh
+# directory renamed into place, as for the Kafka libs. No file prerequisites:
+# the stamp's name is the checksum, and a fresh clone's mtimes mean nothing.
+$(STREAMS_APP_STAMP):
+	@echo "==> building the drill Kafka Streams app into $(STREAMS_APP_JAR)"
+	$(MVN) -B -q -Dstyle.color=never -f $(STREAMS_APP_SRC)/pom.xml clean package
+	rm -rf $(STREAMS_APP_DIR).tmp
+	mkdir -p $(STREAMS_APP_DIR).tmp
+	cp $(STREAMS_APP_SRC)/target/drill-app.jar $(STREAMS_APP_DIR).tmp/
+	touch $(STREAMS_APP_DIR).tmp/$(notdir $(STREAMS_APP_STAMP))
+	rm -rf $(STREAMS_APP_DIR)
+	mv $(STREAMS_APP_DIR).tmp $(STREAMS_APP_DIR)
 
 build:
 	$(GO) build -o bin/kafkastreams-dr ./cmd/kafkastreams-dr
