@@ -205,3 +205,10 @@ func WipeInstruction(applicationID string) string {
 func PredictOffsets(ctx context.Context, store storage.Backend, backupID string, strategy Strategy, toTime *time.Time) (*GroupPlan, error) {
 	return predictOffsets(ctx, store, backupID, strategy, toTime)
 }
+
+// LatestReport returns the report of the latest finished restore of
+// applicationID ("" matches any) in the repository, or nil when there is
+// none. Restore ids sort by start time.
+func LatestReport(ctx context.Context, store storage.Backend, applicationID string) (*Report, error) {
+	return latestReport(ctx, store, applicationID)
+}

@@ -2,9 +2,11 @@ package restorer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -167,4 +169,36 @@ func countBelow(ctx context.Context, store storage.Backend, p *format.Partition,
 		}
 	}
 	return n, nil
+}
+
+func latestReport(ctx context.Context, store storage.Backend, applicationID string) (*Report, error) {
+	var ids []string
+	err := store.List(ctx, "restores/", func(oi storage.ObjectInfo) error {
+		rest := strings.TrimPrefix(oi.Key, "restores/")
+		if id, file, ok := strings.Cut(rest, "/"); ok && file == "report.json" && format.ValidBackupID(id) {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list restore reports in %s: %w", store.Location(), err)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	for _, id := range ids {
+		key := "restores/" + id + "/report.json"
+		rc, err := store.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", key, err)
+		}
+		var rep Report
+		err = json.NewDecoder(rc).Decode(&rep)
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", key, err)
+		}
+		if applicationID == "" || rep.ApplicationID == applicationID {
+			return &rep, nil
+		}
+	}
+	return nil, nil
 }

@@ -60,10 +60,28 @@ func StoreName(applicationID, topic string) string {
 //   - a changelog missing on the cluster, or an unknown offset (-4): unknown;
 //   - otherwise ok.
 //
-// A task directory without a checkpoint has no entries and no finding.
+// A task directory without a .checkpoint file (Kafka Streams 4.x: RocksDB
+// stores keep their changelog offsets inside the store, KIP-1035) gets one
+// finding for the task: must wipe when its newest file predates the last
+// restore of any changelog (its stores hold the old numbering), unknown
+// otherwise (this tool does not read RocksDB).
 func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, p int32) (int64, bool), last *Restore) []Finding {
 	var out []Finding
 	for _, c := range cps {
+		if !c.File {
+			f := Finding{Task: c.Task, Store: "(all stores of the task)", Partition: -1, Checkpoint: -1, TargetEnd: -1}
+			switch {
+			case c.ModTime.IsZero():
+				f.Verdict, f.Reason = OK, "the task directory holds no state"
+			case last != nil && len(last.Restored) > 0 && c.ModTime.Before(last.StartedAt):
+				f.Verdict, f.Reason = MustWipe, fmt.Sprintf("state written %s, before restore %s renumbered the changelogs; no .checkpoint file: the stores keep their offsets inside RocksDB (KIP-1035), in the old numbering",
+					c.ModTime.UTC().Format(time.RFC3339), last.RestoreID)
+			default:
+				f.Verdict, f.Reason = Unknown, "no .checkpoint file: the stores keep their changelog offsets inside RocksDB (KIP-1035), which this tool does not read"
+			}
+			out = append(out, f)
+			continue
+		}
 		for _, e := range c.Entries {
 			f := Finding{Task: c.Task, Store: StoreName(applicationID, e.Topic), Topic: e.Topic, Partition: e.Partition, Checkpoint: e.Offset, TargetEnd: -1}
 			end, known := targetEnd(e.Topic, e.Partition)

@@ -37,10 +37,15 @@ type Entry struct {
 	Offset    int64  `json:"offset"`
 }
 
-// Checkpoint is one task's (or the global stores') .checkpoint file.
+// Checkpoint is one task's (or the global stores') .checkpoint file. A
+// task directory without one (Kafka Streams 4.x keeps RocksDB stores'
+// changelog offsets inside the store, KIP-1035, and writes .checkpoint
+// files only for older formats) has File false, no entries, and ModTime of
+// the newest file in the task directory.
 type Checkpoint struct {
 	Task    string    `json:"task"` // task id directory name, e.g. "0_1", or "global"
 	Path    string    `json:"path"`
+	File    bool      `json:"file"` // a .checkpoint file exists
 	ModTime time.Time `json:"mod_time"`
 	Entries []Entry   `json:"entries"`
 }
@@ -118,7 +123,7 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 		path := filepath.Join(dir, e.Name(), CheckpointFile)
 		fi, err := os.Stat(path)
 		if errors.Is(err, fs.ErrNotExist) {
-			cps = append(cps, Checkpoint{Task: e.Name(), Path: path})
+			cps = append(cps, Checkpoint{Task: e.Name(), Path: path, ModTime: newestFile(filepath.Join(dir, e.Name()))})
 			continue
 		}
 		if err != nil {
@@ -128,10 +133,26 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 		if err != nil {
 			return nil, err
 		}
-		cps = append(cps, Checkpoint{Task: e.Name(), Path: path, ModTime: fi.ModTime(), Entries: ents})
+		cps = append(cps, Checkpoint{Task: e.Name(), Path: path, File: true, ModTime: fi.ModTime(), Entries: ents})
 	}
 	sort.Slice(cps, func(i, j int) bool { return cps[i].Task < cps[j].Task })
 	return cps, nil
+}
+
+// newestFile returns the modification time of the newest regular file
+// below dir (zero when there is none).
+func newestFile(dir string) time.Time {
+	var newest time.Time
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == ".lock" {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.ModTime().After(newest) {
+			newest = fi.ModTime()
+		}
+		return nil
+	})
+	return newest
 }
 
 // checkStateDir refuses a state directory that is itself one
@@ -222,7 +243,7 @@ func inUse(dir string) (string, error) {
 // state.dir that is one application's directory itself, an application.id
 // that has no directory there (naming those that do), and a directory
 // whose lock a running instance holds (ErrInUse). It returns the number of
-// checkpoint files removed.
+// task directories removed.
 func Wipe(stateDir, applicationID string) (int, error) {
 	if err := checkStateDir(stateDir, applicationID); err != nil {
 		return 0, err
@@ -234,12 +255,7 @@ func Wipe(stateDir, applicationID string) (int, error) {
 		return 0, fmt.Errorf("%w: %s is locked by a running Kafka Streams instance: stop every instance of %q on this host first", ErrInUse, held, applicationID)
 	}
 	cps, _ := Scan(stateDir, applicationID)
-	n := 0
-	for _, c := range cps {
-		if !c.ModTime.IsZero() {
-			n++
-		}
-	}
+	n := len(cps)
 	if err := os.RemoveAll(dir); err != nil {
 		return 0, fmt.Errorf("remove %s: %w", dir, err)
 	}

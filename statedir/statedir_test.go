@@ -138,3 +138,23 @@ func TestWipeRefusesWhileLocked(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInUse", err)
 	}
 }
+
+// TestCheckTaskWithoutCheckpoint: Kafka Streams 4.4 writes no .checkpoint
+// for RocksDB stores (KIP-1035, found with the real drill app): a task
+// directory whose state predates a restore must be wiped all the same.
+func TestCheckTaskWithoutCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "drill-app", "1_0", "rocksdb", "counts-store", "000001.sst"), "x")
+	cps, err := Scan(dir, "drill-app")
+	if err != nil || len(cps) != 1 || cps[0].File {
+		t.Fatalf("scan: %+v, %v", cps, err)
+	}
+	none := func(string, int32) (int64, bool) { return 0, false }
+	if f := Check("drill-app", cps, none, nil); len(f) != 1 || f[0].Verdict != Unknown {
+		t.Fatalf("no restore: %+v; want unknown", f)
+	}
+	last := &Restore{RestoreID: "r1", StartedAt: time.Now().Add(time.Hour), Restored: map[string]bool{"drill-app-counts-store-changelog/0": true}}
+	if f := Check("drill-app", cps, none, last); len(f) != 1 || f[0].Verdict != MustWipe || !strings.Contains(f[0].Reason, "KIP-1035") {
+		t.Fatalf("state older than the restore: %+v; want must wipe", f)
+	}
+}
