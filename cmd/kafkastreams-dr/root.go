@@ -128,6 +128,8 @@ func newRootCmd(s *iostreams) *cobra.Command {
 	root.AddCommand(
 		newBackupCmd(g, s, nil),
 		newRestoreCmd(g, s, nil),
+		newVerifyCmd(g, s, nil),
+		newStateCmd(g, s, nil, nil),
 		newOffsetsCmd(g, s, nil, nil),
 		newTopicsCmd(g, s, nil),
 		newConfigCmd(g, s, nil),

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/statedir"
+)
+
+func newStateCmd(g *globalOptions, s *iostreams,
+	checkF func(context.Context, *stateCheckOptions, *iostreams) error,
+	wipeF func(context.Context, *stateWipeOptions, *iostreams) error,
+) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "Check or wipe a Kafka Streams instance's local state after a restore",
+		Long: `A restore renumbers the changelog topics, so the local state of every instance
+(<state.dir>/<application.id>/<task>/, with RocksDB stores and .checkpoint files) refers to
+the old cluster's offsets. "state check" says, per task and store, whether the local state
+fits the cluster (ok), must be wiped, or cannot be judged (unknown); "state wipe" removes
+one application's local state, like KafkaStreams#cleanUp().`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			}
+			return &usageError{errors.New(`missing command: use "state check" or "state wipe"`)}
+		},
+	}
+	cmd.AddCommand(newStateCheckCmd(g, s, checkF), newStateWipeCmd(g, s, wipeF))
+	return cmd
+}
+
+// stateCheckOptions are the flags of `state check`.
+type stateCheckOptions struct {
+	ConfigFile      string
+	StateDir        string
+	TargetBootstrap []string
+	JSON            bool
+	Logger          *slog.Logger
+}
+
+func newStateCheckCmd(g *globalOptions, s *iostreams, runF func(context.Context, *stateCheckOptions, *iostreams) error) *cobra.Command {
+	o := &stateCheckOptions{}
+	cmd := &cobra.Command{
+		Use:   "check --state-dir DIR -c FILE",
+		Short: "Judge an instance's local state against the cluster and the last restore",
+		Long: `Read the .checkpoint files of the application's tasks under --state-dir (the
+instance's state.dir) and compare each store's changelog position with the changelog's
+end offset on the cluster (the config's target: section, or --target-bootstrap-servers)
+and with the last restore recorded in the repository:
+
+  must wipe  the state predates a restore that renumbered its changelog, or its position
+             is beyond the changelog's end
+  unknown    nothing to compare with: the changelog is not on the cluster, the position is
+             unknown (-4), or the task has no .checkpoint file and no restore renumbered
+             anything (Kafka Streams 4.x keeps RocksDB stores' positions inside the store,
+             KIP-1035, which this tool does not read)
+  ok         the position fits the changelog
+
+Exit status 3 when any store must be wiped (wipe it: kafkastreams-dr state wipe), 0
+otherwise.
+
+CONFIG KEYS USED
+  application_id, target.* (the cluster), storage.* (the last restore's report).`,
+		Example: `  kafkastreams-dr state check --state-dir /var/lib/kafka-streams -c order-processor.yaml`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ConfigFile == "" || o.StateDir == "" {
+				return &usageError{errors.New("state check needs --state-dir DIR and --config FILE (-c FILE)")}
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			return runStateCheck(cmd.Context(), o, s)
+		},
+	}
+	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
+	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "the instance's state.dir, which holds <application.id>/ (required)")
+	cmd.Flags().StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "the cluster's brokers (HOST:PORT,...), instead of target.bootstrap_servers")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the findings as JSON")
+	return cmd
+}
+
+func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) error {
+	cfg, err := loadConfig(o.ConfigFile, s)
+	if err != nil {
+		return err
+	}
+	if cfg.ApplicationID == "" {
+		return withCode(exitUsage, fmt.Errorf("%s has no application_id: state check needs it to find <state.dir>/<application.id>", cfg.File()), "")
+	}
+	cps, err := statedir.Scan(o.StateDir, cfg.ApplicationID)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(s.Out, "no local state of application.id %q under %s: nothing to wipe\n", cfg.ApplicationID, o.StateDir)
+		return nil
+	}
+	if err != nil {
+		return withCode(exitUsage, err, "")
+	}
+	target, err := restoreTarget(cfg, o.TargetBootstrap)
+	if err != nil {
+		return err
+	}
+	opts, err := target.ClientOptions()
+	if err != nil {
+		return withCode(exitUsage, err, "")
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return withCode(exitError, err, "")
+	}
+	defer cl.Close()
+	var topics []string
+	seen := map[string]bool{}
+	for _, c := range cps {
+		for _, e := range c.Entries {
+			if !seen[e.Topic] {
+				seen[e.Topic] = true
+				topics = append(topics, e.Topic)
+			}
+		}
+	}
+	ends := kadm.ListedOffsets{}
+	if len(topics) > 0 {
+		if ends, err = kadm.NewClient(cl).ListEndOffsets(ctx, topics...); err != nil {
+			return withCode(exitError, fmt.Errorf("list the changelogs' end offsets: %w", err), "check target.bootstrap_servers and target.security")
+		}
+	}
+	var last *statedir.Restore
+	if store, err := openStorage(ctx, cfg.Storage); err != nil {
+		o.Logger.Warn("cannot open the repository: judging without the last restore", "err", err)
+	} else if rep, err := restorer.LatestReport(ctx, store, cfg.ApplicationID); err != nil {
+		o.Logger.Warn("cannot read the last restore report", "err", err)
+	} else if rep != nil {
+		last = &statedir.Restore{RestoreID: rep.RestoreID, StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Restored: map[string]bool{}}
+		for _, p := range rep.Partitions {
+			last.Restored[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = true
+		}
+	}
+	findings := statedir.Check(cfg.ApplicationID, cps, func(t string, p int32) (int64, bool) {
+		o, ok := ends.Lookup(t, p)
+		return o.Offset, ok && o.Err == nil
+	}, last)
+	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Task < findings[j].Task })
+	wipe := 0
+	for _, f := range findings {
+		if f.Verdict == statedir.MustWipe {
+			wipe++
+		}
+	}
+	if o.JSON {
+		if err := writeJSON(s.Out, findings); err != nil {
+			return err
+		}
+	} else {
+		if last != nil {
+			fmt.Fprintf(s.Out, "last restore of %s: %s (started %s)\n\n", cfg.ApplicationID, last.RestoreID, last.StartedAt.UTC().Format("2006-01-02T15:04:05Z"))
+		}
+		tw := newTable(s.Out)
+		fmt.Fprintln(tw, "TASK\tSTORE\tCHANGELOG\tCHECKPOINT\tCHANGELOG END\tVERDICT\tREASON")
+		for _, f := range findings {
+			tp, cp, end := "-", "-", "-"
+			if f.Topic != "" {
+				tp = fmt.Sprintf("%s/%d", f.Topic, f.Partition)
+			}
+			if f.Checkpoint >= 0 || f.Topic != "" {
+				cp = strconv.FormatInt(f.Checkpoint, 10)
+			}
+			if f.TargetEnd >= 0 {
+				end = strconv.FormatInt(f.TargetEnd, 10)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Task, f.Store, tp, cp, end, f.Verdict, f.Reason)
+		}
+		tw.Flush()
+	}
+	if wipe > 0 {
+		return withCode(exitPartial, fmt.Errorf("%s of application.id %q under %s must be wiped before the application starts",
+			plural(wipe, "store", "stores"), cfg.ApplicationID, o.StateDir),
+			fmt.Sprintf("stop the instance, then: kafkastreams-dr state wipe --state-dir %s --application-id %s", o.StateDir, cfg.ApplicationID))
+	}
+	return nil
+}
+
+// stateWipeOptions are the flags of `state wipe`.
+type stateWipeOptions struct {
+	StateDir      string
+	ApplicationID string
+	Yes           bool
+	Logger        *slog.Logger
+}
+
+func newStateWipeCmd(g *globalOptions, s *iostreams, runF func(context.Context, *stateWipeOptions, *iostreams) error) *cobra.Command {
+	o := &stateWipeOptions{}
+	cmd := &cobra.Command{
+		Use:   "wipe --state-dir DIR --application-id APP",
+		Short: "Remove one application's local state, like KafkaStreams#cleanUp()",
+		Long: `Remove <state.dir>/<application.id>: every task directory (RocksDB stores,
+.checkpoint files) of that application on this instance, so it restores its stores from
+the changelogs when it starts, as KafkaStreams#cleanUp() does.
+
+It refuses, removing nothing: a --state-dir that is itself one application's directory
+(pass its parent), an application.id that has no directory there (it names those that
+do: another application's state is never touched), and a directory a running Kafka
+Streams instance has locked (stop it first). Without --yes it asks on a terminal and
+refuses otherwise.`,
+		Example: `  kafkastreams-dr state wipe --state-dir /var/lib/kafka-streams --application-id order-processor --yes`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.StateDir == "" || o.ApplicationID == "" {
+				return &usageError{errors.New("state wipe needs --state-dir DIR and --application-id APP")}
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			return runStateWipe(cmd.Context(), o, s)
+		},
+	}
+	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "the instance's state.dir (required)")
+	cmd.Flags().StringVar(&o.ApplicationID, "application-id", "", "the application.id whose state to remove (required)")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
+}
+
+func runStateWipe(_ context.Context, o *stateWipeOptions, s *iostreams) error {
+	dir := statedir.AppDir(o.StateDir, o.ApplicationID)
+	if !o.Yes {
+		if !s.InTTY {
+			return withCode(exitUsage, fmt.Errorf("state wipe removes %s and needs a confirmation, but stdin is not a terminal", dir), "pass --yes")
+		}
+		ok, err := confirm(s, fmt.Sprintf("remove %s? [y/N] ", dir))
+		if err != nil {
+			return withCode(exitError, err, "")
+		}
+		if !ok {
+			return withCode(exitUsage, errors.New("not confirmed: nothing was removed"), "")
+		}
+	}
+	n, err := statedir.Wipe(o.StateDir, o.ApplicationID)
+	if err != nil {
+		return withCode(exitUsage, err, "nothing was removed")
+	}
+	fmt.Fprintf(s.Out, "removed %s (%s)\n", dir, plural(n, "task directory", "task directories"))
+	return nil
+}

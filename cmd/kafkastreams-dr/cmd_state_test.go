@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+)
+
+func writeState(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStateCheckFlagsCase19: after a restore, an instance whose
+// .checkpoint was written before it (case 19: an offset of the old
+// numbering, far beyond the restored changelog's end) must wipe; exit 3
+// and the wipe command as the next step.
+func TestStateCheckFlagsCase19(t *testing.T) {
+	stateDir := t.TempDir()
+	// Written before the restore below.
+	writeState(t, filepath.Join(stateDir, "order-processor", "1_0", ".checkpoint"),
+		"0\n1\norder-processor-order-totals-store-changelog 0 94826804\n")
+	writeState(t, filepath.Join(stateDir, "order-processor", "0_1", ".checkpoint"),
+		"0\n1\norder-processor-order-totals-store-changelog 1 2\n")
+
+	repo := embeddedRepository(t)
+	target := testkit.StartKfake(t, 3)
+	cfg := restoreConfig(t, target.Addrs(), repo)
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes"); code != exitOK {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg)
+	if code != exitPartial || !strings.Contains(stderr, "state wipe --state-dir "+stateDir+" --application-id order-processor") {
+		t.Fatalf("state check: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"1_0", "94826804", "0_1", "before restore"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("state check output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Count(stdout, "must wipe") != 2 {
+		t.Errorf("want both stores flagged must wipe:\n%s", stdout)
+	}
+
+	// Wiped, then checked again: nothing left.
+	if code, stdout, stderr := runCLI(t, "state", "wipe", "--state-dir", stateDir, "--application-id", "order-processor", "--yes"); code != exitOK {
+		t.Fatalf("state wipe: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, _ := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg); code != exitOK || !strings.Contains(stdout, "no local state") {
+		t.Fatalf("after the wipe: exit %d\n%s", code, stdout)
+	}
+}
+
+func TestStateWipeRefuses(t *testing.T) {
+	stateDir := t.TempDir()
+	writeState(t, filepath.Join(stateDir, "billing-app", "0_0", ".checkpoint"), "0\n0\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"another application's directory", []string{"state", "wipe", "--state-dir", stateDir, "--application-id", "order-processor", "--yes"},
+			exitUsage, `has no state of application.id "order-processor" (it has state of: billing-app)`},
+		{"an application directory as state.dir", []string{"state", "wipe", "--state-dir", filepath.Join(stateDir, "billing-app"), "--application-id", "billing-app", "--yes"},
+			exitUsage, "pass its parent"},
+		{"no confirmation off a terminal", []string{"state", "wipe", "--state-dir", stateDir, "--application-id", "billing-app"},
+			exitUsage, "pass --yes"},
+		{"missing flags", []string{"state", "wipe", "--state-dir", stateDir}, exitUsage, "--application-id"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, want %d; stderr:\n%s\nwant it to say %q", code, tc.code, stderr, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(stateDir, "billing-app", "0_0", ".checkpoint")); err != nil {
+				t.Fatal("a refused wipe removed state")
+			}
+		})
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
+)
+
+// verifyOptions are the flags of `verify`.
+type verifyOptions struct {
+	ConfigFile      string
+	BackupID        string
+	Deep            bool
+	AgainstCluster  bool
+	TargetBootstrap []string
+	JSON            bool
+
+	Logger *slog.Logger
+}
+
+const verifyLong = `Check a backup in the repository named by the config.
+
+Without flags: every segment the backup's manifest names exists, with the size and
+SHA-256 the manifest records (each object is read in full). --deep also decodes every
+segment and checks its records: count, first and last offset, timestamp range, and that
+each partition's segments add up to its record count inside its cut.
+
+--against-cluster compares a restored cluster (the config's target: section, or
+--target-bootstrap-servers) with the backup record by record: each restored partition
+must hold exactly the backup's records, in order, with equal key, value, headers and
+timestamp (offsets differ: a restore renumbers them). When the repository holds a
+report of a restore of this backup, the comparison stops at that restore's cut
+(--to-time).
+
+Every problem names the object, topic, partition and offset concerned. A manifest that
+does not decode (truncated, damaged, of a newer format) is named too.
+
+CONFIG KEYS USED
+  storage.* (the repository), target.* (with --against-cluster).`
+
+func newVerifyCmd(g *globalOptions, s *iostreams, runF func(context.Context, *verifyOptions, *iostreams) error) *cobra.Command {
+	o := &verifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify -c FILE",
+		Short: "Check a backup's objects and checksums, or a restored cluster against the backup",
+		Long:  verifyLong,
+		Example: `  kafkastreams-dr verify -c order-processor.yaml
+  kafkastreams-dr verify -c order-processor.yaml --backup-id 20240501T120000.000Z-1a2b3c4d --deep
+  kafkastreams-dr verify -c order-processor.yaml --against-cluster --target-bootstrap-servers kafka-dr:9092`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ConfigFile == "" {
+				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
+			}
+			if o.BackupID != "" && o.BackupID != "latest" && !format.ValidBackupID(o.BackupID) {
+				return &usageError{fmt.Errorf(`invalid --backup-id %q: want "latest" or a backup id like 20240501T120000.000Z-1a2b3c4d`, o.BackupID)}
+			}
+			if len(o.TargetBootstrap) > 0 && !o.AgainstCluster {
+				return &usageError{errors.New("--target-bootstrap-servers goes with --against-cluster")}
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			return runVerify(cmd.Context(), o, s)
+		},
+	}
+	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
+	cmd.Flags().StringVar(&o.BackupID, "backup-id", "latest", "the backup to check (ID), or latest")
+	cmd.Flags().BoolVar(&o.Deep, "deep", false, "also decode every segment and check its records")
+	cmd.Flags().BoolVar(&o.AgainstCluster, "against-cluster", false, "compare the restored target cluster with the backup, record by record")
+	cmd.Flags().StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "with --against-cluster: the target's brokers (HOST:PORT,...), instead of target.bootstrap_servers")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
+	cfg, err := loadConfig(o.ConfigFile, s)
+	if err != nil {
+		return err
+	}
+	store, err := openStorage(ctx, cfg.Storage)
+	if err != nil {
+		return withCode(exitError, err, "")
+	}
+	m, err := loadBackupManifest(ctx, store, o.BackupID)
+	if err != nil {
+		if errors.Is(err, restorer.ErrNoBackup) {
+			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
+		}
+		return withCode(exitError, fmt.Errorf("verify: %w", err), "the manifest is damaged or truncated: this backup cannot be restored; the next backup run writes a new complete one")
+	}
+	var res *verify.Result
+	if o.AgainstCluster {
+		target, err := restoreTarget(cfg, o.TargetBootstrap)
+		if err != nil {
+			return err
+		}
+		opts, err := target.ClientOptions()
+		if err != nil {
+			return withCode(exitUsage, err, "")
+		}
+		var cut verify.Cut
+		var topics []string
+		if rep, err := restorer.LatestReport(ctx, store, m.ApplicationID); err == nil && rep != nil && rep.BackupID == m.BackupID {
+			cuts := map[string]map[int32]int64{}
+			for _, tp := range rep.Topics {
+				topics = append(topics, tp.Topic)
+				cuts[tp.Topic] = map[int32]int64{}
+				for _, pp := range tp.PartitionPlans {
+					cuts[tp.Topic][pp.Partition] = pp.CutAt
+				}
+			}
+			cut = func(t string, p int32) int64 {
+				if c, ok := cuts[t][p]; ok {
+					return c
+				}
+				return -1
+			}
+			fmt.Fprintf(s.ErrOut, "comparing with the topics and cut of restore %s\n", rep.RestoreID)
+		}
+		res, err = verify.AgainstCluster(ctx, store, m, opts, topics, cut)
+		if err != nil {
+			return withCode(exitError, fmt.Errorf("verify against the cluster: %w", err), "check target.bootstrap_servers and target.security")
+		}
+	} else {
+		res, err = verify.Repository(ctx, store, m, o.Deep)
+		if err != nil {
+			return withCode(exitError, fmt.Errorf("verify: %w", err), "")
+		}
+	}
+	if o.JSON {
+		if err := writeJSON(s.Out, res); err != nil {
+			return err
+		}
+	} else {
+		what := "objects and checksums"
+		switch {
+		case o.AgainstCluster:
+			what = "the target cluster against the backup"
+		case o.Deep:
+			what = "objects, checksums and records (deep)"
+		}
+		fmt.Fprintf(s.Out, "backup %s: checked %s in %s: %s, %s read", m.BackupID, what, store.Location(),
+			plural(res.Segments, "segment", "segments"), formatBytes(res.Bytes))
+		if res.Records > 0 {
+			fmt.Fprintf(s.Out, ", %s compared", plural64(res.Records, "record", "records"))
+		}
+		fmt.Fprintln(s.Out)
+		if res.OK() {
+			fmt.Fprintln(s.Out, "OK")
+		} else {
+			fmt.Fprintf(s.Out, "%s:\n", plural(len(res.Problems), "problem", "problems"))
+			for _, p := range res.Problems {
+				fmt.Fprintf(s.Out, "  %s\n", p)
+			}
+		}
+	}
+	if !res.OK() {
+		return withCode(exitError, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), "")
+	}
+	return nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
