@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -211,4 +212,12 @@ func PredictOffsets(ctx context.Context, store storage.Backend, backupID string,
 // none. Restore ids sort by start time.
 func LatestReport(ctx context.Context, store storage.Backend, applicationID string) (*Report, error) {
 	return latestReport(ctx, store, applicationID)
+}
+
+// LoadBackup loads and validates the manifest of a complete backup; id ""
+// or "latest" means the greatest backup id with a manifest.json. A backup
+// that does not exist is an error wrapping ErrNoBackup; a damaged manifest
+// is an error naming its key.
+func LoadBackup(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
+	return loadBackup(ctx, store, id)
 }

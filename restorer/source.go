@@ -41,12 +41,12 @@ func loadBackup(ctx context.Context, store storage.Backend, id string) (*format.
 		return nil, fmt.Errorf("%w: %s has no backup %s (no %s)", ErrNoBackup, store.Location(), id, format.ManifestKey(id))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read manifest of backup %s: %w", id, err)
+		return nil, fmt.Errorf("read manifest %s of backup %s: %w", format.ManifestKey(id), id, err)
 	}
 	defer rc.Close()
 	m, err := format.ReadManifest(rc)
 	if err != nil {
-		return nil, fmt.Errorf("manifest of backup %s: %w", id, err)
+		return nil, fmt.Errorf("manifest %s of backup %s: %w", format.ManifestKey(id), id, err)
 	}
 	if m.State != format.StateComplete {
 		return nil, fmt.Errorf("%w: backup %s is not complete", ErrNoBackup, id)

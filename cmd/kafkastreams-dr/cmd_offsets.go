@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -152,42 +151,19 @@ func checkBackupIDFlag(id string) error {
 }
 
 // latestBackupID returns the greatest id among the repository's complete
-// backups (those with backups/<id>/manifest.json; ids sort in the order
-// the backups started). With none it returns an error wrapping
-// restorer.ErrNoBackup.
+// backups (an error wrapping restorer.ErrNoBackup when there is none).
 func latestBackupID(ctx context.Context, store storage.Backend) (string, error) {
-	var latest string
-	err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
-		id, file, ok := strings.Cut(strings.TrimPrefix(oi.Key, format.BackupsPrefix()), "/")
-		if ok && file == "manifest.json" && format.ValidBackupID(id) {
-			latest = max(latest, id)
-		}
-		return nil
-	})
+	m, err := restorer.LoadBackup(ctx, store, "latest")
 	if err != nil {
-		return "", fmt.Errorf("list backups in %s: %w", store.Location(), err)
+		return "", err
 	}
-	if latest == "" {
-		return "", fmt.Errorf("%w: %s holds no complete backup", restorer.ErrNoBackup, store.Location())
-	}
-	return latest, nil
+	return m.BackupID, nil
 }
 
 // loadBackupManifest loads the manifest of backup id ("" or "latest" for
-// the latest complete backup). A backup that does not exist is an error
-// wrapping restorer.ErrNoBackup.
+// the latest complete backup); see restorer.LoadBackup.
 func loadBackupManifest(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
-	if id == "" || id == "latest" {
-		var err error
-		if id, err = latestBackupID(ctx, store); err != nil {
-			return nil, err
-		}
-	}
-	m, err := backup.LoadManifest(ctx, store, format.ManifestKey(id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s holds no complete backup %s", restorer.ErrNoBackup, store.Location(), id)
-	}
-	return m, err
+	return restorer.LoadBackup(ctx, store, id)
 }
 
 // openRepository loads the config and opens its repository.
