@@ -34,7 +34,8 @@ type Options struct {
 	SegmentMaxRecords int64  // records per segment before it is closed; 0: no limit
 	Concurrency       int    // partitions copied at once; default 4
 
-	Logger *slog.Logger // nil: discard
+	Logger   *slog.Logger // nil: discard
+	Observer Observer     // nil: none
 }
 
 // Result summarises a finished run.

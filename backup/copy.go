@@ -88,6 +88,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 		}
 	}()
 	retries := 0
+	var copied, copiedBytes int64
 	for pos < w.end {
 		if err := r.lock.Err(); err != nil {
 			return err
@@ -111,6 +112,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 				continue
 			case isRetriable(ferr) && retries < maxRetries:
 				retries++
+				r.o.Observer.Retried("fetch")
 				log.Debug("retrying fetch", "offset", pos, "err", ferr)
 				if merr := r.refreshMeta(ctx, w.topic); merr != nil {
 					log.Debug("metadata refresh failed", "err", merr)
@@ -146,6 +148,8 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 			if rec.Offset < pos || rec.Offset >= w.end {
 				continue
 			}
+			copied++
+			copiedBytes += int64(len(rec.Key) + len(rec.Value))
 			if seg == nil {
 				if seg, err = r.openSegment(ctx, w, rec.Offset); err != nil {
 					return err
@@ -174,6 +178,8 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 		if next <= pos {
 			return fmt.Errorf("topic %q partition %d: fetch at offset %d made no progress", w.topic, w.partition, pos)
 		}
+		r.o.Observer.Copied(w.topic, w.partition, copied, copiedBytes, min(next, w.end))
+		copied, copiedBytes = 0, 0
 		pos = next
 	}
 	if seg != nil {

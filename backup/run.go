@@ -88,6 +88,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	filter, err := topicfilter.NewFilter(o.Include, o.Exclude)
 	if err != nil {
 		return nil, "", err
@@ -147,6 +150,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		log.Warn(r.warnings[len(r.warnings)-1])
 		scan.resume = nil
 	}
+	cutStarted := time.Now()
 	var todo []*work
 	if scan.resume != nil {
 		log.Info("resuming interrupted backup", "backup_id", scan.resume.BackupID)
@@ -163,6 +167,10 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		}
 		return nil, PhaseCluster, err
 	}
+	o.Observer.PhaseDone("cut", time.Since(cutStarted))
+	for _, w := range todo {
+		o.Observer.Planned(w.topic, w.partition, w.from, w.end)
+	}
 	r.result.BackupID, r.result.ParentID = r.m.BackupID, r.m.ParentBackupID
 	for _, t := range r.m.Topics {
 		r.result.Topics++
@@ -177,7 +185,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	progCtx, stopProgress := context.WithCancel(ctx)
 	progDone := make(chan struct{})
 	go func() { defer close(progDone); r.progressWriter(progCtx) }()
+	copyStarted := time.Now()
 	err = r.copyAll(ctx, todo)
+	o.Observer.PhaseDone("copy", time.Since(copyStarted))
 	stopProgress()
 	<-progDone
 	if err != nil {
@@ -189,6 +199,8 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if err := r.lock.Check(ctx); err != nil {
 		return &r.result, PhaseManifest, err
 	}
+	manifestStarted := time.Now()
+	defer func() { o.Observer.PhaseDone("manifest", time.Since(manifestStarted)) }()
 	r.m.State = format.StateComplete
 	r.m.FinishedAt = time.Now().UTC()
 	b, err := r.m.Marshal()
@@ -701,6 +713,7 @@ func (r *runner) progressWriter(ctx context.Context) {
 }
 
 func (r *runner) segmentDone(w *work, s format.Segment) {
+	r.o.Observer.SegmentStored(w.topic, w.partition, s.Size, s.RawSize)
 	r.mu.Lock()
 	w.cut.Segments = append(w.cut.Segments, s)
 	w.cut.Records += s.Records

@@ -64,7 +64,8 @@ type Options struct {
 	DryRun            bool // plan and check only; write nothing
 	Concurrency       int  // partitions restored at once; default 4
 
-	Logger *slog.Logger
+	Logger   *slog.Logger
+	Observer Observer // nil: none
 }
 
 // Plan is everything a restore will do, computed before the first write.

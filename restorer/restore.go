@@ -92,6 +92,9 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	m, err := loadBackup(ctx, o.Store, o.BackupID)
 	if err != nil {
 		return nil, err
@@ -129,7 +132,10 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		}
 		defer lock.Release(ctx)
 	}
-	if err := r.preflight(ctx); err != nil {
+	preflightStarted := time.Now()
+	err = r.preflight(ctx)
+	o.Observer.PhaseDone("preflight", time.Since(preflightStarted))
+	if err != nil {
 		var re *RefusedError
 		if errors.As(err, &re) {
 			return nil, err
@@ -610,6 +616,7 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 	rep.RestoreID = format.NewBackupID(time.Now(), rnd)
 
 	// 1. Topics.
+	phase := time.Now()
 	for i := range plan.Topics {
 		tp := &plan.Topics[i]
 		if tp.Action != "create" {
@@ -635,6 +642,8 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 		return nil, err
 	}
 	r.log.Debug("every partition has a leader")
+	r.o.Observer.PhaseDone("topics", time.Since(phase))
+	phase = time.Now()
 
 	// 2. Records, many partitions at once.
 	type job struct {
@@ -701,6 +710,7 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 		return nil, first
 	}
 	r.log.Debug("records produced")
+	r.o.Observer.PhaseDone("records", time.Since(phase))
 	if err := r.checkEnds(ctx, reports); err != nil {
 		return nil, err
 	}
@@ -736,9 +746,11 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 
 	// 4. Group offsets, from the observed offset maps.
 	if plan.Group != nil {
+		phase = time.Now()
 		if err := r.commitOffsets(ctx, rep); err != nil {
 			return nil, err
 		}
+		r.o.Observer.PhaseDone("offsets", time.Since(phase))
 	}
 	r.jour.Complete = true
 	r.jour.Committed = map[string]int64{}
@@ -896,9 +908,12 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 			}
 		}
 		pr.Records += int64(len(batch))
+		r.o.Observer.Restored(tp.Topic, pp.Partition, int64(len(batch)))
 		batch, origs, bytesN = batch[:0], origs[:0], 0
 		return nil
 	}
+	r.o.Observer.RestoreStart(tp.Topic, pp.Partition, pp.Records-pp.AlreadyThere)
+	defer func() { r.o.Observer.RestoreEnd(tp.Topic, pp.Partition, pr.Records) }()
 	err := eachRecord(ctx, r.store, p, cut, func(rec *format.Record) error {
 		defer func() { i++ }()
 		if i < pp.AlreadyThere {

@@ -1,0 +1,28 @@
+package restorer
+
+import "time"
+
+// Observer receives a restore's progress as it happens, like Kafka
+// Streams' StateRestoreListener: for metrics (records restored and
+// remaining, the equivalents of Kafka Streams' restore metrics), progress
+// bars and logs. Every method must be safe for concurrent use and return
+// quickly; Options.Observer nil observes nothing.
+type Observer interface {
+	// RestoreStart is called once per partition before its records are
+	// produced, with the number of records to produce.
+	RestoreStart(topic string, partition int32, records int64)
+	// Restored is called after each batch of n records is acknowledged.
+	Restored(topic string, partition int32, n int64)
+	// RestoreEnd is called when the partition is done.
+	RestoreEnd(topic string, partition int32, total int64)
+	// PhaseDone is called at the end of each phase ("preflight", "topics",
+	// "records", "offsets") with its duration.
+	PhaseDone(phase string, d time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RestoreStart(string, int32, int64) {}
+func (nopObserver) Restored(string, int32, int64)     {}
+func (nopObserver) RestoreEnd(string, int32, int64)   {}
+func (nopObserver) PhaseDone(string, time.Duration)   {}
