@@ -128,7 +128,9 @@ func newRootCmd(s *iostreams) *cobra.Command {
 	root.AddCommand(
 		newBackupCmd(g, s, nil),
 		newRestoreCmd(g, s, nil),
+		newDrillCmd(g, s, nil),
 		newVerifyCmd(g, s, nil),
+		newEstimateCmd(g, s, nil),
 		newStateCmd(g, s, nil, nil),
 		newOffsetsCmd(g, s, nil, nil),
 		newTopicsCmd(g, s, nil),

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/estimate"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+)
+
+// estimateOptions are the flags of `estimate`.
+type estimateOptions struct {
+	ConfigFile string
+	BackupID   string
+	NoCluster  bool
+	JSON       bool
+	Logger     *slog.Logger
+}
+
+const estimateLong = `How long will recovery take? For each strategy — restore from changelogs, rebuild
+from input, standby replicas — the data a restore of the latest backup must move (from its
+manifest) and the projected time of the restore itself, from the throughput this
+repository's own past restores and drills measured (their reports in restores/), or a
+stated default of ` + "20000" + ` records/s when there is none yet. Run a restore or a drill into
+your real target once to replace the default with a measured figure.
+
+The restore is only part of the recovery time: after a changelog restore Kafka Streams
+restores its stores from the restored changelogs; after a rebuild it reprocesses the
+restored input. The table says what follows each restore. When the source cluster
+(source.bootstrap_servers) answers, the rebuild row also says how many offsets its input
+topics' logs hold now (--no-cluster skips asking).
+
+CONFIG KEYS USED
+  storage.* (manifests and restore reports), source.* (current log sizes).`
+
+func newEstimateCmd(g *globalOptions, s *iostreams, runF func(context.Context, *estimateOptions, *iostreams) error) *cobra.Command {
+	o := &estimateOptions{}
+	cmd := &cobra.Command{
+		Use:     "estimate -c FILE",
+		Short:   "Project the recovery time of each strategy from the backup and past restores",
+		Long:    estimateLong,
+		Example: `  kafkastreams-dr estimate -c order-processor.yaml --json`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ConfigFile == "" {
+				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			return runEstimate(cmd.Context(), o, s)
+		},
+	}
+	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
+	cmd.Flags().StringVar(&o.BackupID, "backup-id", "latest", "the backup to estimate (ID), or latest")
+	cmd.Flags().BoolVar(&o.NoCluster, "no-cluster", false, "do not ask the source cluster for its current log sizes")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the estimate as JSON")
+	return cmd
+}
+
+func runEstimate(ctx context.Context, o *estimateOptions, s *iostreams) error {
+	cfg, err := loadConfig(o.ConfigFile, s)
+	if err != nil {
+		return err
+	}
+	store, err := openStorage(ctx, cfg.Storage)
+	if err != nil {
+		return withCode(exitError, err, "")
+	}
+	opts := estimate.Options{Store: store, BackupID: o.BackupID}
+	if !o.NoCluster {
+		if sizes, err := logSizes(ctx, cfg.Source.ClientOptions); err != nil {
+			o.Logger.Warn("the source cluster's log sizes are unknown; estimating from the backup alone", "err", err)
+		} else {
+			opts.InputLogRecords = func(t string) (int64, bool) { n, ok := sizes[t]; return n, ok }
+		}
+	}
+	e, err := estimate.Run(ctx, opts)
+	if err != nil {
+		if errors.Is(err, restorer.ErrNoBackup) {
+			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
+		}
+		return withCode(exitError, fmt.Errorf("estimate: %w", err), "")
+	}
+	if o.JSON {
+		return writeJSON(s.Out, e)
+	}
+	fmt.Fprintf(s.Out, "backup %s (cut %s, %s ago)\n", e.BackupID, e.CutAt.UTC().Format(time.RFC3339), time.Since(e.CutAt).Round(time.Second))
+	if e.Throughput.Source == "measured" {
+		fmt.Fprintf(s.Out, "restore throughput: %.0f records/s, measured by %s (%d records in %.1fs)\n\n",
+			e.Throughput.RecordsPerSecond, plural(len(e.Throughput.Reports), "past restore", "past restores"), e.Throughput.Records, e.Throughput.Seconds)
+	} else {
+		fmt.Fprintf(s.Out, "restore throughput: %.0f records/s, a default (no restore or drill has run from this repository yet)\n\n", e.Throughput.RecordsPerSecond)
+	}
+	tw := newTable(s.Out)
+	fmt.Fprintln(tw, "STRATEGY\tTOPICS\tRECORDS\tBYTES\tRESTORE TIME\tTHEN")
+	for _, st := range e.Strategies {
+		if st.Name == "standby" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", st.Name, st.Note)
+			continue
+		}
+		then := st.Reprocess
+		if st.Note != "" {
+			then += " (" + st.Note + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", st.Name, len(st.Topics), st.Records, formatBytes(st.RawBytes),
+			(time.Duration(st.RestoreSeconds * float64(time.Second))).Round(time.Millisecond), then)
+	}
+	return tw.Flush()
+}
+
+// logSizes returns, per topic of the source cluster, its log end minus log
+// start summed over partitions, asking for at most 10 seconds.
+func logSizes(ctx context.Context, clientOptions func() ([]kgo.Opt, error)) (map[string]int64, error) {
+	opts, err := clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := adm.ListEndOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sizes := map[string]int64{}
+	ends.Each(func(e kadm.ListedOffset) {
+		if so, ok := starts.Lookup(e.Topic, e.Partition); ok && e.Err == nil && so.Err == nil {
+			sizes[e.Topic] += e.Offset - so.Offset
+		}
+	})
+	return sizes, nil
+}

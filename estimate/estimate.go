@@ -1,0 +1,167 @@
+// Package estimate answers the operator's question before an incident
+// (seed 001): what recovery time does each strategy give us? For each
+// strategy of DOMAIN.md §6 it sums the data a restore must move, from the
+// latest backup's manifest (and, when the source cluster is reachable, the
+// current log sizes of the input topics a rebuild must reprocess), and
+// projects the restore time from the throughput this repository's own
+// past restores measured (their reports), or a stated default.
+package estimate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// DefaultRecordsPerSecond is the restore throughput assumed when the
+// repository holds no restore report to measure it from. It is this
+// project's own figure for a restore into a small cluster; a restore or
+// drill into the real target replaces it with a measured one.
+const DefaultRecordsPerSecond = 20000
+
+// Throughput is the restore throughput used for the projections.
+type Throughput struct {
+	RecordsPerSecond float64  `json:"records_per_second"`
+	Source           string   `json:"source"`            // "measured" or "default"
+	Reports          []string `json:"reports,omitempty"` // restore ids it was measured from
+	Records          int64    `json:"records,omitempty"` // records those restores produced
+	Seconds          float64  `json:"seconds,omitempty"` // time they took
+}
+
+// Strategy is one strategy's estimate.
+type Strategy struct {
+	Name     string   `json:"name"` // changelog, rebuild, standby
+	Topics   []string `json:"topics"`
+	Records  int64    `json:"records"`   // records the restore produces
+	RawBytes int64    `json:"raw_bytes"` // their keys, values and headers
+	// RestoreSeconds is the projected time of the restore itself (the
+	// tool writing the records), from the throughput.
+	RestoreSeconds float64 `json:"restore_seconds"`
+	// Reprocess is what the application must do after the restore before
+	// it has caught up, which the tool cannot time.
+	Reprocess string `json:"reprocess"`
+	Note      string `json:"note,omitempty"`
+}
+
+// Estimate is the answer for one backup.
+type Estimate struct {
+	BackupID   string     `json:"backup_id"`
+	CutAt      time.Time  `json:"cut_at"`
+	Throughput Throughput `json:"throughput"`
+	Strategies []Strategy `json:"strategies"`
+}
+
+// Options says what to estimate.
+type Options struct {
+	Store    storage.Backend
+	BackupID string // "" or "latest"
+	// InputLogRecords, when non-nil, gives the current number of offsets
+	// (log end - log start) of an input topic on the source cluster: a
+	// rebuild reprocesses those, which can exceed what the backup holds.
+	InputLogRecords func(topic string) (int64, bool)
+	// MaxReports bounds how many of the latest restore reports the
+	// throughput is measured from; default 5.
+	MaxReports int
+}
+
+// Run computes the estimate.
+func Run(ctx context.Context, o Options) (*Estimate, error) {
+	if o.MaxReports <= 0 {
+		o.MaxReports = 5
+	}
+	m, err := restorer.LoadBackup(ctx, o.Store, o.BackupID)
+	if err != nil {
+		return nil, err
+	}
+	tp, err := measure(ctx, o.Store, o.MaxReports)
+	if err != nil {
+		return nil, err
+	}
+	e := &Estimate{BackupID: m.BackupID, CutAt: m.CutAt, Throughput: tp}
+	changelog := Strategy{Name: "changelog", Reprocess: "none beyond the records after the committed offsets: Kafka Streams then restores every store from its restored changelog, reading about as many records as the changelogs hold"}
+	rebuild := Strategy{Name: "rebuild", Reprocess: "the application reprocesses every restored input record from the start to rebuild its state: this takes as long as processing that volume takes (not measured here)"}
+	for _, t := range m.Topics {
+		var recs, raw int64
+		for _, p := range t.PartitionCuts {
+			recs += p.Records
+			for _, s := range p.Segments {
+				raw += s.RawSize
+			}
+		}
+		changelog.Topics = append(changelog.Topics, t.Name)
+		changelog.Records += recs
+		changelog.RawBytes += raw
+		if t.Class != "changelog" || t.SourceChangelog {
+			rebuild.Topics = append(rebuild.Topics, t.Name)
+			rebuild.Records += recs
+			rebuild.RawBytes += raw
+		}
+	}
+	var reprocess int64
+	for _, name := range rebuild.Topics {
+		if o.InputLogRecords != nil {
+			if n, ok := o.InputLogRecords(name); ok {
+				reprocess += n
+			}
+		}
+	}
+	if reprocess > 0 {
+		rebuild.Note = fmt.Sprintf("the source cluster's logs of these topics hold %d offsets now", reprocess)
+	}
+	changelog.RestoreSeconds = float64(changelog.Records) / tp.RecordsPerSecond
+	rebuild.RestoreSeconds = float64(rebuild.Records) / tp.RecordsPerSecond
+	standby := Strategy{Name: "standby", Reprocess: "none", Note: "num.standby.replicas > 0 keeps a warm copy of each task on another instance: near-instant failover, but it does not survive the loss of the cluster or region (standbys read the same cluster)"}
+	e.Strategies = []Strategy{changelog, rebuild, standby}
+	return e, nil
+}
+
+// measure derives the throughput from the latest restore reports.
+func measure(ctx context.Context, store storage.Backend, max int) (Throughput, error) {
+	var ids []string
+	err := store.List(ctx, "restores/", func(oi storage.ObjectInfo) error {
+		rest := strings.TrimPrefix(oi.Key, "restores/")
+		if id, file, ok := strings.Cut(rest, "/"); ok && file == "report.json" && format.ValidBackupID(id) {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return Throughput{}, fmt.Errorf("list restore reports: %w", err)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	tp := Throughput{Source: "measured"}
+	for _, id := range ids {
+		if len(tp.Reports) == max {
+			break
+		}
+		rc, err := store.Get(ctx, "restores/"+id+"/report.json")
+		if err != nil {
+			return Throughput{}, err
+		}
+		var rep restorer.Report
+		err = json.NewDecoder(rc).Decode(&rep)
+		rc.Close()
+		if err != nil {
+			return Throughput{}, fmt.Errorf("decode restore report %s: %w", id, err)
+		}
+		d := rep.FinishedAt.Sub(rep.StartedAt).Seconds()
+		if rep.Records <= 0 || d <= 0 {
+			continue // a resumed or complete run measures nothing
+		}
+		tp.Reports = append(tp.Reports, id)
+		tp.Records += rep.Records
+		tp.Seconds += d
+	}
+	if tp.Records == 0 {
+		return Throughput{RecordsPerSecond: DefaultRecordsPerSecond, Source: "default"}, nil
+	}
+	tp.RecordsPerSecond = float64(tp.Records) / tp.Seconds
+	return tp, nil
+}
