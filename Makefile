@@ -86,14 +86,16 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The quickstart: back up the sample app from an embedded cluster, then
-# restore that backup into a second, new embedded cluster. ./kdr-quickstart
-# is the quickstart's own scratch directory, emptied first: each run starts
-# new clusters, and `backup --embedded` refuses a directory that is not empty.
+# The quickstart: a whole DR drill on in-process clusters. The sample app is
+# backed up from an embedded source cluster into ./kdr-quickstart, the source
+# is stopped, and the backup is restored into a second, new embedded cluster
+# and verified; the report goes to stdout, JUnit XML next to the backup.
+# ./kdr-quickstart is the quickstart's own scratch directory, emptied first:
+# each run starts new clusters, and `drill --embedded` refuses an --out that
+# is not empty.
 quickstart:
 	rm -rf ./kdr-quickstart
-	$(GO) run ./cmd/kafkastreams-dr backup --embedded --out ./kdr-quickstart
-	$(GO) run ./cmd/kafkastreams-dr restore --embedded --from ./kdr-quickstart
+	$(GO) run ./cmd/kafkastreams-dr drill --embedded --junit ./kdr-quickstart/drill-junit.xml --out ./kdr-quickstart
 
 vet:
 	$(GO) vet ./...

@@ -1,0 +1,538 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// drillOptions are the flags of `drill`.
+type drillOptions struct {
+	ConfigFile        string
+	BackupID          string            // "": take a new backup; "latest" or an id: drill with that backup
+	Strategy          restorer.Strategy // changelog or rebuild
+	ToTime            *time.Time        // --to-time, parsed; nil without a cut
+	Topics            []string          // --topics patterns; empty means every backed-up topic
+	ReplicationFactor int               // 0 keeps the backed-up replication factor
+	TargetBootstrap   []string          // --target-bootstrap-servers
+	JSON              bool
+	JUnit             string // --junit FILE
+	NoDeep            bool   // verify the repository by size and SHA-256 only
+	Embedded          bool   // drill on in-process source and target clusters
+	Out               string // repository directory of --embedded; "" for a new temporary directory
+
+	Logger *slog.Logger
+
+	// drill runs the drill; nil means drill.Run. Tests inject one.
+	drill func(context.Context, drill.Options) (*drill.Report, error)
+}
+
+const drillLong = `Run a disaster-recovery drill of one Kafka Streams application: back it up from the
+source cluster (or take an existing backup with --backup-id), check every object of the
+backup (size, SHA-256 and, unless --no-deep, its decoded records), restore it into the
+drill target cluster, compare every restored record with the backup field for field,
+and read the group's committed offsets back from the target.
+
+The drill target is the config's target section or --target-bootstrap-servers. It must
+be a new cluster: a target that already holds any of the topics to restore, or
+committed offsets of the application's group, is refused before anything is written.
+
+The report says how long each phase took, the RTO (from the start of the drill to
+restored and verified), the RPO (the age of the backup's cut when the source was lost:
+at the end of the backup phase, or at the start of a drill of an existing backup), the
+data volume, the group's offsets on the source and on the target, and the warnings.
+--json prints it as JSON; --junit FILE also writes it as JUnit XML for CI (one test
+case per phase), whether the drill passed or not. A failed phase stops the drill: the
+phases after it are reported as skipped.
+
+--embedded needs no cluster: it starts an in-process source cluster of 3 brokers
+(franz-go kfake) running the sample Streams application order-processor, backs it up
+into --out, stops the source cluster (the disaster), and restores into a second,
+new in-process cluster.
+
+EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed, 2 when the
+restore was refused (the target is not new) or for usage and config errors.
+
+CONFIG KEYS USED
+  application_id, source_changelog_topics, source.* and backup.* (as for backup),
+  storage.* (the repository), target.* (the drill target, as for restore).`
+
+func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *drillOptions, *iostreams) error) *cobra.Command {
+	o := &drillOptions{}
+	var strategy, toTime string
+	var topics []string
+	cmd := &cobra.Command{
+		Use:   "drill -c FILE",
+		Short: "Back up, restore into a drill cluster, verify, and report RTO and RPO",
+		Long:  drillLong,
+		Example: `  kafkastreams-dr drill -c order-processor.yaml --target-bootstrap-servers kafka-drill:9092
+  kafkastreams-dr drill -c order-processor.yaml --backup-id latest --junit drill-junit.xml --json
+
+  # No cluster at hand: the whole drill on in-process clusters with a sample app.
+  kafkastreams-dr drill --embedded
+  kafkastreams-dr drill --embedded --out ./kdr-quickstart --junit ./kdr-quickstart/drill-junit.xml`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.complete(cmd, strategy, toTime, topics); err != nil {
+				return err
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			if o.Embedded {
+				return runEmbeddedDrill(cmd.Context(), o, s)
+			}
+			return runDrill(cmd.Context(), o, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.ConfigFile, "config", "c", "", "config `FILE` (required unless --embedded)")
+	f.StringVar(&o.BackupID, "backup-id", "", "drill with an existing backup: an `ID` or \"latest\" (default: take a new backup first)")
+	f.StringVar(&strategy, "strategy", string(restorer.StrategyChangelog), "`STRATEGY` of the restore: changelog or rebuild, as for restore")
+	f.StringVar(&toTime, "to-time", "", "point-in-time restore at `TIME` (RFC 3339 or epoch milliseconds), as for restore")
+	f.StringArrayVar(&topics, "topics", nil, "restore and verify only the backed-up topics matching `PATTERN`s, as for restore")
+	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one)")
+	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the drill target cluster (default: target.bootstrap_servers)")
+	f.BoolVar(&o.JSON, "json", false, "print the drill report as JSON")
+	f.StringVar(&o.JUnit, "junit", "", "also write the drill report as JUnit XML to `FILE` (one test case per phase)")
+	f.BoolVar(&o.NoDeep, "no-deep", false, "check the backup's objects by size and SHA-256 only, without decoding their records")
+	f.BoolVar(&o.Embedded, "embedded", false, "drill a sample Streams app on in-process source and target clusters (no Kafka needed)")
+	f.StringVar(&o.Out, "out", "", "with --embedded: the repository `DIR`, empty or absent (default: a new temporary directory)")
+	return cmd
+}
+
+// complete checks the flags that go together and parses the ones that need
+// it; every problem is a usage error naming the flag.
+func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, topics []string) error {
+	changed := cmd.Flags().Changed
+	if o.Embedded {
+		if o.ConfigFile != "" {
+			return &usageError{errors.New("--embedded drills its own sample app on in-process clusters: drop --config")}
+		}
+		for _, name := range []string{"backup-id", "target-bootstrap-servers", "strategy", "to-time", "topics", "replication-factor"} {
+			if changed(name) {
+				return &usageError{fmt.Errorf("--%s does not go with --embedded (the embedded drill takes a new backup and restores every topic with the changelog strategy into a new 3-broker cluster)", name)}
+			}
+		}
+	} else {
+		if changed("out") {
+			return &usageError{errors.New("--out goes with --embedded; a config's repository is storage.path or storage.bucket")}
+		}
+		if o.ConfigFile == "" {
+			return &usageError{errors.New("no config file: use --config FILE (-c FILE), or --embedded to try a drill without a cluster")}
+		}
+	}
+	if o.BackupID != "" && o.BackupID != "latest" {
+		if err := checkBackupIDFlag(o.BackupID); err != nil {
+			return err
+		}
+	}
+	var err error
+	if o.Strategy, err = parseStrategy(strategy); err != nil {
+		return &usageError{err}
+	}
+	if o.ToTime, err = parseToTime(toTime); err != nil {
+		return &usageError{err}
+	}
+	if o.Topics, err = parseTopicPatterns(topics); err != nil {
+		return &usageError{err}
+	}
+	if o.ReplicationFactor < 0 || o.ReplicationFactor > 32767 {
+		return &usageError{fmt.Errorf("invalid --replication-factor %d: want 1 to 32767, or 0 for the backed-up one", o.ReplicationFactor)}
+	}
+	for _, b := range o.TargetBootstrap {
+		if err := checkBootstrapServer(b); err != nil {
+			return &usageError{fmt.Errorf("--target-bootstrap-servers: %w", err)}
+		}
+	}
+	if o.JUnit != "" && (strings.HasSuffix(o.JUnit, "/") || o.JUnit == "-") {
+		return &usageError{fmt.Errorf("--junit %q: want a file name", o.JUnit)}
+	}
+	return nil
+}
+
+func runDrill(ctx context.Context, o *drillOptions, s *iostreams) error {
+	cfg, err := loadConfig(o.ConfigFile, s)
+	if err != nil {
+		return err
+	}
+	bo := backupOptionsFromConfig(cfg)
+	if bo.Source, err = sourceClientOptions(cfg); err != nil {
+		return err
+	}
+	target, err := restoreTarget(cfg, o.TargetBootstrap)
+	if err != nil {
+		return err
+	}
+	targetOpts, err := target.ClientOptions()
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("%s: target.security: %w", cfg.File(), err), "")
+	}
+	targetName := strings.Join(target.BootstrapServers, ",")
+	if slices.Equal(slices.Sorted(slices.Values(target.BootstrapServers)), slices.Sorted(slices.Values(cfg.Source.BootstrapServers))) {
+		return withCode(exitUsage, fmt.Errorf("the drill target is the source cluster (%s): a drill restores into another, new cluster", targetName),
+			"set target.bootstrap_servers, or pass --target-bootstrap-servers host:port,...")
+	}
+	store, err := openStorage(ctx, cfg.Storage)
+	if err != nil {
+		return withCode(exitError, err, "")
+	}
+	backup.ToolVersion = version
+
+	ro := restoreOptionsFromConfig(cfg)
+	ro.Target = targetOpts
+	ro.Strategy = o.Strategy
+	ro.ToTime = o.ToTime
+	ro.Topics = o.Topics
+	ro.ReplicationFactor = o.ReplicationFactor
+	do := drill.Options{Store: store, Backup: bo, BackupID: o.BackupID, Restore: ro, Shallow: o.NoDeep, Logger: o.Logger}
+
+	header := []string{fmt.Sprintf("DR drill of %s", orNone(cfg.ApplicationID))}
+	if o.BackupID == "" {
+		header = append(header, fmt.Sprintf("  source       %s", strings.Join(cfg.Source.BootstrapServers, ",")))
+	} else {
+		header = append(header, fmt.Sprintf("  backup       %s (existing; the source counts as lost when the drill starts)", o.BackupID))
+	}
+	header = append(header,
+		fmt.Sprintf("  repository   %s", store.Location()),
+		fmt.Sprintf("  target       %s", targetName))
+
+	o.Logger.Info("drill starting", "application_id", cfg.ApplicationID, "repository", store.Location(), "target", targetName)
+	rep, err := o.run(ctx, do)
+	if err != nil {
+		return drillRunError(err)
+	}
+	return finishDrill(s, o, rep, header, cfg.File())
+}
+
+func (o *drillOptions) run(ctx context.Context, do drill.Options) (*drill.Report, error) {
+	if o.drill != nil {
+		return o.drill(ctx, do)
+	}
+	return drill.Run(ctx, do)
+}
+
+func drillRunError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return withCode(exitError, fmt.Errorf("drill: %w", err), "")
+}
+
+// runEmbeddedDrill is `drill --embedded`: the whole drill on in-process
+// clusters. A source cluster of 3 brokers (kfake) is seeded with the sample
+// application order-processor and backed up into --out; after the backup
+// the source cluster is stopped (the disaster), and the backup is restored
+// into a second, new cluster of 3 brokers and verified there.
+func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error {
+	out := o.Out
+	if out == "" {
+		dir, err := os.MkdirTemp("", "kdr-drill-")
+		if err != nil {
+			return withCode(exitError, fmt.Errorf("create a directory for the repository: %w", err), "choose one with --out DIR")
+		}
+		out = dir
+		fmt.Fprintf(s.ErrOut, "repository: %s (a new temporary directory; --out DIR chooses one)\n", out)
+	} else if err := checkEmptyRepository(out); err != nil {
+		return err
+	}
+	store, err := storage.NewFilesystem(out)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--out %s: %w", out, err), "choose a directory you can write to")
+	}
+
+	source, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID("kdr-drill-source"))
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("start the embedded source cluster: %w", err), "")
+	}
+	sourceUp := true
+	stopSource := func() {
+		if sourceUp {
+			source.Close()
+			sourceUp = false
+		}
+	}
+	defer stopSource()
+	sourceSeeds := source.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(sourceSeeds...))
+	if err != nil {
+		return withCode(exitError, err, "")
+	}
+	fmt.Fprintf(s.ErrOut, "source cluster: 3 brokers (kfake) at %s; seeding the sample application %q\n", strings.Join(sourceSeeds, ","), sample.AppID)
+	err = sample.Seed(ctx, cl)
+	cl.Close()
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("seed the embedded source cluster: %w", err), "")
+	}
+	source.Compact() // like the broker's log cleaner: holes in the compacted topics
+
+	target, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID("kdr-drill-target"))
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("start the embedded target cluster: %w", err), "")
+	}
+	defer target.Close()
+	targetSeeds := target.ListenAddrs()
+	fmt.Fprintf(s.ErrOut, "target cluster: a new, empty cluster of 3 brokers (kfake) at %s\n", strings.Join(targetSeeds, ","))
+
+	backup.ToolVersion = version
+	do := drill.Options{
+		Store: store,
+		Backup: backup.Options{
+			Source: []kgo.Opt{kgo.SeedBrokers(sourceSeeds...)}, ApplicationID: sample.AppID,
+			SourceChangelogTopics: sample.SourceChangelogs, Include: sample.Include, Exclude: sample.Exclude,
+			SourceClusterID: "embedded",
+		},
+		Restore: restorer.Options{
+			Target: []kgo.Opt{kgo.SeedBrokers(targetSeeds...)}, Strategy: restorer.StrategyChangelog,
+			ApplicationID: sample.AppID, SourceChangelogTopics: sample.SourceChangelogs,
+		},
+		Shallow: o.NoDeep,
+		Logger:  o.Logger,
+		OnPhase: func(p drill.Phase) {
+			if p.Name == drill.PhaseBackup && p.OK() {
+				stopSource()
+				fmt.Fprintln(s.ErrOut, "the source cluster is gone: stopped after the backup; everything from here on uses the repository and the new cluster")
+			}
+		},
+	}
+	rep, err := o.run(ctx, do)
+	if err != nil {
+		return drillRunError(err)
+	}
+
+	story := []string{
+		fmt.Sprintf("DR drill of %s on in-process clusters", sample.AppID),
+		"",
+		wrapIndent(fmt.Sprintf("1. A source cluster of 3 brokers (franz-go kfake, at %s) held the sample Kafka Streams application %q: its input, changelog and output topics and its group's committed offsets.",
+			strings.Join(sourceSeeds, ","), sample.AppID), "   "),
+	}
+	if p := rep.Phase(drill.PhaseBackup); p != nil && p.OK() {
+		v := rep.Volume
+		story = append(story,
+			wrapIndent(fmt.Sprintf("2. backup %s into %s: %s of %s (%s), %d bytes stored.",
+				rep.BackupID, out, plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"), v.Bytes), "   "),
+			"3. The source cluster is gone: it was stopped after the backup.")
+	} else {
+		story = append(story, fmt.Sprintf("2. The backup into %s failed (below).", out))
+	}
+	story = append(story,
+		wrapIndent(fmt.Sprintf("4. restore into a new, empty cluster of 3 brokers (at %s), changelog strategy.", strings.Join(targetSeeds, ",")), "   "),
+		wrapIndent("5. verification: every segment of the backup (size, SHA-256, decoded records), every restored record against the backup field for field, and the group's committed offsets read back from the new cluster.", "   "))
+	if err := finishDrill(s, o, rep, story, ""); err != nil {
+		return err
+	}
+	if !o.JSON {
+		fmt.Fprintf(s.Out, "\nthe repository stays in %s (ls -R %s); the clusters stopped with this command.\n", out, out)
+	}
+	return nil
+}
+
+// finishDrill prints the report (JSON or text), writes --junit, and maps
+// the outcome to the exit code: 0 passed, 2 restore refused, 1 otherwise.
+func finishDrill(s *iostreams, o *drillOptions, rep *drill.Report, header []string, file string) error {
+	if o.JSON {
+		if rep.WipeState {
+			fmt.Fprintf(s.ErrOut, "IMPORTANT: %s\n", restorer.WipeInstruction(rep.ApplicationID))
+		}
+		if err := writeJSON(s.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		printDrillReport(s.Out, rep, header, o.JUnit)
+	}
+	if o.JUnit != "" {
+		if err := writeJUnit(o.JUnit, rep); err != nil {
+			return withCode(exitError, fmt.Errorf("--junit: %w", err), "")
+		}
+	}
+	return drillOutcome(rep, file)
+}
+
+func writeJUnit(file string, rep *drill.Report) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := rep.JUnit(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	return f.Close()
+}
+
+// drillOutcome is nil for a drill that passed, and otherwise an error
+// naming the failed phase, with the next thing to do.
+func drillOutcome(rep *drill.Report, file string) error {
+	p := rep.Failed()
+	if p == nil {
+		return nil
+	}
+	why := p.Error
+	if len(p.Problems) > 0 {
+		if why != "" {
+			why += ": "
+		}
+		why += p.Problems[0]
+		if n := len(p.Problems) - 1; n > 0 {
+			why += fmt.Sprintf(" (and %s in the report)", plural(n, "more problem", "more problems"))
+		}
+	}
+	err := fmt.Errorf("drill FAILED in phase %s: %s", p.Name, why)
+	cfg := file
+	if cfg == "" {
+		cfg = "FILE"
+	}
+	switch {
+	case p.Refused:
+		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
+	case p.Name == drill.PhaseBackup:
+		return withCode(exitError, err, fmt.Sprintf("check the source cluster and the repository: kafkastreams-dr topics -c %s; kafkastreams-dr backup -c %s", cfg, cfg))
+	case p.Name == drill.PhaseVerifyRepository:
+		return withCode(exitError, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, and take a new backup", cfg, orNone(rep.BackupID)))
+	case p.Name == drill.PhaseRestore:
+		return withCode(exitError, err, "check the drill target (target.* or --target-bootstrap-servers) and the message above")
+	}
+	return withCode(exitError, err, "the drill target does not hold what the backup and the restore say: did anything else write to it? Keep the report (--json) and the repository")
+}
+
+// printDrillReport prints the readable drill report: the header, the
+// phases with their duration and result, RTO and RPO, the data volume, the
+// group's offsets on the lost and the new cluster, what to wipe, the
+// warnings, and PASSED or FAILED.
+func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit string) {
+	for _, l := range header {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "PHASE\tDURATION\tRESULT")
+	for _, p := range rep.Phases {
+		d := "-"
+		if p.Status != drill.StatusSkipped {
+			d = shortDuration(time.Duration(p.Duration))
+		}
+		result := string(p.Status)
+		switch p.Status {
+		case drill.StatusPassed:
+			result += ": " + p.Detail
+		case drill.StatusFailed:
+			result = "FAILED"
+			if p.Refused {
+				result += " (refused)"
+			}
+			if p.Error != "" {
+				result += ": " + p.Error
+			}
+		case drill.StatusSkipped:
+			result += " (an earlier phase failed)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, d, result)
+	}
+	tw.Flush()
+	if p := rep.Failed(); p != nil && len(p.Problems) > 0 {
+		fmt.Fprintf(w, "\n%s: %s:\n", p.Name, plural(len(p.Problems), "problem", "problems"))
+		for _, pr := range p.Problems {
+			fmt.Fprintf(w, "  - %s\n", pr)
+		}
+	}
+
+	fmt.Fprintln(w)
+	if rep.RTO > 0 {
+		fmt.Fprintf(w, "RTO   %-9s from the start of the drill to restored and verified\n", shortDuration(time.Duration(rep.RTO)))
+	} else {
+		fmt.Fprintln(w, "RTO   -         not reached: the drill did not get to restored and verified")
+	}
+	if !rep.CutAt.IsZero() {
+		lost := "at the end of the backup"
+		if !rep.BackupTaken {
+			lost = "at the start of the drill"
+		}
+		fmt.Fprintf(w, "RPO   %-9s age of the backup's cut (%s) when the source was lost (%s)\n",
+			shortDuration(time.Duration(rep.RPO)), rep.CutAt.UTC().Format(time.RFC3339), lost)
+	} else {
+		fmt.Fprintln(w, "RPO   -         unknown: the drill did not get to the backup's manifest")
+	}
+	if v := rep.Volume; v.Topics > 0 {
+		fmt.Fprintf(w, "data  %s: %s in %s (%s), %s, %d bytes stored",
+			orNone(rep.BackupID), plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"),
+			plural(v.Segments, "segment", "segments"), v.Bytes)
+		if rep.RestoreID != "" {
+			fmt.Fprintf(w, "; %d restored, %d verified", v.RecordsRestored, v.RecordsVerified)
+		}
+		fmt.Fprintln(w)
+	}
+
+	if rep.GroupID != "" && len(rep.Offsets) > 0 {
+		fmt.Fprintf(w, "\ngroup %s, committed on the lost cluster -> on the new one:\n", rep.GroupID)
+		for _, op := range rep.Offsets {
+			tp := fmt.Sprintf("%s/%d", op.Topic, op.Partition)
+			switch {
+			case op.Action == "commit" && op.OnTarget >= 0:
+				fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one\n", tp, op.Committed, op.OnTarget)
+			case op.Action == "commit":
+				fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d planned, not read back\n", tp, op.Committed, op.Translated)
+			default:
+				why, _, _ := strings.Cut(op.Note, ":")
+				fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> none on the new one (dropped: %s)\n", tp, op.Committed, why)
+			}
+		}
+	}
+	if rep.WipeState {
+		bar := strings.Repeat("=", 78)
+		fmt.Fprintf(w, "\n%s\nWIPE LOCAL STATE BEFORE THE APPLICATION STARTS\n\n%s\n%s\n", bar, wrap(restorer.WipeInstruction(rep.ApplicationID), 78), bar)
+	}
+	printWarnings(w, rep.Warnings)
+
+	fmt.Fprintln(w)
+	verdict := "drill PASSED"
+	if !rep.OK {
+		verdict = "drill FAILED"
+		if p := rep.Failed(); p != nil {
+			verdict += " in phase " + p.Name
+		}
+	}
+	if rep.RestoreID != "" {
+		verdict += fmt.Sprintf(" (backup %s, restore %s)", rep.BackupID, rep.RestoreID)
+	}
+	if junit != "" {
+		verdict += "; JUnit XML: " + junit
+	}
+	fmt.Fprintln(w, verdict)
+}
+
+// shortDuration rounds d for a table: 35ms, 1.24s, 2m3s.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// wrapIndent wraps s at 78 columns, indenting the lines after the first.
+func wrapIndent(s, indent string) string {
+	return strings.ReplaceAll(wrap(s, 78-len(indent)), "\n", "\n"+indent)
+}

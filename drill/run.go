@@ -1,0 +1,357 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
+)
+
+// drill is the state one Run carries from phase to phase.
+type drill struct {
+	o        Options
+	rep      *Report
+	manifest *format.Manifest
+	restored *restorer.Report
+}
+
+// phaseFunc runs one phase: an error fails it, and so does any problem it
+// adds to p.
+type phaseFunc func(ctx context.Context, p *Phase) error
+
+func run(ctx context.Context, o Options) (*Report, error) {
+	d := &drill{o: o, rep: &Report{
+		Repository: o.Store.Location(), ApplicationID: o.Restore.ApplicationID,
+		Strategy: o.Restore.Strategy, ToTime: o.Restore.ToTime, Phases: []Phase{},
+	}}
+	if d.rep.ApplicationID == "" {
+		d.rep.ApplicationID = o.Backup.ApplicationID
+	}
+	if d.rep.Strategy == "" {
+		d.rep.Strategy = restorer.StrategyChangelog
+	}
+	type step struct {
+		name string
+		fn   phaseFunc
+	}
+	var steps []step
+	if o.BackupID == "" {
+		steps = append(steps, step{PhaseBackup, d.backup})
+	}
+	steps = append(steps,
+		step{PhaseVerifyRepository, d.verifyRepository},
+		step{PhaseRestore, d.restore},
+		step{PhaseVerifyCluster, d.verifyCluster},
+		step{PhaseVerifyOffsets, d.verifyOffsets},
+	)
+
+	d.rep.StartedAt = time.Now()
+	d.rep.LostAt = d.rep.StartedAt
+	failed := false
+	for _, s := range steps {
+		p := Phase{Name: s.name, Status: StatusSkipped}
+		if !failed {
+			p.StartedAt = time.Now()
+			o.Logger.Info("drill phase starting", "phase", s.name)
+			err := s.fn(ctx, &p)
+			p.Duration = Duration(time.Since(p.StartedAt))
+			if err != nil {
+				p.Error = err.Error()
+			}
+			if err != nil || len(p.Problems) > 0 {
+				p.Status, failed = StatusFailed, true
+			} else {
+				p.Status = StatusPassed
+			}
+			attrs := []any{"phase", s.name, "status", p.Status, "duration", time.Duration(p.Duration).Round(time.Millisecond).String()}
+			if p.Status == StatusFailed {
+				attrs = append(attrs, "error", p.Error, "problems", p.Problems)
+			}
+			o.Logger.Info("drill phase finished", attrs...)
+		}
+		end := p.StartedAt.Add(time.Duration(p.Duration))
+		switch {
+		case s.name == PhaseBackup && p.OK():
+			d.rep.LostAt = end
+		case s.name == PhaseVerifyCluster && p.OK():
+			d.rep.RTO = Duration(end.Sub(d.rep.StartedAt))
+		}
+		if !d.rep.CutAt.IsZero() {
+			d.rep.RPO = Duration(max(0, d.rep.LostAt.Sub(d.rep.CutAt)))
+		}
+		d.rep.Phases = append(d.rep.Phases, p)
+		if o.OnPhase != nil {
+			o.OnPhase(p)
+		}
+	}
+	d.rep.FinishedAt = time.Now()
+	d.rep.OK = !failed
+	if err := ctx.Err(); err != nil {
+		return d.rep, err
+	}
+	return d.rep, nil
+}
+
+// backup takes a new backup of the source into the repository.
+func (d *drill) backup(ctx context.Context, p *Phase) error {
+	bo := d.o.Backup
+	bo.Store = d.o.Store
+	if bo.Logger == nil {
+		bo.Logger = d.o.Logger
+	}
+	res, err := backup.Run(ctx, bo)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	d.rep.BackupID, d.rep.BackupTaken = res.BackupID, true
+	d.rep.Volume.BackupRecords, d.rep.Volume.BackupBytes = res.Records, res.Bytes
+	d.addWarnings("backup", res.Warnings)
+	p.Detail = fmt.Sprintf("%s copied from %s (%s), %d bytes stored",
+		plural(res.Records, "record", "records"), plural(int64(res.Topics), "topic", "topics"), plural(int64(res.Partitions), "partition", "partitions"), res.Bytes)
+	if res.ParentID != "" {
+		p.Detail += fmt.Sprintf("; incremental after backup %s", res.ParentID)
+	}
+	return nil
+}
+
+// verifyRepository loads the backup's manifest and checks every segment it
+// names.
+func (d *drill) verifyRepository(ctx context.Context, p *Phase) error {
+	id := d.rep.BackupID
+	if id == "" {
+		id = d.o.BackupID
+	}
+	m, err := restorer.LoadBackup(ctx, d.o.Store, id)
+	if err != nil {
+		return err
+	}
+	d.manifest = m
+	d.rep.BackupID, d.rep.CutAt = m.BackupID, m.CutAt
+	if d.rep.ApplicationID == "" {
+		d.rep.ApplicationID = m.ApplicationID
+	}
+	if !d.rep.BackupTaken {
+		d.addWarnings("backup", m.Warnings)
+	}
+	v := &d.rep.Volume
+	v.Topics = len(m.Topics)
+	for _, t := range m.Topics {
+		v.Partitions += len(t.PartitionCuts)
+		for _, pc := range t.PartitionCuts {
+			v.Records += pc.Records
+			v.Segments += len(pc.Segments)
+			for _, s := range pc.Segments {
+				v.Bytes += s.Size
+			}
+		}
+	}
+
+	res, err := verify.Repository(ctx, d.o.Store, m, !d.o.Shallow)
+	if err != nil {
+		return fmt.Errorf("verify backup %s: %w", m.BackupID, err)
+	}
+	for _, pr := range res.Problems {
+		p.Problems = append(p.Problems, pr.String())
+	}
+	p.Detail = fmt.Sprintf("%s, %d bytes: sizes and SHA-256", plural(int64(res.Segments), "segment", "segments"), res.Bytes)
+	if res.Deep {
+		p.Detail += fmt.Sprintf(", %s decoded", plural(res.Records, "record", "records"))
+	}
+	return nil
+}
+
+// restore checks that the drill target does not hold the application yet
+// (a dry run), then restores into it.
+func (d *drill) restore(ctx context.Context, p *Phase) error {
+	ro := d.o.Restore
+	ro.Store, ro.BackupID, ro.DryRun = d.o.Store, d.manifest.BackupID, true
+	if ro.Logger == nil {
+		ro.Logger = d.o.Logger
+	}
+	refused := func(reasons []string) error {
+		p.Refused, p.Problems = true, reasons
+		return errors.New("restore refused: nothing was written to the drill target")
+	}
+	plan, err := restorer.Run(ctx, ro)
+	var re *restorer.RefusedError
+	if errors.As(err, &re) {
+		return refused(re.Reasons)
+	}
+	if err != nil {
+		return fmt.Errorf("restore plan: %w", err)
+	}
+	if reasons := notEmpty(&plan.Plan); len(reasons) > 0 {
+		return refused(reasons)
+	}
+
+	ro.DryRun = false
+	rep, err := restorer.Run(ctx, ro)
+	if errors.As(err, &re) {
+		return refused(re.Reasons)
+	}
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	d.restored = rep
+	d.rep.RestoreID, d.rep.WipeState, d.rep.Strategy = rep.RestoreID, rep.WipeState, rep.Strategy
+	d.addWarnings("restore", rep.Warnings)
+	var parts int
+	for _, t := range rep.Topics {
+		parts += len(t.PartitionPlans)
+		for _, pp := range t.PartitionPlans {
+			d.rep.Volume.RecordsRestored += pp.Records
+		}
+	}
+	if g := rep.Group; g != nil {
+		d.rep.GroupID = g.GroupID
+		for _, op := range g.Offsets {
+			d.rep.Offsets = append(d.rep.Offsets, Offset{Topic: op.Topic, Partition: op.Partition, Committed: op.Committed,
+				Translated: op.Translated, OnTarget: -1, Action: op.Action, Note: op.Note})
+		}
+	}
+	p.Detail = fmt.Sprintf("%s into %s (%s)", plural(d.rep.Volume.RecordsRestored, "record", "records"),
+		plural(int64(len(rep.Topics)), "topic", "topics"), plural(int64(parts), "partition", "partitions"))
+	if len(rep.Skipped) > 0 {
+		p.Detail += fmt.Sprintf("; %s not restored", plural(int64(len(rep.Skipped)), "topic", "topics"))
+	}
+	return nil
+}
+
+// notEmpty lists what the drill target already holds of the application:
+// topics the restore would fill or resume instead of create, and committed
+// offsets of its group. A drill restores into a new cluster; anything
+// already there would be verified instead of the restore.
+func notEmpty(plan *restorer.Plan) []string {
+	var reasons []string
+	if plan.Complete {
+		reasons = append(reasons, fmt.Sprintf("backup %s was already restored into the drill target by an earlier run", plan.BackupID))
+	}
+	for _, t := range plan.Topics {
+		switch t.Action {
+		case "create":
+		case "resume":
+			reasons = append(reasons, fmt.Sprintf("topic %q was created on the drill target by an earlier restore of this backup: a drill restores into a new cluster", t.Topic))
+		default:
+			reasons = append(reasons, fmt.Sprintf("topic %q already exists on the drill target (the restore would %s it): a drill restores into a new cluster", t.Topic, t.Action))
+		}
+	}
+	if g := plan.Group; g != nil {
+		var held []string
+		for _, op := range g.Offsets {
+			if op.Current >= 0 {
+				held = append(held, fmt.Sprintf("%s/%d", op.Topic, op.Partition))
+			}
+		}
+		if len(held) > 0 {
+			reasons = append(reasons, fmt.Sprintf("group %q already has offsets committed on the drill target (%s)", g.GroupID, strings.Join(held, ", ")))
+		}
+	}
+	return reasons
+}
+
+// verifyCluster compares every restored partition on the target with the
+// backup, up to the restore's cut.
+func (d *drill) verifyCluster(ctx context.Context, p *Phase) error {
+	topics := make([]string, 0, len(d.restored.Topics))
+	cuts := map[string]map[int32]int64{}
+	for _, t := range d.restored.Topics {
+		topics = append(topics, t.Topic)
+		cuts[t.Topic] = map[int32]int64{}
+		for _, pp := range t.PartitionPlans {
+			cuts[t.Topic][pp.Partition] = pp.CutAt
+		}
+	}
+	cut := func(topic string, partition int32) int64 {
+		if c, ok := cuts[topic][partition]; ok {
+			return c
+		}
+		return -1
+	}
+	res, err := verify.AgainstCluster(ctx, d.o.Store, d.manifest, d.o.Restore.Target, topics, cut)
+	if err != nil {
+		return fmt.Errorf("compare the drill target with backup %s: %w", d.manifest.BackupID, err)
+	}
+	d.rep.Volume.RecordsVerified = res.Records
+	for _, pr := range res.Problems {
+		p.Problems = append(p.Problems, pr.String())
+	}
+	if len(p.Problems) == 0 && res.Records != d.rep.Volume.RecordsRestored {
+		p.Problems = append(p.Problems, fmt.Sprintf("compared %s on the target, the restore reports %s",
+			plural(res.Records, "record", "records"), plural(d.rep.Volume.RecordsRestored, "record", "records")))
+	}
+	p.Detail = fmt.Sprintf("%s in %s equal to the backup, field for field", plural(res.Records, "record", "records"), plural(int64(len(topics)), "topic", "topics"))
+	return nil
+}
+
+// verifyOffsets reads the group's committed offsets back from the target
+// and compares them with the restore's plan.
+func (d *drill) verifyOffsets(ctx context.Context, p *Phase) error {
+	g := d.restored.Group
+	if g == nil {
+		p.Detail = "the backup holds no group offsets"
+		return nil
+	}
+	cl, err := kgo.NewClient(d.o.Restore.Target...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	fetched, err := kadm.NewClient(cl).FetchOffsets(ctx, g.GroupID)
+	if err == nil {
+		err = fetched.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("read the committed offsets of group %q from the drill target: %w", g.GroupID, err)
+	}
+	commits := 0
+	for i := range d.rep.Offsets {
+		op := &d.rep.Offsets[i]
+		got, ok := fetched.Lookup(op.Topic, op.Partition)
+		if ok && got.Err == nil && got.At >= 0 {
+			op.OnTarget = got.At
+		}
+		tp := fmt.Sprintf("group %q %s/%d", g.GroupID, op.Topic, op.Partition)
+		switch {
+		case op.Action == "commit" && op.OnTarget < 0:
+			p.Problems = append(p.Problems, fmt.Sprintf("%s: not committed on the target; the restore's plan says %d", tp, op.Translated))
+		case op.Action == "commit" && op.OnTarget != op.Translated:
+			p.Problems = append(p.Problems, fmt.Sprintf("%s: committed %d on the target; the restore's plan says %d", tp, op.OnTarget, op.Translated))
+		case op.Action != "commit" && op.OnTarget >= 0:
+			p.Problems = append(p.Problems, fmt.Sprintf("%s: committed %d on the target; the restore's plan drops it", tp, op.OnTarget))
+		}
+		if op.Action == "commit" {
+			commits++
+		}
+	}
+	if commits > 0 && !d.restored.Committed {
+		p.Problems = append(p.Problems, fmt.Sprintf("group %q: the restore did not commit its offsets (see the restore's warnings)", g.GroupID))
+	}
+	p.Detail = fmt.Sprintf("%s of group %s equal to the plan", plural(int64(commits), "offset", "offsets"), g.GroupID)
+	if dropped := len(d.rep.Offsets) - commits; dropped > 0 {
+		p.Detail += fmt.Sprintf(", %d dropped as planned", dropped)
+	}
+	return nil
+}
+
+func (d *drill) addWarnings(from string, ws []string) {
+	for _, w := range ws {
+		d.rep.Warnings = append(d.rep.Warnings, from+": "+w)
+	}
+}
+
+// plural returns "1 record" or "2 records".
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
