@@ -1,0 +1,10 @@
+package catalog
+
+import "testing"
+
+// SetAfterForget makes Prune call f between its two phases (forget, then
+// sweep) and stop there when f returns an error, as a crash would.
+func SetAfterForget(t testing.TB, f func() error) {
+	afterForget = f
+	t.Cleanup(func() { afterForget = nil })
+}

@@ -1,0 +1,422 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// Key prefixes Prune reads besides backups/.
+const (
+	segmentsPrefix     = "segments/"
+	restoreLocksPrefix = "restores/locks/"
+	journalsPrefix     = "restores/journals/"
+)
+
+// ErrLocked is wrapped by the error Prune returns when a backup or a
+// restore holds a live lock on the repository.
+var ErrLocked = repolock.ErrLocked
+
+// ErrNoPolicy is returned by Prune when PruneOptions keeps nothing
+// explicitly: neither KeepLast nor KeepWithin is set.
+var ErrNoPolicy = errors.New("no retention policy: set keep-last or keep-within")
+
+// ErrUnreadableKept is wrapped by the error Prune returns when a manifest
+// it would keep does not decode: it cannot know which segments that backup
+// needs, so it deletes nothing.
+var ErrUnreadableKept = errors.New("a kept manifest is unreadable")
+
+// PruneOptions is a retention policy. Complete backups are kept when either
+// rule keeps them (the union); the latest complete backup is always kept.
+type PruneOptions struct {
+	// KeepLast keeps the KeepLast newest complete backups; 0: rule unused.
+	KeepLast int
+	// KeepWithin keeps the complete backups taken (Summary.Time) within
+	// KeepWithin before Now; 0: rule unused.
+	KeepWithin time.Duration
+	// DryRun computes what would be deleted and deletes nothing. It takes
+	// no lock, so a backup running meanwhile may change the figures.
+	DryRun bool
+	// Now is the time KeepWithin counts back from; zero: time.Now().
+	Now    time.Time
+	Logger *slog.Logger // nil: discard
+}
+
+// Decision is what Prune does with one backup id.
+type Decision struct {
+	Summary
+	Keep   bool   `json:"keep"`
+	Reason string `json:"reason"` // why it is kept or forgotten
+}
+
+// PruneResult says what Prune deleted, or with DryRun would delete.
+type PruneResult struct {
+	DryRun bool `json:"dry_run"`
+	// Backups holds every backup id of the repository, newest first.
+	Backups []Decision `json:"backups"`
+	// Forgotten counts the manifest.json objects deleted (complete
+	// backups the policy does not keep).
+	Forgotten int `json:"forgotten"`
+	// Progress counts the progress.json objects deleted: runs no backup
+	// will resume, and leftovers next to a manifest.json.
+	Progress int `json:"progress_deleted"`
+	// Segments and SegmentBytes count the segment objects deleted: those
+	// no kept manifest names.
+	Segments     int   `json:"segments_deleted"`
+	SegmentBytes int64 `json:"segment_bytes_deleted"`
+	// KeptSegments and KeptBytes count the segment objects that stay.
+	KeptSegments int   `json:"segments_kept"`
+	KeptBytes    int64 `json:"segment_bytes_kept"`
+	// Journals counts the restore journals deleted: those of backups that
+	// are no longer complete (a restore can only resume a restorable backup).
+	Journals int `json:"restore_journals_deleted"`
+	// Missing lists segments a kept manifest names that the repository
+	// does not hold (damage prune did not cause: run verify).
+	Missing []string `json:"missing_segments,omitempty"`
+}
+
+// afterForget, when set (tests), runs between the two phases of Prune; an
+// error stops Prune there, as a crash would.
+var afterForget func() error
+
+// Prune forgets the complete backups the policy does not keep and deletes
+// the objects no kept backup needs. Order (docs/FORMAT.md, "Write order"):
+//
+//  1. Take the backup lock (key "lock") and every restore lock found under
+//     restores/locks/ (a restore reads segments); a live holder refuses the
+//     prune with an error wrapping ErrLocked, before anything is deleted.
+//  2. Forget: delete the manifest.json of each forgotten backup and every
+//     progress.json no run will resume (abandoned, or left next to a
+//     manifest.json).
+//  3. Sweep: list segments/ and delete every segment that no kept
+//     manifest.json and no resumable progress.json names, then the restore
+//     journals of backups that are no longer complete.
+//
+// A crash between or during the phases leaves unreferenced objects
+// (garbage, removed by the next prune), never a manifest that names a
+// missing segment. Segments under the id of a running or interrupted
+// backup, or of an id newer than every backup seen, are never deleted,
+// named or not: a backup that runs despite the lock (one that lost it)
+// writes only there.
+//
+// Prune needs a policy (ErrNoPolicy), and refuses when a manifest it
+// would keep cannot be read (ErrUnreadableKept). A storage error stops it
+// and is returned alone (no result); its message says how far it got. The
+// caller's ctx cancels it between deletions.
+func Prune(ctx context.Context, store storage.Backend, o PruneOptions) (*PruneResult, error) {
+	if o.KeepLast < 0 || o.KeepWithin < 0 {
+		return nil, fmt.Errorf("keep-last %d, keep-within %s: must not be negative", o.KeepLast, o.KeepWithin)
+	}
+	if o.KeepLast == 0 && o.KeepWithin == 0 {
+		return nil, ErrNoPolicy
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	logf := func(msg string, args ...any) { log.Warn(msg, args...) }
+
+	if o.DryRun {
+		p, err := plan(ctx, store, o)
+		if err != nil {
+			return nil, err
+		}
+		return p.res, nil
+	}
+	locks := map[string]*repolock.Lock{}
+	defer func() {
+		for _, l := range locks {
+			l.Release(ctx)
+		}
+	}()
+	if err := takeLocks(ctx, store, locks, logf); err != nil {
+		return nil, err
+	}
+	p, err := plan(ctx, store, o)
+	if err != nil {
+		return nil, err
+	}
+	res := p.res
+	if err := p.forget(ctx, store, log); err != nil {
+		return nil, err
+	}
+	if afterForget != nil {
+		if err := afterForget(); err != nil {
+			return nil, err
+		}
+	}
+	// A restore that started meanwhile on another target cluster took a
+	// new lock: take it too, or stop here, leaving only garbage.
+	if err := takeLocks(ctx, store, locks, logf); err != nil {
+		return nil, fmt.Errorf("forgot %s but deleted none of their segments: %w", plural(res.Forgotten, "backup", "backups"), err)
+	}
+	for _, l := range locks {
+		if err := l.Err(); err != nil {
+			return nil, fmt.Errorf("forgot %s but deleted none of their segments: %w", plural(res.Forgotten, "backup", "backups"), err)
+		}
+	}
+	if err := p.sweep(ctx, store, log); err != nil {
+		return nil, fmt.Errorf("forgot %s: %w", plural(res.Forgotten, "backup", "backups"), err)
+	}
+	return res, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// takeLocks takes the backup lock (when held has none) and every restore
+// lock under restores/locks/ that held lacks, adding them to held.
+func takeLocks(ctx context.Context, store storage.Backend, held map[string]*repolock.Lock, logf func(string, ...any)) error {
+	const owner = "prune"
+	if held[format.LockKey] == nil {
+		l, err := repolock.Acquire(ctx, store, format.LockKey, owner, logf)
+		if err != nil {
+			return fmt.Errorf("prune: %w", err)
+		}
+		held[format.LockKey] = l
+	}
+	var keys []string
+	err := store.List(ctx, restoreLocksPrefix, func(oi storage.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list restore locks in %s: %w", store.Location(), err)
+	}
+	for _, k := range keys {
+		if held[k] != nil {
+			continue
+		}
+		l, err := repolock.Acquire(ctx, store, k, owner, logf)
+		if errors.Is(err, repolock.ErrLocked) {
+			return fmt.Errorf("prune: a restore is running (it reads segments prune could delete): %w", err)
+		}
+		if err != nil {
+			return fmt.Errorf("prune: %w", err)
+		}
+		held[k] = l
+	}
+	return nil
+}
+
+// prunePlan is what Prune decided, with the object keys to delete.
+type prunePlan struct {
+	res       *PruneResult
+	manifests []string        // manifest.json and progress.json keys to delete (phase 1)
+	segments  []string        // segment keys to delete (phase 2)
+	journals  []string        // restore journal keys to delete (phase 2)
+	forgotID  map[string]bool // complete backups forgotten
+}
+
+// plan reads the repository and decides. It deletes nothing.
+func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePlan, error) {
+	es, err := scan(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	p := &prunePlan{res: &PruneResult{DryRun: o.DryRun}}
+	referenced := map[string]bool{}
+	protected := map[string]bool{} // backup ids whose segments are never deleted
+	keptComplete := map[string]bool{}
+	var greatest string
+	latest := latestComplete(es)
+	nComplete := 0
+	var unreadable []string
+	for _, e := range es {
+		greatest = max(greatest, e.BackupID)
+		d := Decision{Summary: e.Summary}
+		switch {
+		case e.hasManifest:
+			nComplete++
+			switch {
+			case nComplete == 1:
+				d.Keep, d.Reason = true, "latest complete backup"
+			case o.KeepLast > 0 && nComplete <= o.KeepLast:
+				d.Keep, d.Reason = true, fmt.Sprintf("one of the last %d", o.KeepLast)
+			case o.KeepWithin > 0 && !e.Time().Before(o.Now.Add(-o.KeepWithin)):
+				d.Keep, d.Reason = true, "within "+o.KeepWithin.String()
+			default:
+				d.Reason = "not kept by the policy"
+				p.manifests = append(p.manifests, format.ManifestKey(e.BackupID))
+				p.res.Forgotten++
+			}
+			if e.hasProgress {
+				p.manifests = append(p.manifests, format.ProgressKey(e.BackupID))
+				p.res.Progress++
+			}
+			if d.Keep {
+				keptComplete[e.BackupID] = true
+				if e.m == nil {
+					unreadable = append(unreadable, e.ManifestKey+": "+e.Error)
+				}
+				addSegments(referenced, e.m)
+			}
+		case e.BackupID > latest:
+			// Running now, or interrupted: the next backup resumes it.
+			d.Keep, d.Reason = true, "running or interrupted: the next backup resumes it"
+			protected[e.BackupID] = true
+			if e.m == nil {
+				unreadable = append(unreadable, e.ManifestKey+": "+e.Error)
+			}
+			addSegments(referenced, e.m)
+		default:
+			d.Reason = "abandoned: no backup will resume it"
+			p.manifests = append(p.manifests, format.ProgressKey(e.BackupID))
+			p.res.Progress++
+		}
+		p.res.Backups = append(p.res.Backups, d)
+	}
+	if len(unreadable) > 0 {
+		return nil, fmt.Errorf("%w, so prune cannot know which segments it needs; nothing was deleted: %s (run verify; delete that backup's manifest by hand if it cannot be repaired)",
+			ErrUnreadableKept, strings.Join(unreadable, "; "))
+	}
+
+	// Segments: the listing is for garbage collection only; readers never list.
+	seen := map[string]bool{}
+	err = store.List(ctx, segmentsPrefix, func(oi storage.ObjectInfo) error {
+		id, _, _ := strings.Cut(strings.TrimPrefix(oi.Key, segmentsPrefix), "/")
+		switch {
+		case referenced[oi.Key]:
+			seen[oi.Key] = true
+			p.res.KeptSegments++
+			p.res.KeptBytes += oi.Size
+		case !format.ValidBackupID(id) || protected[id] || id > greatest:
+			// Not a segment of the format, or of a run that may be writing.
+			p.res.KeptSegments++
+			p.res.KeptBytes += oi.Size
+		default:
+			p.segments = append(p.segments, oi.Key)
+			p.res.Segments++
+			p.res.SegmentBytes += oi.Size
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list segments in %s: %w", store.Location(), err)
+	}
+	for k := range referenced {
+		if !seen[k] {
+			p.res.Missing = append(p.res.Missing, k)
+		}
+	}
+	slices.Sort(p.res.Missing)
+
+	err = store.List(ctx, journalsPrefix, func(oi storage.ObjectInfo) error {
+		id, _, _ := strings.Cut(strings.TrimPrefix(oi.Key, journalsPrefix), "/")
+		if format.ValidBackupID(id) && !keptComplete[id] && id < greatest {
+			p.journals = append(p.journals, oi.Key)
+			p.res.Journals++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list restore journals in %s: %w", store.Location(), err)
+	}
+	return p, nil
+}
+
+func latestComplete(es []*entry) string {
+	for _, e := range es { // newest first
+		if e.hasManifest {
+			return e.BackupID
+		}
+	}
+	return ""
+}
+
+func addSegments(set map[string]bool, m *format.Manifest) {
+	if m == nil {
+		return
+	}
+	for _, t := range m.Topics {
+		for _, p := range t.PartitionCuts {
+			for _, s := range p.Segments {
+				set[s.Key] = true
+			}
+		}
+	}
+}
+
+// forget is phase 1: delete manifests. After it, no manifest names a
+// segment that phase 2 deletes.
+func (p *prunePlan) forget(ctx context.Context, store storage.Backend, log *slog.Logger) error {
+	n, err := deleteAll(ctx, store, p.manifests)
+	log.Info("prune: forgot backups", "manifests", n)
+	if err != nil {
+		return fmt.Errorf("forget backups: deleted %d of %d manifests: %w", n, len(p.manifests), err)
+	}
+	return nil
+}
+
+// sweep is phase 2: delete the unreferenced segments, then stale journals.
+func (p *prunePlan) sweep(ctx context.Context, store storage.Backend, log *slog.Logger) error {
+	n, err := deleteAll(ctx, store, p.segments)
+	log.Info("prune: deleted unreferenced segments", "segments", n)
+	if err != nil {
+		return fmt.Errorf("delete unreferenced segments: deleted %d of %d: %w (run prune again to finish)", n, len(p.segments), err)
+	}
+	n, err = deleteAll(ctx, store, p.journals)
+	if err != nil {
+		return fmt.Errorf("delete restore journals: deleted %d of %d: %w", n, len(p.journals), err)
+	}
+	return nil
+}
+
+// deleteConcurrency is how many objects are deleted at once.
+const deleteConcurrency = 16
+
+// deleteAll deletes keys with bounded concurrency and returns how many
+// deletions succeeded and the first error.
+func deleteAll(ctx context.Context, store storage.Backend, keys []string) (int, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		n        int
+		firstErr error
+		sem      = make(chan struct{}, deleteConcurrency)
+	)
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+			break
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := store.Delete(ctx, k)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("delete %s: %w", k, err)
+				}
+				return
+			}
+			n++
+		}()
+	}
+	wg.Wait()
+	return n, firstErr
+}

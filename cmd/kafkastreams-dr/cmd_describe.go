@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+)
+
+// describeOptions are the flags of `describe`.
+type describeOptions struct {
+	ConfigFile string
+	BackupID   string // a backup id or "latest"
+	JSON       bool
+
+	Logger *slog.Logger
+}
+
+const describeLong = `Describe one complete backup from its manifest: per topic its class, partitions,
+replication factor and recorded configs; per partition the log start and high
+watermark the backup saw, the offsets the chain covers [START, END), the records it
+holds (not END - START: compaction, transaction markers and aborted records leave
+offsets without a record), its segments and stored bytes, the timestamp range and the
+gaps (offsets the broker deleted before any backup read them); then the group's
+committed offsets and the backup's warnings.
+
+Reads the backup's manifest only, never a segment.
+
+CONFIG KEYS USED
+  storage.* (the repository). No cluster is contacted.`
+
+func newDescribeCmd(g *globalOptions, s *iostreams, runF func(context.Context, *describeOptions, *iostreams) error) *cobra.Command {
+	o := &describeOptions{}
+	cmd := &cobra.Command{
+		Use:   "describe -c FILE [--backup-id ID]",
+		Short: "Show a backup's topics, partitions, offsets, gaps, configs and group offsets",
+		Long:  describeLong,
+		Example: `  kafkastreams-dr describe -c order-processor.yaml
+  kafkastreams-dr describe -c order-processor.yaml --backup-id 20240501T120000.000Z-1a2b3c4d --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ConfigFile == "" {
+				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
+			}
+			if err := checkBackupIDFlag(o.BackupID); err != nil {
+				return err
+			}
+			o.Logger = g.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), o, s)
+			}
+			return runDescribe(cmd.Context(), o, s)
+		},
+	}
+	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
+	cmd.Flags().StringVar(&o.BackupID, "backup-id", "latest", `backup to describe (ID), or "latest", the latest complete backup`)
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the description as JSON")
+	return cmd
+}
+
+func runDescribe(ctx context.Context, o *describeOptions, s *iostreams) error {
+	store, err := openRepository(ctx, o.ConfigFile, s)
+	if err != nil {
+		return err
+	}
+	m, err := loadBackupManifest(ctx, store, o.BackupID)
+	if err != nil {
+		return repositoryError(err, store.Location())
+	}
+	d := catalog.Describe(m)
+	if o.JSON {
+		return writeJSON(s.Out, d)
+	}
+	printDescription(s.Out, d, m)
+	return nil
+}
+
+// printDescription prints a backup: a header, the partition table, the
+// topics' configs, the group offsets and the warnings.
+func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
+	d := &dt.Summary
+	fmt.Fprintf(w, "backup %s (%s)\n", d.BackupID, d.State)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "  %-15s %s\n", k, v)
+		}
+	}
+	row("application", d.ApplicationID)
+	src := d.SourceClusterID
+	if d.KafkaClusterID != "" {
+		src = strings.TrimSpace(src + " (cluster id " + d.KafkaClusterID + ")")
+	}
+	row("source", src)
+	row("parent", dash(d.ParentBackupID))
+	row("started", fmtTime(d.StartedAt))
+	row("cut", fmtTime(d.CutAt))
+	row("finished", fmtTime(d.FinishedAt))
+	row("tool version", d.ToolVersion)
+	row("chain", fmt.Sprintf("%s, %s in %s, %s stored (%s uncompressed, ratio %s)",
+		plural(d.Topics, "topic", "topics"), plural64(d.Records, "record", "records"), plural(d.Segments, "segment", "segments"),
+		formatBytes(d.StoredBytes), formatBytes(d.RawBytes), formatRatio(d.CompressionRatio)))
+	row("this run", fmt.Sprintf("%s in %s, %s stored",
+		plural64(d.OwnRecords, "record", "records"), plural(d.OwnSegments, "segment", "segments"), formatBytes(d.OwnBytes)))
+	if dt.Selection != nil {
+		row("selection", fmt.Sprintf("include %s exclude %s", bracket(dt.Selection.Include), bracket(dt.Selection.Exclude)))
+	}
+
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITION\tLOG START\tSTART\tEND\tHIGH WATERMARK\tRECORDS\tSEGMENTS\tSTORED\tGAPS")
+	for _, t := range dt.Topics {
+		class := t.Class
+		if t.SourceChangelog {
+			class += " (source changelog)"
+		}
+		for _, p := range t.Cuts {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", t.Name, class, p.Partition,
+				p.LogStartOffset, p.StartOffset, p.EndOffset, p.HighWatermark, p.Records, p.Segments,
+				formatBytes(p.StoredBytes), formatGaps(p.Gaps))
+		}
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w, "\nconfigs (replication factor, and every config not at its default):")
+	for _, t := range dt.Topics {
+		names := make([]string, 0, len(t.Configs))
+		for k := range t.Configs {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var kv []string
+		for _, k := range names {
+			c := t.Configs[k]
+			v := "null"
+			switch {
+			case c.Sensitive:
+				v = "(sensitive)"
+			case c.Value != nil:
+				v = *c.Value
+			}
+			kv = append(kv, k+"="+v)
+		}
+		fmt.Fprintf(w, "  %s: %s, replication.factor=%d\n", t.Name, plural(t.Partitions, "partition", "partitions"), t.ReplicationFactor)
+		if len(kv) > 0 {
+			fmt.Fprintf(w, "    %s\n", strings.Join(kv, " "))
+		}
+	}
+
+	fmt.Fprintln(w)
+	printGroupOffsets(w, m)
+	if len(dt.Warnings) > 0 {
+		fmt.Fprintf(w, "\n%s:\n", plural(len(dt.Warnings), "warning", "warnings"))
+		for _, x := range dt.Warnings {
+			fmt.Fprintf(w, "  %s\n", x)
+		}
+	}
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func bracket(ss []string) string { return "[" + strings.Join(ss, ", ") + "]" }
+
+// formatGaps is "-" or "[20,25) [40,41)".
+func formatGaps(gs []format.Gap) string {
+	if len(gs) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, g := range gs {
+		parts = append(parts, fmt.Sprintf("[%d,%d)", g.From, g.To))
+	}
+	return strings.Join(parts, " ")
+}
