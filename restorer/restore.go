@@ -131,6 +131,12 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
 		}
 		defer lock.Release(ctx)
+		// Prune takes the restore locks before it deletes anything: with
+		// ours held, a backup whose manifest is still there keeps its
+		// segments until we are done.
+		if _, err := r.store.Stat(ctx, format.ManifestKey(m.BackupID)); errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("%w: backup %s was pruned while this restore started", ErrNoBackup, m.BackupID)
+		}
 	}
 	preflightStarted := time.Now()
 	err = r.preflight(ctx)
