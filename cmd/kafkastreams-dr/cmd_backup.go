@@ -25,6 +25,7 @@ type backupOptions struct {
 	Out        string // repository directory of --embedded
 
 	Logger *slog.Logger
+	global *globalOptions // --metrics-addr, --push-gateway, --push-job
 }
 
 func newBackupCmd(g *globalOptions, s *iostreams, runF func(context.Context, *backupOptions, *iostreams) error) *cobra.Command {
@@ -39,7 +40,10 @@ partition of the selected topics up to the end captured after those offsets
 interrupted backup is resumed by the next run. Repartition topics are never
 backed up; see "kafkastreams-dr topics -c FILE" for what is selected and why.
 
-Prints a summary of the backup on stdout (--json for machines); logs go to stderr.
+Prints a summary of the backup on stdout (--json for machines); logs go to stderr,
+with progress bars when stderr is a terminal and one summary line at the end.
+--metrics-addr serves the run's Prometheus metrics while it lasts; --push-gateway
+pushes them when it ends (see "kafkastreams-dr --help").
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.* (bootstrap_servers, client_id,
@@ -69,6 +73,7 @@ CONFIG KEYS USED
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
 			}
+			o.global = g
 			if o.Embedded {
 				return runEmbeddedBackup(cmd.Context(), o, s)
 			}
@@ -97,7 +102,7 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 	}
 }
 
-func runBackup(ctx context.Context, o *backupOptions, s *iostreams) error {
+func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) {
 	cfg, err := loadConfig(o.ConfigFile, s)
 	if err != nil {
 		return err
@@ -107,6 +112,12 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) error {
 		return err
 	}
 	bo.Logger = o.Logger
+	tel, err := startTelemetry(o.global, s, "backup", cfg.ApplicationID)
+	if err != nil {
+		return err
+	}
+	defer func() { tel.finish(ctx, err) }()
+	bo.Observer = tel.backupObserver()
 	if bo.Store, err = openStorage(ctx, cfg.Storage); err != nil {
 		return withCode(exitError, err, "")
 	}
@@ -116,6 +127,10 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) error {
 	res, err := backup.Run(ctx, bo)
 	if err != nil {
 		return backupError(err, cfg.File())
+	}
+	tel.id = res.BackupID
+	if m, err := backup.LoadManifest(ctx, bo.Store, res.Manifest); err == nil {
+		tel.metrics.SetBackupCut(m.CutAt) // a resumed backup's cut is an earlier run's
 	}
 	if err := reportBackup(ctx, s, o.JSON, bo.Store, res); err != nil {
 		return err

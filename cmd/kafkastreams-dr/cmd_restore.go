@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -40,6 +43,8 @@ type restoreOptions struct {
 	From              string // repository directory of --embedded
 
 	Logger *slog.Logger
+	global *globalOptions // --metrics-addr, --push-gateway, --push-job
+	tel    *telemetry     // nil: no metrics, bars or summary line (the embedded restore)
 
 	// restore runs one restore; nil means restorer.Run. Tests inject one
 	// to see what the command would run, or that it runs nothing.
@@ -117,6 +122,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
 			}
+			o.global = g
 			if o.Embedded {
 				return runEmbeddedRestore(cmd.Context(), o, s)
 			}
@@ -279,7 +285,7 @@ func restoreOptionsFromConfig(cfg *config.Config) restorer.Options {
 	}
 }
 
-func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) error {
+func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error) {
 	cfg, err := loadConfig(o.ConfigFile, s)
 	if err != nil {
 		return err
@@ -300,13 +306,18 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) error {
 	if slices.Equal(slices.Sorted(slices.Values(target.BootstrapServers)), slices.Sorted(slices.Values(cfg.Source.BootstrapServers))) {
 		fmt.Fprintf(s.ErrOut, "warning: the target bootstrap servers are the source's (%s): a restore writes to the source cluster\n", targetName)
 	}
+	if o.tel, err = startTelemetry(o.global, s, "restore", cfg.ApplicationID); err != nil {
+		return err
+	}
+	defer func() { o.tel.finish(ctx, err) }()
 	store, err := openStorage(ctx, cfg.Storage)
 	if err != nil {
 		return withCode(exitError, err, "")
 	}
 
 	ro := restoreOptionsFromConfig(cfg)
-	ro.Target = targetOpts
+	ro.Target = append(targetOpts, kgo.WithLogger(kslog.New(clientLogger(o.Logger))))
+	ro.Observer = o.tel.restoreObserver()
 	ro.Store = store
 	ro.BackupID = o.BackupID
 	ro.Strategy = o.Strategy
@@ -333,6 +344,10 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 		if err != nil {
 			return restoreError(err, location, noBackupHint, true)
 		}
+		if o.DryRun && o.tel != nil {
+			o.tel.noPush = true // a plan is no restore: keep the last one's metrics in the Pushgateway
+			o.tel.line = dryRunSummary(&rep.Plan)
+		}
 		if o.DryRun {
 			if o.JSON {
 				return writeJSON(s.Out, &rep.Plan)
@@ -356,7 +371,26 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 	if err != nil {
 		return restoreError(err, location, noBackupHint, false)
 	}
+	if o.tel != nil {
+		o.tel.id = cmp.Or(rep.RestoreID, rep.BackupID)
+	}
 	return writeReport(s, o.JSON, rep, targetName)
+}
+
+// dryRunSummary is the summary line of --dry-run: "restore dry run of
+// backup ID: 120 records in 6 topics (11 partitions) to restore, nothing
+// written".
+func dryRunSummary(p *restorer.Plan) string {
+	var parts int
+	var recs int64
+	for _, t := range p.Topics {
+		parts += len(t.PartitionPlans)
+		for _, pp := range t.PartitionPlans {
+			recs += pp.Records - pp.AlreadyThere
+		}
+	}
+	return fmt.Sprintf("restore dry run of backup %s: %s in %s (%s) to restore, nothing written",
+		p.BackupID, plural64(recs, "record", "records"), plural(len(p.Topics), "topic", "topics"), plural(parts, "partition", "partitions"))
 }
 
 // writeReport prints a finished restore, as a table or as JSON; with JSON

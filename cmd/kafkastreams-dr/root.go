@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/metrics"
+	"github.com/kafkastreams-dr/kafkastreams-dr/progress"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -48,8 +50,17 @@ func isTerminal(f *os.File) bool {
 // globalOptions are the root's persistent flags and what is built from
 // them before any command runs.
 type globalOptions struct {
-	LogLevel string
-	logger   *slog.Logger
+	LogLevel    string
+	MetricsAddr string // --metrics-addr: serve /metrics on HOST:PORT while a backup or restore runs
+	PushGateway string // --push-gateway: push the run's metrics to this Pushgateway URL at the end
+	PushJob     string // --push-job: the Pushgateway job label
+
+	logger    *slog.Logger
+	logWriter *progress.Writer // stderr for the logger on a terminal: above the progress bars while they are drawn
+
+	// afterRun, when set, is called with the metrics server's address once
+	// the run is over and before the server stops (tests scrape then).
+	afterRun func(metricsAddr string)
 }
 
 // Logger returns the logger built from --log-level (discarding before the
@@ -75,6 +86,53 @@ func parseLogLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("invalid --log-level %q (want debug, info, warn or error)", s)
 }
 
+// checkTelemetryFlags checks --metrics-addr, --push-gateway and
+// --push-job; every problem is a usage error naming the flag.
+func (g *globalOptions) checkTelemetryFlags() error {
+	if g.MetricsAddr != "" {
+		if err := metrics.CheckAddr(g.MetricsAddr); err != nil {
+			return &usageError{fmt.Errorf("invalid --metrics-addr: %w", err)}
+		}
+	}
+	if g.PushGateway != "" {
+		if _, err := metrics.ParsePushURL(g.PushGateway); err != nil {
+			return &usageError{fmt.Errorf("invalid --push-gateway: %w", err)}
+		}
+	}
+	if strings.TrimSpace(g.PushJob) == "" {
+		return &usageError{errors.New("invalid --push-job: the job name is empty")}
+	}
+	return nil
+}
+
+// clientLogger is the logger franz-go gets (kslog): the same handler, but
+// only warnings and errors unless debug logging is on (franz-go's info
+// lines are about connections, not about the run). backup.Run does the
+// same for its own client.
+func clientLogger(log *slog.Logger) *slog.Logger {
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		return log
+	}
+	return slog.New(minLevelHandler{log.Handler(), slog.LevelWarn})
+}
+
+type minLevelHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevelHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevelHandler{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{h.Handler.WithGroup(name), h.min}
+}
+
 // newLogger logs text to a terminal and JSON otherwise.
 func newLogger(w io.Writer, tty bool, level slog.Level) *slog.Logger {
 	o := &slog.HandlerOptions{Level: level}
@@ -88,7 +146,12 @@ const rootLong = `kafkastreams-dr backs up and restores Kafka Streams applicatio
 changelog topics plus the application's consumer-group offsets, to S3 or a local directory.
 
 Each application is described by one YAML config file; start with
-"kafkastreams-dr config validate -c FILE" and "kafkastreams-dr topics -c FILE".`
+"kafkastreams-dr config validate -c FILE" and "kafkastreams-dr topics -c FILE".
+
+backup and restore draw a progress bar per topic when stderr is a terminal (nothing
+animated otherwise) and end with one summary line on stderr. --metrics-addr serves their
+Prometheus metrics (kafkastreams_dr_*) on /metrics while they run; --push-gateway pushes
+them to a Pushgateway when they end, so that a CronJob's result outlives its pod.`
 
 // helpTemplate is cobra's default help with EXIT STATUS appended, so that
 // every command's --help lists the exit codes.
@@ -112,7 +175,17 @@ func newRootCmd(s *iostreams) *cobra.Command {
 			if err != nil {
 				return &usageError{err}
 			}
-			g.logger = newLogger(s.ErrOut, s.ErrTTY, level)
+			if err := g.checkTelemetryFlags(); err != nil {
+				return err
+			}
+			if s.ErrTTY {
+				// Bars are drawn only on a terminal, where the logs are
+				// text: they go above the bars through logWriter.
+				g.logWriter = progress.NewWriter(s.ErrOut)
+				g.logger = newLogger(g.logWriter, true, level)
+			} else {
+				g.logger = newLogger(s.ErrOut, false, level)
+			}
 			return nil
 		},
 	}
@@ -121,7 +194,11 @@ func newRootCmd(s *iostreams) *cobra.Command {
 	root.SetErr(s.ErrOut)
 	root.SetHelpTemplate(helpTemplate)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.PersistentFlags().StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error (text on a terminal, JSON otherwise)")
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error (text on a terminal, JSON otherwise)")
+	pf.StringVar(&g.MetricsAddr, "metrics-addr", "", "backup, restore: serve Prometheus metrics on http://`HOST:PORT`/metrics while the run lasts (:0 picks a free port)")
+	pf.StringVar(&g.PushGateway, "push-gateway", "", "backup, restore: push the run's metrics to the Prometheus Pushgateway at `URL` when it ends, success or not")
+	pf.StringVar(&g.PushJob, "push-job", "kafkastreams-dr", "the job `NAME` of metrics pushed with --push-gateway (grouped by command and application_id)")
 	root.SetVersionTemplate("kafkastreams-dr {{.Version}}\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 
