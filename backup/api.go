@@ -29,6 +29,11 @@ type Options struct {
 	Include, Exclude      []string // topic filters (topicfilter syntax)
 	AllowMissingTopics    bool     // a literal include that does not exist is a warning, not an error
 
+	// Full starts a new backup chain: every partition is copied from its
+	// log start and the manifest names no earlier backup's segment (after
+	// a damaged segment, or to bound how long a chain grows).
+	Full bool
+
 	SourceClusterID   string // free-form name of the source cluster, recorded in the manifest
 	SegmentMaxBytes   int64  // uncompressed bytes per segment before it is closed; default 64 MiB
 	SegmentMaxRecords int64  // records per segment before it is closed; 0: no limit

@@ -464,3 +464,60 @@ func TestNothingSelectedIsAConfigError(t *testing.T) {
 		t.Fatalf("err = %v; want ErrNothingSelected, not a cluster error", err)
 	}
 }
+
+// TestDamagedManifestOrSegmentDoesNotBlockTheNextBackup is a regression
+// test (new-user test): a truncated latest manifest made every later backup
+// fail, and a damaged segment stayed named by every later incremental
+// backup with no way out.
+func TestDamagedManifestOrSegmentDoesNotBlockTheNextBackup(t *testing.T) {
+	kf := seededKfake(t)
+	dir := t.TempDir()
+	store, _ := storage.NewFilesystem(dir)
+	ctx := context.Background()
+	r1, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(dir, format.ManifestKey(r2.BackupID))
+	b, _ := os.ReadFile(manifest)
+	os.WriteFile(manifest, b[:len(b)/2], 0o600)
+
+	r3, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatalf("backup after a damaged latest manifest: %v", err)
+	}
+	if r3.ParentID != r1.BackupID || !strings.Contains(strings.Join(r3.Warnings, "\n"), r2.BackupID+" is damaged") {
+		t.Fatalf("parent %q (want %q, the latest readable), warnings %q", r3.ParentID, r1.BackupID, r3.Warnings)
+	}
+
+	// A damaged segment: a full backup starts a chain that does not name it.
+	m3 := backupcheck.Latest(t, store, r3.BackupID)
+	seg := m3.Topics[0].PartitionCuts[0].Segments[0].Key
+	sb, _ := os.ReadFile(filepath.Join(dir, seg))
+	sb[len(sb)/2] ^= 1
+	os.WriteFile(filepath.Join(dir, seg), sb, 0o600)
+	full := sampleOptions(kf.Addrs(), store)
+	full.Full = true
+	r4, err := backup.Run(ctx, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m4 := backupcheck.Latest(t, store, r4.BackupID)
+	if m4.ParentBackupID != "" {
+		t.Fatalf("full backup has parent %q", m4.ParentBackupID)
+	}
+	for _, tp := range m4.Topics {
+		for _, p := range tp.PartitionCuts {
+			for _, s := range p.Segments {
+				if s.BackupID != r4.BackupID {
+					t.Fatalf("full backup names segment %s of backup %s", s.Key, s.BackupID)
+				}
+			}
+		}
+	}
+	backupcheck.MatchesCluster(t, store, m4, kf.Addrs())
+}

@@ -145,6 +145,10 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if err != nil {
 		return nil, PhaseRepository, err
 	}
+	if o.Full && scan.parent != nil {
+		log.Info("full backup: a new chain that names no earlier backup's segments", "previous", scan.parent.BackupID)
+		scan.parent = nil
+	}
 	if scan.resume != nil && !scan.resume.Selection.Equal(selection) {
 		r.warnings = append(r.warnings, fmt.Sprintf("interrupted backup %s chose its topics with other filters than the config's now; starting a new backup instead of resuming it (its segments are left unreferenced)", scan.resume.BackupID))
 		log.Warn(r.warnings[len(r.warnings)-1])
@@ -275,14 +279,26 @@ func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
 	if err != nil {
 		return scan, fmt.Errorf("list backups in %s: %w", r.store.Location(), err)
 	}
-	var latest string
+	// The parent is the latest complete backup whose manifest reads: a
+	// damaged manifest makes its backup unusable, not the repository.
+	ids := make([]string, 0, len(complete))
 	for id := range complete {
-		latest = max(latest, id)
+		ids = append(ids, id)
 	}
-	if latest != "" {
-		if scan.parent, err = LoadManifest(ctx, r.store, format.ManifestKey(latest)); err != nil {
-			return scan, err
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	var latest string
+	for _, id := range ids {
+		m, err := LoadManifest(ctx, r.store, format.ManifestKey(id))
+		if err != nil {
+			if ctx.Err() != nil {
+				return scan, ctx.Err()
+			}
+			r.warnings = append(r.warnings, fmt.Sprintf("backup %s is damaged and cannot be restored (%v): this backup continues from the latest readable one", id, err))
+			r.log.Warn(r.warnings[len(r.warnings)-1])
+			continue
 		}
+		scan.parent, latest = m, id
+		break
 	}
 	var interrupted string
 	for id := range running {

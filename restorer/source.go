@@ -18,21 +18,35 @@ import (
 // manifest.json and loads that manifest.
 func loadBackup(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
 	if id == "" || id == "latest" {
-		var latest string
+		// The latest complete backup whose manifest reads (list, backup and
+		// restore agree on it); a damaged one is skipped.
+		var ids []string
 		err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
 			rest := strings.TrimPrefix(oi.Key, format.BackupsPrefix())
 			if bid, file, ok := strings.Cut(rest, "/"); ok && file == "manifest.json" && format.ValidBackupID(bid) {
-				latest = max(latest, bid)
+				ids = append(ids, bid)
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("list backups in %s: %w", store.Location(), err)
 		}
-		if latest == "" {
-			return nil, fmt.Errorf("%w: %s holds no complete backup", ErrNoBackup, store.Location())
+		sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+		var damaged []string
+		for _, bid := range ids {
+			m, err := loadBackup(ctx, store, bid)
+			if err == nil {
+				return m, nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			damaged = append(damaged, fmt.Sprintf("%s (%v)", bid, err))
 		}
-		id = latest
+		if len(damaged) > 0 {
+			return nil, fmt.Errorf("%w: %s holds no readable complete backup; damaged: %s", ErrNoBackup, store.Location(), strings.Join(damaged, "; "))
+		}
+		return nil, fmt.Errorf("%w: %s holds no complete backup", ErrNoBackup, store.Location())
 	} else if !format.ValidBackupID(id) {
 		return nil, fmt.Errorf("%w: %q is not a backup id (like 20261129T074512.345Z-9f3a01bc)", ErrNoBackup, id)
 	}

@@ -21,6 +21,7 @@ import (
 type backupOptions struct {
 	ConfigFile string
 	JSON       bool
+	Full       bool   // start a new chain
 	Embedded   bool   // back up the sample application from an in-process cluster
 	Out        string // repository directory of --embedded
 
@@ -82,6 +83,7 @@ CONFIG KEYS USED
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&o.Full, "full", false, "start a new backup chain: copy every partition from its log start, naming no earlier backup's segments (after verify found a damaged segment)")
 	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
 	return cmd
@@ -108,6 +110,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 		return err
 	}
 	bo := backupOptionsFromConfig(cfg)
+	bo.Full = o.Full
 	if bo.Source, err = sourceClientOptions(cfg); err != nil {
 		return err
 	}

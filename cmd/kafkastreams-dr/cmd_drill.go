@@ -409,7 +409,7 @@ func drillOutcome(rep *drill.Report, file string) error {
 	case p.Name == drill.PhaseBackup:
 		return withCode(exitError, err, fmt.Sprintf("check the source cluster and the repository: kafkastreams-dr topics -c %s; kafkastreams-dr backup -c %s", cfg, cfg))
 	case p.Name == drill.PhaseVerifyRepository:
-		return withCode(exitError, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, and take a new backup", cfg, orNone(rep.BackupID)))
+		return withCode(exitError, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, then start a new chain with kafkastreams-dr backup -c %s --full", cfg, orNone(rep.BackupID), cfg))
 	case p.Name == drill.PhaseRestore:
 		return withCode(exitError, err, "check the drill target (target.* or --target-bootstrap-servers) and the message above")
 	}

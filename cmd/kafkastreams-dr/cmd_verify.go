@@ -95,7 +95,7 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
 		}
-		return withCode(exitError, fmt.Errorf("verify: %w", err), "the manifest is damaged or truncated: this backup cannot be restored; the next backup run writes a new complete one")
+		return withCode(exitError, fmt.Errorf("verify: %w", err), "the manifest is damaged or truncated: this backup cannot be restored; restore an earlier one (kafkastreams-dr list -c FILE); the next backup continues from the latest readable backup")
 	}
 	var res *verify.Result
 	if o.AgainstCluster {
@@ -164,7 +164,11 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		}
 	}
 	if !res.OK() {
-		return withCode(exitError, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), "")
+		hint := fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile)
+		if o.AgainstCluster {
+			hint = "the target differs from the backup: restore it again into an empty cluster"
+		}
+		return withCode(exitError, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
 	}
 	return nil
 }
