@@ -103,3 +103,16 @@ vet:
 fmt-check:
 	@out="$$(git ls-files -z '*.go' | xargs -0 -r gofmt -l)"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# A disaster-recovery drill of the latest backup into a scratch cluster,
+# the command .github/workflows/drill.yml runs (go test ./configs checks
+# that they agree): restore it into DRILL_CONFIG's target, verify it, report
+# RTO and RPO, and write the JUnit report to DRILL_JUNIT. Fails when the
+# drill fails. See docs/OPERATIONS.md, "Run a drill".
+DRILL_CONFIG ?= configs/drill.yaml
+DRILL_JUNIT ?= drill-junit.xml
+KDR ?= $(GO) run ./cmd/kafkastreams-dr
+
+.PHONY: drill
+drill:
+	$(KDR) drill -c $(DRILL_CONFIG) --backup-id latest --junit $(DRILL_JUNIT)
