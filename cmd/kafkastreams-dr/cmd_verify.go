@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
@@ -90,7 +92,19 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	if err != nil {
 		return withCode(exitError, err, "")
 	}
-	m, err := loadBackupManifest(ctx, store, o.BackupID)
+	id := o.BackupID
+	if id == "" || id == "latest" {
+		// The newest manifest, readable or not: verify reports the damage
+		// that "latest" elsewhere skips.
+		id = ""
+		store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
+			if bid, file, ok := strings.Cut(strings.TrimPrefix(oi.Key, format.BackupsPrefix()), "/"); ok && file == "manifest.json" && format.ValidBackupID(bid) {
+				id = max(id, bid)
+			}
+			return nil
+		})
+	}
+	m, err := loadBackupManifest(ctx, store, id)
 	if err != nil {
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
