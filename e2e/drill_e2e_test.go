@@ -381,7 +381,7 @@ func drillLastRestore(rep *restorer.Report) *statedir.Restore {
 // which must be rep.
 func drillStateCheck(t *testing.T, dst cluster, store storage.Backend, stateDir string, rep *restorer.Report) []statedir.Finding {
 	t.Helper()
-	latest, err := restorer.LatestReport(context.Background(), store, drillApp)
+	latest, err := restorer.LatestReport(context.Background(), store, drillApp, "")
 	if err != nil {
 		t.Fatalf("latest restore report: %v", err)
 	}

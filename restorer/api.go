@@ -209,10 +209,11 @@ func PredictOffsets(ctx context.Context, store storage.Backend, backupID string,
 }
 
 // LatestReport returns the report of the latest finished restore of
-// applicationID ("" matches any) in the repository, or nil when there is
-// none. Restore ids sort by start time.
-func LatestReport(ctx context.Context, store storage.Backend, applicationID string) (*Report, error) {
-	return latestReport(ctx, store, applicationID)
+// applicationID into the cluster with id targetClusterID ("" matches any,
+// for either) in the repository, or nil when there is none. Restore ids
+// sort by start time.
+func LatestReport(ctx context.Context, store storage.Backend, applicationID, targetClusterID string) (*Report, error) {
+	return latestReport(ctx, store, applicationID, targetClusterID)
 }
 
 // LoadBackup loads and validates the manifest of a complete backup; id ""

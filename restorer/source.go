@@ -185,7 +185,7 @@ func countBelow(ctx context.Context, store storage.Backend, p *format.Partition,
 	return n, nil
 }
 
-func latestReport(ctx context.Context, store storage.Backend, applicationID string) (*Report, error) {
+func latestReport(ctx context.Context, store storage.Backend, applicationID, targetClusterID string) (*Report, error) {
 	var ids []string
 	err := store.List(ctx, "restores/", func(oi storage.ObjectInfo) error {
 		rest := strings.TrimPrefix(oi.Key, "restores/")
@@ -210,7 +210,7 @@ func latestReport(ctx context.Context, store storage.Backend, applicationID stri
 		if err != nil {
 			return nil, fmt.Errorf("decode %s: %w", key, err)
 		}
-		if applicationID == "" || rep.ApplicationID == applicationID {
+		if (applicationID == "" || rep.ApplicationID == applicationID) && (targetClusterID == "" || rep.TargetClusterID == targetClusterID) {
 			return &rep, nil
 		}
 	}

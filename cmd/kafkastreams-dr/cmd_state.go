@@ -138,10 +138,18 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 			return withCode(exitError, fmt.Errorf("list the changelogs' end offsets: %w", err), "check target.bootstrap_servers and target.security")
 		}
 	}
+	// Only a restore into this cluster renumbered its changelogs (a drill
+	// into a scratch cluster did not).
+	clusterID := ""
+	if bm, err := kadm.NewClient(cl).BrokerMetadata(ctx); err == nil {
+		clusterID = bm.Cluster
+	}
 	var last *statedir.Restore
 	if store, err := openStorage(ctx, cfg.Storage); err != nil {
 		o.Logger.Warn("cannot open the repository: judging without the last restore", "err", err)
-	} else if rep, err := restorer.LatestReport(ctx, store, cfg.ApplicationID); err != nil {
+	} else if clusterID == "" {
+		o.Logger.Warn("the cluster reports no cluster id: judging without the last restore")
+	} else if rep, err := restorer.LatestReport(ctx, store, cfg.ApplicationID, clusterID); err != nil {
 		o.Logger.Warn("cannot read the last restore report", "err", err)
 	} else if rep != nil {
 		last = &statedir.Restore{RestoreID: rep.RestoreID, StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Restored: map[string]bool{}}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
 
@@ -48,6 +50,15 @@ func TestStateCheckFlagsCase19(t *testing.T) {
 	}
 	if strings.Count(stdout, "must wipe") != 2 {
 		t.Errorf("want both stores flagged must wipe:\n%s", stdout)
+	}
+
+	// Against another cluster (a drill's scratch cluster, say): the restore
+	// into the target says nothing about it (regression: any restore of
+	// the app counted, whichever cluster it went to).
+	other := testkit.StartKfake(t, 1, kfake.ClusterID("scratch-cluster"))
+	otherCfg := restoreConfig(t, other.Addrs(), repo)
+	if code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", otherCfg); code != exitOK || strings.Contains(stdout, "before restore") {
+		t.Fatalf("state check against a cluster nothing was restored into: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
 	// Wiped, then checked again: nothing left.

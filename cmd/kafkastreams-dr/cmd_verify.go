@@ -123,7 +123,7 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		}
 		var cut verify.Cut
 		var topics []string
-		if rep, err := restorer.LatestReport(ctx, store, m.ApplicationID); err == nil && rep != nil && rep.BackupID == m.BackupID {
+		if rep, err := restorer.LatestReport(ctx, store, m.ApplicationID, ""); err == nil && rep != nil && rep.BackupID == m.BackupID {
 			cuts := map[string]map[int32]int64{}
 			for _, tp := range rep.Topics {
 				topics = append(topics, tp.Topic)
