@@ -28,6 +28,7 @@ import (
 // Phase names, in the order a drill runs them.
 const (
 	PhaseBackup           = "backup"            // back up the source (absent when Options.BackupID is set)
+	PhasePlan             = "restore-plan"      // the restore's preflight on the drill target (a dry run): refusals before any segment is read
 	PhaseVerifyRepository = "verify-repository" // every segment of the backup: size, SHA-256 and (deep) decoded contents
 	PhaseRestore          = "restore"           // restore into the drill target, which must not hold the application yet
 	PhaseVerifyCluster    = "verify-cluster"    // the target's records against the backup's, field for field

@@ -63,7 +63,7 @@ func newStore(t *testing.T) storage.Backend {
 	return store
 }
 
-var allPhases = []string{drill.PhaseBackup, drill.PhaseVerifyRepository, drill.PhaseRestore, drill.PhaseVerifyCluster, drill.PhaseVerifyOffsets}
+var allPhases = []string{drill.PhaseBackup, drill.PhasePlan, drill.PhaseVerifyRepository, drill.PhaseRestore, drill.PhaseVerifyCluster, drill.PhaseVerifyOffsets}
 
 func TestDrillPasses(t *testing.T) {
 	ctx := t.Context()
@@ -81,7 +81,7 @@ func TestDrillPasses(t *testing.T) {
 		t.Fatalf("drill failed: %+v", rep)
 	}
 	checkPhases(t, rep, allPhases, "")
-	if got := strings.Join(seen, ", "); got != "backup passed, verify-repository passed, restore passed, verify-cluster passed, verify-offsets passed" {
+	if got := strings.Join(seen, ", "); got != "backup passed, restore-plan passed, verify-repository passed, restore passed, verify-cluster passed, verify-offsets passed" {
 		t.Errorf("OnPhase saw %s", got)
 	}
 
@@ -136,13 +136,13 @@ func TestDrillPasses(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.BackupID != rep.BackupID || back.Volume != rep.Volume || len(back.Phases) != 5 ||
+	if back.BackupID != rep.BackupID || back.Volume != rep.Volume || len(back.Phases) != 6 ||
 		time.Duration(back.RTO-rep.RTO).Abs() > time.Millisecond || !strings.Contains(string(b), `"rto_seconds":`) {
 		t.Errorf("JSON round trip: %s", b)
 	}
 
 	suite := parseJUnit(t, rep)
-	if suite.Tests != 5 || suite.Failures != 0 || suite.Skipped != 0 || len(suite.Cases) != 5 {
+	if suite.Tests != 6 || suite.Failures != 0 || suite.Skipped != 0 || len(suite.Cases) != 6 {
 		t.Errorf("JUnit suite %+v", suite)
 	}
 	for i, c := range suite.Cases {
@@ -221,8 +221,8 @@ func TestDrillRefusesATargetHoldingTheApp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkPhases(t, rep, allPhases[1:], drill.PhaseRestore)
-			p := rep.Phase(drill.PhaseRestore)
+			checkPhases(t, rep, allPhases[1:], drill.PhasePlan)
+			p := rep.Phase(drill.PhasePlan)
 			t.Logf("restore phase: %s: %s", p.Error, strings.Join(p.Problems, "; "))
 			if !p.Refused || !strings.Contains(p.Error, "refused") || !strings.Contains(strings.Join(p.Problems, "\n"), tt.want) {
 				t.Errorf("restore phase %+v, want refused with %q", p, tt.want)
@@ -231,8 +231,8 @@ func TestDrillRefusesATargetHoldingTheApp(t *testing.T) {
 				t.Errorf("refused drill: RTO %v, restore %q, verified %d", rep.RTO, rep.RestoreID, rep.Volume.RecordsVerified)
 			}
 			suite := parseJUnit(t, rep)
-			f := suite.Cases[1].Failure
-			if suite.Tests != 4 || suite.Failures != 1 || suite.Skipped != 2 || f == nil || f.Type != "refused" ||
+			f := suite.Cases[0].Failure
+			if suite.Tests != 5 || suite.Failures != 1 || suite.Skipped != 4 || f == nil || f.Type != "refused" ||
 				!strings.Contains(f.Message, "restore refused") || !strings.Contains(f.Text, tt.want) {
 				t.Errorf("JUnit: %+v, failure %+v", suite, f)
 			}
@@ -293,11 +293,11 @@ func TestDrillDamagedRepositoryFailsVerification(t *testing.T) {
 		t.Errorf("the target holds %v (%v): the drill stops before the restore", topics.Names(), err)
 	}
 	suite := parseJUnit(t, rep)
-	f := suite.Cases[1].Failure
-	if suite.Tests != 5 || suite.Failures != 1 || suite.Skipped != 3 || f == nil || !strings.Contains(f.Message, store.key) || f.Type != "problems" {
+	f := suite.Cases[2].Failure
+	if suite.Tests != 6 || suite.Failures != 1 || suite.Skipped != 3 || f == nil || !strings.Contains(f.Message, store.key) || f.Type != "problems" {
 		t.Errorf("JUnit %+v, failure %+v", suite, f)
 	}
-	for _, c := range suite.Cases[2:] {
+	for _, c := range suite.Cases[3:] {
 		if c.Skipped == nil {
 			t.Errorf("case %s not skipped", c.Name)
 		}

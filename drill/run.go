@@ -48,6 +48,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		steps = append(steps, step{PhaseBackup, d.backup})
 	}
 	steps = append(steps,
+		step{PhasePlan, d.restorePlan},
 		step{PhaseVerifyRepository, d.verifyRepository},
 		step{PhaseRestore, d.restore},
 		step{PhaseVerifyCluster, d.verifyCluster},
@@ -123,9 +124,8 @@ func (d *drill) backup(ctx context.Context, p *Phase) error {
 	return nil
 }
 
-// verifyRepository loads the backup's manifest and checks every segment it
-// names.
-func (d *drill) verifyRepository(ctx context.Context, p *Phase) error {
+// load reads the backup's manifest.
+func (d *drill) load(ctx context.Context) error {
 	id := d.rep.BackupID
 	if id == "" {
 		id = d.o.BackupID
@@ -154,7 +154,47 @@ func (d *drill) verifyRepository(ctx context.Context, p *Phase) error {
 			}
 		}
 	}
+	return nil
+}
 
+// restorePlan loads the manifest and runs the restore's preflight on the
+// drill target (a dry run), so a target that cannot take the restore, or
+// conflicting flags, fail before the repository is read in full.
+func (d *drill) restorePlan(ctx context.Context, p *Phase) error {
+	if err := d.load(ctx); err != nil {
+		return err
+	}
+	ro := d.o.Restore
+	ro.Store, ro.BackupID, ro.DryRun = d.o.Store, d.manifest.BackupID, true
+	if ro.Logger == nil {
+		ro.Logger = d.o.Logger
+	}
+	plan, err := restorer.Run(ctx, ro)
+	var re *restorer.RefusedError
+	if errors.As(err, &re) {
+		p.Refused, p.Problems = true, re.Reasons
+		return errors.New("restore refused: nothing was written to the drill target")
+	}
+	if err != nil {
+		return fmt.Errorf("restore plan: %w", err)
+	}
+	if reasons := notEmpty(&plan.Plan); len(reasons) > 0 {
+		p.Refused, p.Problems = true, reasons
+		return errors.New("restore refused: nothing was written to the drill target")
+	}
+	var recs int64
+	for _, t := range plan.Topics {
+		for _, pp := range t.PartitionPlans {
+			recs += pp.Records
+		}
+	}
+	p.Detail = fmt.Sprintf("the drill target can take %s into %s", plural(recs, "record", "records"), plural(int64(len(plan.Topics)), "topic", "topics"))
+	return nil
+}
+
+// verifyRepository checks every segment the backup's manifest names.
+func (d *drill) verifyRepository(ctx context.Context, p *Phase) error {
+	m := d.manifest
 	res, err := verify.Repository(ctx, d.o.Store, m, !d.o.Shallow)
 	if err != nil {
 		return fmt.Errorf("verify backup %s: %w", m.BackupID, err)
@@ -173,7 +213,7 @@ func (d *drill) verifyRepository(ctx context.Context, p *Phase) error {
 // (a dry run), then restores into it.
 func (d *drill) restore(ctx context.Context, p *Phase) error {
 	ro := d.o.Restore
-	ro.Store, ro.BackupID, ro.DryRun = d.o.Store, d.manifest.BackupID, true
+	ro.Store, ro.BackupID = d.o.Store, d.manifest.BackupID
 	if ro.Logger == nil {
 		ro.Logger = d.o.Logger
 	}
@@ -181,18 +221,7 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 		p.Refused, p.Problems = true, reasons
 		return errors.New("restore refused: nothing was written to the drill target")
 	}
-	plan, err := restorer.Run(ctx, ro)
 	var re *restorer.RefusedError
-	if errors.As(err, &re) {
-		return refused(re.Reasons)
-	}
-	if err != nil {
-		return fmt.Errorf("restore plan: %w", err)
-	}
-	if reasons := notEmpty(&plan.Plan); len(reasons) > 0 {
-		return refused(reasons)
-	}
-
 	ro.DryRun = false
 	rep, err := restorer.Run(ctx, ro)
 	if errors.As(err, &re) {

@@ -218,7 +218,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) error {
 	o.Logger.Info("drill starting", "application_id", cfg.ApplicationID, "repository", store.Location(), "target", targetName)
 	rep, err := o.run(ctx, do)
 	if err != nil {
-		return drillRunError(err)
+		return drillRunError(err, o, rep)
 	}
 	return finishDrill(s, o, rep, header, cfg.File())
 }
@@ -230,7 +230,15 @@ func (o *drillOptions) run(ctx context.Context, do drill.Options) (*drill.Report
 	return drill.Run(ctx, do)
 }
 
-func drillRunError(err error) error {
+// drillRunError maps a drill that could not finish. An interrupted drill
+// still writes its JUnit report (the phases so far, the interrupted one
+// failed), so a cancelled CI job shows where it stopped.
+func drillRunError(err error, o *drillOptions, rep *drill.Report) error {
+	if rep != nil && o.JUnit != "" {
+		if werr := writeJUnit(o.JUnit, rep); werr != nil {
+			o.Logger.Warn("could not write the JUnit report of the interrupted drill", "err", werr)
+		}
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -315,7 +323,7 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 	}
 	rep, err := o.run(ctx, do)
 	if err != nil {
-		return drillRunError(err)
+		return drillRunError(err, o, rep)
 	}
 
 	story := []string{
@@ -410,7 +418,7 @@ func drillOutcome(rep *drill.Report, file string) error {
 		return withCode(exitError, err, fmt.Sprintf("check the source cluster and the repository: kafkastreams-dr topics -c %s; kafkastreams-dr backup -c %s", cfg, cfg))
 	case p.Name == drill.PhaseVerifyRepository:
 		return withCode(exitError, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, then start a new chain with kafkastreams-dr backup -c %s --full", cfg, orNone(rep.BackupID), cfg))
-	case p.Name == drill.PhaseRestore:
+	case p.Name == drill.PhaseRestore || p.Name == drill.PhasePlan:
 		return withCode(exitError, err, "check the drill target (target.* or --target-bootstrap-servers) and the message above")
 	}
 	return withCode(exitError, err, "the drill target does not hold what the backup and the restore say: did anything else write to it? Keep the report (--json) and the repository")
@@ -441,8 +449,11 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 			if p.Refused {
 				result += " (refused)"
 			}
-			if p.Error != "" {
+			switch {
+			case p.Error != "":
 				result += ": " + p.Error
+			case len(p.Problems) > 0:
+				result += ": " + plural(len(p.Problems), "problem", "problems") + ", the first: " + p.Problems[0]
 			}
 		case drill.StatusSkipped:
 			result += " (an earlier phase failed)"

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,7 +35,7 @@ func TestDrillEmbedded(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("--json output does not parse: %v\n%s", err, stdout)
 	}
-	if !rep.OK || len(rep.Phases) != 5 || rep.RTO <= 0 || rep.RPO < 0 || rep.Volume.Records == 0 ||
+	if !rep.OK || len(rep.Phases) != 6 || rep.RTO <= 0 || rep.RPO < 0 || rep.Volume.Records == 0 ||
 		rep.Volume.RecordsRestored != rep.Volume.Records || rep.ApplicationID != sample.AppID || len(rep.Offsets) != 6 {
 		t.Errorf("report: %+v", rep)
 	}
@@ -46,7 +48,7 @@ func TestDrillEmbedded(t *testing.T) {
 		t.Errorf("the backup is not in --out: %v", err)
 	}
 	suite := readJUnit(t, junit)
-	if suite.Name != "kafkastreams-dr drill" || suite.Tests != 5 || suite.Failures != 0 || len(suite.Cases) != 5 {
+	if suite.Name != "kafkastreams-dr drill" || suite.Tests != 6 || suite.Failures != 0 || len(suite.Cases) != 6 {
 		t.Errorf("JUnit: %+v", suite)
 	}
 	props := map[string]string{}
@@ -176,18 +178,18 @@ storage:
 	if code != exitOK || !strings.Contains(stdout, "drill PASSED") || !strings.Contains(stdout, "DR drill of order-processor") {
 		t.Fatalf("drill: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if s := readJUnit(t, junit); s.Tests != 5 || s.Failures != 0 {
+	if s := readJUnit(t, junit); s.Tests != 6 || s.Failures != 0 {
 		t.Errorf("JUnit %+v", s)
 	}
 
 	t.Run("target already restored: refused", func(t *testing.T) {
 		code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest", "--junit", junit)
-		if code != exitUsage || !strings.Contains(stderr, "drill FAILED in phase restore: restore refused") ||
-			!strings.Contains(stderr, "a drill restores into a new cluster") || !regexp.MustCompile(`(?m)^restore +\S+ +FAILED \(refused\)`).MatchString(stdout) {
+		if code != exitUsage || !strings.Contains(stderr, "drill FAILED in phase restore-plan: restore refused") ||
+			!strings.Contains(stderr, "a drill restores into a new cluster") || !regexp.MustCompile(`(?m)^restore-plan +\S+ +FAILED \(refused\)`).MatchString(stdout) {
 			t.Errorf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
 		s := readJUnit(t, junit)
-		if s.Tests != 4 || s.Failures != 1 || s.Cases[1].Failure == nil || !strings.Contains(s.Cases[1].Failure.Text, "already restored into the drill target") {
+		if s.Tests != 5 || s.Failures != 1 || s.Cases[0].Failure == nil || !strings.Contains(s.Cases[0].Failure.Text, "already restored into the drill target") {
 			t.Errorf("JUnit %+v", s)
 		}
 	})
@@ -220,7 +222,7 @@ storage:
 			t.Errorf("--json report (%v): %s", err, stdout)
 		}
 		s := readJUnit(t, junit)
-		if s.Failures != 1 || s.Cases[0].Failure == nil || !strings.Contains(s.Cases[0].Failure.Message, key) {
+		if s.Failures != 1 || s.Cases[1].Failure == nil || !strings.Contains(s.Cases[1].Failure.Message, key) {
 			t.Errorf("JUnit %+v", s)
 		}
 	})
@@ -269,5 +271,26 @@ func writeFileIn(t *testing.T, dir, name, content string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInterruptedDrillWritesJUnit is a regression test (new-user test): a
+// drill stopped by Ctrl-C wrote no JUnit file, so a cancelled CI job showed
+// nothing.
+func TestInterruptedDrillWritesJUnit(t *testing.T) {
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	o := &drillOptions{JUnit: junit, Logger: slog.New(slog.DiscardHandler)}
+	rep := &drill.Report{ApplicationID: "app", Phases: []drill.Phase{
+		{Name: drill.PhaseBackup, Status: drill.StatusPassed},
+		{Name: drill.PhaseRestore, Status: drill.StatusFailed, Error: "context canceled"},
+		{Name: drill.PhaseVerifyCluster, Status: drill.StatusSkipped},
+	}}
+	err := drillRunError(context.Canceled, o, rep)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	s := readJUnit(t, junit)
+	if s.Tests != 3 || s.Failures != 1 || s.Cases[1].Failure == nil {
+		t.Fatalf("JUnit of the interrupted drill: %+v", s)
 	}
 }
