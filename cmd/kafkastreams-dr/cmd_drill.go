@@ -39,6 +39,7 @@ type drillOptions struct {
 	Out               string // repository directory of --embedded; "" for a new temporary directory
 
 	Logger *slog.Logger
+	global *globalOptions // --metrics-addr, --push-gateway, --push-job
 
 	// drill runs the drill; nil means drill.Run. Tests inject one.
 	drill func(context.Context, drill.Options) (*drill.Report, error)
@@ -94,6 +95,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 				return err
 			}
 			o.Logger = g.Logger()
+			o.global = g
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
 			}
@@ -169,11 +171,16 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 	return nil
 }
 
-func runDrill(ctx context.Context, o *drillOptions, s *iostreams) error {
+func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	cfg, err := loadConfig(o.ConfigFile, s)
 	if err != nil {
 		return err
 	}
+	tel, err := startTelemetry(o.global, s, "drill", cfg.ApplicationID)
+	if err != nil {
+		return err
+	}
+	defer func() { tel.finish(ctx, err) }()
 	bo := backupOptionsFromConfig(cfg)
 	if bo.Source, err = sourceClientOptions(cfg); err != nil {
 		return err
@@ -203,6 +210,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) error {
 	ro.ToTime = o.ToTime
 	ro.Topics = o.Topics
 	ro.ReplicationFactor = o.ReplicationFactor
+	bo.Observer, ro.Observer = tel.backupObserver(), tel.restoreObserver()
 	do := drill.Options{Store: store, Backup: bo, BackupID: o.BackupID, Restore: ro, Shallow: o.NoDeep, Logger: o.Logger}
 
 	header := []string{fmt.Sprintf("DR drill of %s", orNone(cfg.ApplicationID))}

@@ -196,8 +196,8 @@ func newRootCmd(s *iostreams) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error (text on a terminal, JSON otherwise)")
-	pf.StringVar(&g.MetricsAddr, "metrics-addr", "", "backup, restore: serve Prometheus metrics on http://`HOST:PORT`/metrics while the run lasts (:0 picks a free port)")
-	pf.StringVar(&g.PushGateway, "push-gateway", "", "backup, restore: push the run's metrics to the Prometheus Pushgateway at `URL` when it ends, success or not")
+	pf.StringVar(&g.MetricsAddr, "metrics-addr", "", "backup, restore, drill: serve Prometheus metrics on http://`HOST:PORT`/metrics while the run lasts (:0 picks a free port)")
+	pf.StringVar(&g.PushGateway, "push-gateway", "", "backup, restore, drill: push the run's metrics to the Prometheus Pushgateway at `URL` when it ends, success or not")
 	pf.StringVar(&g.PushJob, "push-job", "kafkastreams-dr", "the job `NAME` of metrics pushed with --push-gateway (grouped by command and application_id)")
 	root.SetVersionTemplate("kafkastreams-dr {{.Version}}\n")
 	root.CompletionOptions.DisableDefaultCmd = true
