@@ -71,9 +71,9 @@ func runEstimate(ctx context.Context, o *estimateOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStorage(ctx, cfg.Storage)
+	store, err := openExistingStorage(ctx, cfg.Storage)
 	if err != nil {
-		return withCode(exitError, err, "")
+		return storageError(err)
 	}
 	opts := estimate.Options{Store: store, BackupID: o.BackupID}
 	if !o.NoCluster {

@@ -172,7 +172,11 @@ func openRepository(ctx context.Context, file string, s *iostreams) (storage.Bac
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStorage(ctx, cfg.Storage)
+	store, err := openExistingStorage(ctx, cfg.Storage)
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, withCode(exitError, err, "")
 	}

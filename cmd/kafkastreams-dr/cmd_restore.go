@@ -310,9 +310,9 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 		return err
 	}
 	defer func() { o.tel.finish(ctx, err) }()
-	store, err := openStorage(ctx, cfg.Storage)
+	store, err := openExistingStorage(ctx, cfg.Storage)
 	if err != nil {
-		return withCode(exitError, err, "")
+		return storageError(err)
 	}
 
 	ro := restoreOptionsFromConfig(cfg)

@@ -88,9 +88,9 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStorage(ctx, cfg.Storage)
+	store, err := openExistingStorage(ctx, cfg.Storage)
 	if err != nil {
-		return withCode(exitError, err, "")
+		return storageError(err)
 	}
 	id := o.BackupID
 	if id == "" || id == "latest" {

@@ -86,3 +86,24 @@ func TestVerifyAgainstCluster(t *testing.T) {
 		t.Fatalf("extra record: exit %d\n%s", code, stdout)
 	}
 }
+
+// TestReadCommandsRefuseAMissingRepository is a regression test (new-user
+// test): prune on a mistyped storage.path created the directory and
+// reported an empty repository.
+func TestReadCommandsRefuseAMissingRepository(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo", "repo")
+	cfg := restoreConfig(t, []string{"127.0.0.1:1"}, missing)
+	for _, args := range [][]string{
+		{"list", "-c", cfg}, {"describe", "-c", cfg}, {"prune", "-c", cfg, "--keep-last", "1"},
+		{"verify", "-c", cfg}, {"estimate", "-c", cfg, "--no-cluster"}, {"offsets", "show", "-c", cfg},
+		{"restore", "-c", cfg, "--dry-run"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "no such directory") {
+			t.Errorf("%q: exit %d, stderr %s", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("a read-only command created %s", missing)
+	}
+}

@@ -313,6 +313,30 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 	return nil, fmt.Errorf("storage backend %q is not supported", s.Backend)
 }
 
+// openExistingStorage is openStorage for commands that only read a
+// repository: a local directory that does not exist is refused instead of
+// created (a mistyped storage.path would otherwise look like an empty
+// repository).
+func openExistingStorage(ctx context.Context, s config.Storage) (storage.Backend, error) {
+	if s.Backend == config.BackendFilesystem {
+		if _, err := os.Stat(s.FilesystemDir()); errors.Is(err, os.ErrNotExist) {
+			return nil, withCode(exitUsage, fmt.Errorf("storage.path %s: no such directory: there is no repository there", s.FilesystemDir()),
+				"check storage.path (and storage.prefix); a backup creates the repository")
+		}
+	}
+	return openStorage(ctx, s)
+}
+
+// storageError gives an error opening the repository its exit code: the
+// one it carries, or 1.
+func storageError(err error) error {
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		return err
+	}
+	return withCode(exitError, err, "")
+}
+
 // filesystemError names storage.path (and storage.prefix) in an error of
 // storage.NewFilesystem, e.g. "storage.path /tmp/x: not a directory" or
 // "storage.path /srv/x/repo: /srv/x is not a directory".
