@@ -68,6 +68,11 @@ func StoreName(applicationID, topic string) string {
 func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, p int32) (int64, bool), last *Restore) []Finding {
 	var out []Finding
 	for _, c := range cps {
+		if c.Err != "" {
+			out = append(out, Finding{Task: c.Task, Store: "(all stores of the task)", Partition: -1, Checkpoint: -1, TargetEnd: -1,
+				Verdict: MustWipe, Reason: "the .checkpoint file does not parse (" + c.Err + "): the task's state cannot be trusted"})
+			continue
+		}
 		if !c.File {
 			f := Finding{Task: c.Task, Store: "(all stores of the task)", Partition: -1, Checkpoint: -1, TargetEnd: -1}
 			switch {

@@ -48,6 +48,7 @@ type Checkpoint struct {
 	File    bool      `json:"file"` // a .checkpoint file exists
 	ModTime time.Time `json:"mod_time"`
 	Entries []Entry   `json:"entries"`
+	Err     string    `json:"error,omitempty"` // the file exists but does not parse
 }
 
 // taskDir matches Kafka Streams task directories: <subtopology>_<partition>,
@@ -131,7 +132,8 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 		}
 		ents, err := ReadCheckpoint(path)
 		if err != nil {
-			return nil, err
+			cps = append(cps, Checkpoint{Task: e.Name(), Path: path, File: true, ModTime: fi.ModTime(), Err: err.Error()})
+			continue
 		}
 		cps = append(cps, Checkpoint{Task: e.Name(), Path: path, File: true, ModTime: fi.ModTime(), Entries: ents})
 	}

@@ -158,3 +158,25 @@ func TestCheckTaskWithoutCheckpoint(t *testing.T) {
 		t.Fatalf("state older than the restore: %+v; want must wipe", f)
 	}
 }
+
+// TestCheckMalformedCheckpoint is a regression test (new-user test): one
+// bad .checkpoint aborted the whole check instead of judging that task.
+func TestCheckMalformedCheckpoint(t *testing.T) {
+	dir := case19StateDir(t)
+	writeFile(t, filepath.Join(dir, "core-app", "2_0", CheckpointFile), "0\n5\ngarbage\n")
+	cps, err := Scan(dir, "core-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func(string, int32) (int64, bool) { return 0, false }
+	var bad *Finding
+	fs := Check("core-app", cps, none, nil)
+	for i := range fs {
+		if fs[i].Task == "2_0" {
+			bad = &fs[i]
+		}
+	}
+	if bad == nil || bad.Verdict != MustWipe || len(fs) != 4 {
+		t.Fatalf("findings %+v: want the malformed task flagged and the others judged", fs)
+	}
+}
