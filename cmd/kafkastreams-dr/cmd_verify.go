@@ -162,12 +162,16 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		case o.Deep:
 			what = "objects, checksums and records (deep)"
 		}
-		fmt.Fprintf(s.Out, "backup %s: checked %s in %s: %s, %s read", m.BackupID, what, store.Location(),
-			plural(res.Segments, "segment", "segments"), formatBytes(res.Bytes))
-		if res.Records > 0 {
-			fmt.Fprintf(s.Out, ", %s compared", plural64(res.Records, "record", "records"))
+		if o.AgainstCluster {
+			fmt.Fprintf(s.Out, "backup %s: checked %s: %s compared\n", m.BackupID, what, plural64(res.Records, "record", "records"))
+		} else {
+			fmt.Fprintf(s.Out, "backup %s: checked %s in %s: %s, %s read", m.BackupID, what, store.Location(),
+				plural(res.Segments, "segment", "segments"), formatBytes(res.Bytes))
+			if res.Records > 0 {
+				fmt.Fprintf(s.Out, ", %s decoded", plural64(res.Records, "record", "records"))
+			}
+			fmt.Fprintln(s.Out)
 		}
-		fmt.Fprintln(s.Out)
 		if res.OK() {
 			fmt.Fprintln(s.Out, "OK")
 		} else {
