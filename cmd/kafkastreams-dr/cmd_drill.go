@@ -148,22 +148,8 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 		}
 	}
 	var err error
-	if o.Strategy, err = parseStrategy(strategy); err != nil {
-		return &usageError{err}
-	}
-	if o.ToTime, err = parseToTime(toTime); err != nil {
-		return &usageError{err}
-	}
-	if o.Topics, err = parseTopicPatterns(topics); err != nil {
-		return &usageError{err}
-	}
-	if o.ReplicationFactor < 0 || o.ReplicationFactor > 32767 {
-		return &usageError{fmt.Errorf("invalid --replication-factor %d: want 1 to 32767, or 0 for the backed-up one", o.ReplicationFactor)}
-	}
-	for _, b := range o.TargetBootstrap {
-		if err := checkBootstrapServer(b); err != nil {
-			return &usageError{fmt.Errorf("--target-bootstrap-servers: %w", err)}
-		}
+	if o.Strategy, o.ToTime, o.Topics, err = parseRestoreFlags(strategy, toTime, topics, o.ReplicationFactor, o.TargetBootstrap); err != nil {
+		return err
 	}
 	if o.JUnit != "" && (strings.HasSuffix(o.JUnit, "/") || o.JUnit == "-") {
 		return &usageError{fmt.Errorf("--junit %q: want a file name", o.JUnit)}

@@ -170,24 +170,8 @@ func (o *restoreOptions) complete(cmd *cobra.Command, strategy, toTime string, t
 		return &usageError{fmt.Errorf(`invalid --backup-id %q: want "latest" or a backup id like 20240501T120000.000Z-1a2b3c4d`, o.BackupID)}
 	}
 	var err error
-	if o.Strategy, err = parseStrategy(strategy); err != nil {
-		return &usageError{err}
-	}
-	if o.ToTime, err = parseToTime(toTime); err != nil {
-		return &usageError{err}
-	}
-	if o.Topics, err = parseTopicPatterns(topics); err != nil {
-		return &usageError{err}
-	}
-	if o.ReplicationFactor < 0 || o.ReplicationFactor > 32767 {
-		return &usageError{fmt.Errorf("invalid --replication-factor %d: want 1 to 32767, or 0 for the backed-up one", o.ReplicationFactor)}
-	}
-	for _, b := range o.TargetBootstrap {
-		if err := checkBootstrapServer(b); err != nil {
-			return &usageError{fmt.Errorf("--target-bootstrap-servers: %w", err)}
-		}
-	}
-	return nil
+	o.Strategy, o.ToTime, o.Topics, err = parseRestoreFlags(strategy, toTime, topics, o.ReplicationFactor, o.TargetBootstrap)
+	return err
 }
 
 func parseStrategy(s string) (restorer.Strategy, error) {
@@ -257,6 +241,33 @@ func checkBootstrapServer(s string) error {
 		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", s, port)
 	}
 	return nil
+}
+
+// parseRestoreFlags checks and parses the flags restore and drill share:
+// --strategy, --to-time, --topics, --replication-factor and
+// --target-bootstrap-servers. Errors are usage errors naming the flag.
+func parseRestoreFlags(strategy, toTime string, topics []string, rf int, bootstrap []string) (restorer.Strategy, *time.Time, []string, error) {
+	st, err := parseStrategy(strategy)
+	if err != nil {
+		return "", nil, nil, &usageError{err}
+	}
+	at, err := parseToTime(toTime)
+	if err != nil {
+		return "", nil, nil, &usageError{err}
+	}
+	pats, err := parseTopicPatterns(topics)
+	if err != nil {
+		return "", nil, nil, &usageError{err}
+	}
+	if rf < 0 || rf > 32767 {
+		return "", nil, nil, &usageError{fmt.Errorf("invalid --replication-factor %d: want 1 to 32767, or 0 for the backed-up one", rf)}
+	}
+	for _, b := range bootstrap {
+		if err := checkBootstrapServer(b); err != nil {
+			return "", nil, nil, &usageError{fmt.Errorf("--target-bootstrap-servers: %w", err)}
+		}
+	}
+	return st, at, pats, nil
 }
 
 // restoreTarget is the cluster to restore into: the config's target
