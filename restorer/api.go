@@ -195,7 +195,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // a changelog restore (case 19).
 func WipeInstruction(applicationID string) string {
 	return fmt.Sprintf("before the application starts, every instance must start with an empty state directory for application.id %q "+
-		"(delete <state.dir>/%s, or call KafkaStreams#cleanUp() before start): its .checkpoint files refer to the old cluster's changelog offsets",
+		"(delete <state.dir>/%s, or call KafkaStreams#cleanUp() before start): its stores and their positions (.checkpoint files, or inside RocksDB since Kafka 4, KIP-1035) refer to the old cluster's changelog offsets; kafkastreams-dr state check tells which",
 		applicationID, applicationID)
 }
 
