@@ -67,6 +67,7 @@ type Run struct {
 	restoreStarted  time.Time // first RestoreStart
 	restoreEnded    time.Time // PhaseDone("records")
 	restoredRecords int64
+	failed          bool // Finish saw an error
 }
 
 type tp struct {
@@ -141,9 +142,35 @@ func (r *Run) Finish(err error) {
 	r.mu.Unlock()
 	if err != nil {
 		r.errors.WithLabelValues(r.command).Inc()
+		r.mu.Lock()
+		r.failed = true
+		r.mu.Unlock()
 		return
 	}
 	r.lastSuccess.WithLabelValues(r.command).Set(float64(r.now().UnixNano()) / 1e9)
+}
+
+// describeSuccess are the gauges that describe a backup that was made:
+// a failed run does not push them, so a Pushgateway keeps the last
+// successful backup's (an alert on the cut's age must not see a 0).
+var describeSuccess = map[string]bool{
+	"kafkastreams_dr_backup_cut_timestamp_seconds": true,
+	"kafkastreams_dr_backup_lag_seconds":           true,
+	"kafkastreams_dr_backup_compression_ratio":     true,
+}
+
+// withoutFamilies drops the named metric families from what g gathers.
+func withoutFamilies(g prometheus.Gatherer, drop map[string]bool) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := g.Gather()
+		kept := mfs[:0]
+		for _, mf := range mfs {
+			if !drop[mf.GetName()] {
+				kept = append(kept, mf)
+			}
+		}
+		return kept, err
+	})
 }
 
 // SetBackupCut records when the backup's end offsets were captured (the
@@ -389,7 +416,13 @@ func (r *Run) Push(ctx context.Context, gateway, job string, grouping map[string
 		p = p.Grouping(k, v)
 		names = append(names, k)
 	}
-	p = p.Gatherer(withoutLabels(r.reg, names)).Client(&http.Client{Timeout: 30 * time.Second})
+	var g prometheus.Gatherer = r.reg
+	r.mu.Lock()
+	if r.failed {
+		g = withoutFamilies(g, describeSuccess)
+	}
+	r.mu.Unlock()
+	p = p.Gatherer(withoutLabels(g, names)).Client(&http.Client{Timeout: 30 * time.Second})
 	if hasAuth {
 		p = p.BasicAuth(user, pass)
 	}

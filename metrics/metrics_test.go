@@ -391,3 +391,24 @@ func TestCheckAddrAndPushURL(t *testing.T) {
 		t.Error("Serve on a bad port succeeded")
 	}
 }
+
+// TestPushFailedBackupKeepsTheLastCut is a regression test (review): a
+// failed backup pushed backup_cut_timestamp_seconds 0 over the last
+// success's value, so an alert on the cut's age fired ~56 years.
+func TestPushFailedBackupKeepsTheLastCut(t *testing.T) {
+	srv, got := pushReceiver(t, http.StatusOK)
+	r := New("backup")
+	r.Finish(errors.New("boom"))
+	if err := r.Push(t.Context(), srv.URL+"/", "job", map[string]string{"command": "backup"}); err != nil {
+		t.Fatal(err)
+	}
+	p := got()[0]
+	for _, name := range []string{"kafkastreams_dr_backup_cut_timestamp_seconds", "kafkastreams_dr_backup_lag_seconds", "kafkastreams_dr_backup_compression_ratio"} {
+		if _, ok := p.families[name]; ok {
+			t.Errorf("a failed backup pushed %s", name)
+		}
+	}
+	if v, ok := value(p.families, "kafkastreams_dr_errors_total"); !ok || v != 1 {
+		t.Errorf("errors_total = %v (%v), want 1", v, ok)
+	}
+}
