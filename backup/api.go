@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -28,6 +29,11 @@ type Options struct {
 	SourceChangelogTopics []string // input topics a store reuses as its changelog
 	Include, Exclude      []string // topic filters (topicfilter syntax)
 	AllowMissingTopics    bool     // a literal include that does not exist is a warning, not an error
+
+	// LockWait is how long a run waits for the repository lock while
+	// another run holds it (until it is released, or goes stale 2 minutes
+	// after its holder's last heartbeat); 0 refuses at once with ErrLocked.
+	LockWait time.Duration
 
 	// Full starts a new backup chain: every partition is copied from its
 	// log start and the manifest names no earlier backup's segment (after

@@ -106,7 +106,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	runID := format.NewBackupID(time.Now(), rnd)
-	r.lock, err = repolock.Acquire(ctx, r.store, format.LockKey, "backup run "+runID, func(msg string, args ...any) { log.Warn(msg, args...) })
+	r.lock, err = repolock.AcquireWait(ctx, r.store, format.LockKey, "backup run "+runID, o.LockWait, func(msg string, args ...any) { log.Warn(msg, args...) })
 	if err != nil {
 		return nil, PhaseRepository, err
 	}

@@ -62,7 +62,11 @@ type Options struct {
 	// factor of every created topic (and caps min.insync.replicas at it).
 	ReplicationFactor int
 	DryRun            bool // plan and check only; write nothing
-	Concurrency       int  // partitions restored at once; default 4
+	// LockWait is how long to wait for another restore into the same
+	// target cluster to finish (or its lock to go stale); 0 refuses at
+	// once with ErrLocked.
+	LockWait    time.Duration
+	Concurrency int // partitions restored at once; default 4
 
 	Logger   *slog.Logger
 	Observer Observer // nil: none

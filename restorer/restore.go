@@ -125,7 +125,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		// find the same topics resumable and write every record twice.
 		var rnd [4]byte
 		rand.Read(rnd[:])
-		lock, err := repolock.Acquire(ctx, r.store, restoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID,
+		lock, err := repolock.AcquireWait(ctx, r.store, restoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID, o.LockWait,
 			func(msg string, args ...any) { log.Warn(msg, args...) })
 		if err != nil {
 			return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)

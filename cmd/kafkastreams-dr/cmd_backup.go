@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,9 +22,10 @@ import (
 type backupOptions struct {
 	ConfigFile string
 	JSON       bool
-	Full       bool   // start a new chain
-	Embedded   bool   // back up the sample application from an in-process cluster
-	Out        string // repository directory of --embedded
+	Full       bool          // start a new chain
+	LockWait   time.Duration // --lock-wait
+	Embedded   bool          // back up the sample application from an in-process cluster
+	Out        string        // repository directory of --embedded
 
 	Logger *slog.Logger
 	global *globalOptions // --metrics-addr, --push-gateway, --push-job
@@ -83,6 +85,7 @@ CONFIG KEYS USED
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	cmd.Flags().DurationVar(&o.LockWait, "lock-wait", 3*time.Minute, "wait this long for the repository lock when another run holds it (a run that died leaves it stale 2 minutes after its last heartbeat); 0 refuses at once")
 	cmd.Flags().BoolVar(&o.Full, "full", false, "start a new backup chain: copy every partition from its log start, naming no earlier backup's segments (after verify found a damaged segment)")
 	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
@@ -110,7 +113,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 		return err
 	}
 	bo := backupOptionsFromConfig(cfg)
-	bo.Full = o.Full
+	bo.Full, bo.LockWait = o.Full, o.LockWait
 	if bo.Source, err = sourceClientOptions(cfg); err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ type restoreOptions struct {
 	TargetBootstrap   []string          // --target-bootstrap-servers
 	DryRun            bool
 	Yes               bool
+	LockWait          time.Duration // --lock-wait
 	JSON              bool
 	Embedded          bool   // restore into a new in-process cluster
 	From              string // repository directory of --embedded
@@ -138,6 +139,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
+	f.DurationVar(&o.LockWait, "lock-wait", 0, "wait this long when another restore into the same target cluster holds its lock (0: refuse at once)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.BoolVar(&o.JSON, "json", false, "print the report (or with --dry-run the plan) as JSON")
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed)`)
@@ -335,6 +337,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.ToTime = o.ToTime
 	ro.Topics = o.Topics
 	ro.ReplicationFactor = o.ReplicationFactor
+	ro.LockWait = o.LockWait
 	ro.Logger = o.Logger
 	return restoreAndReport(ctx, o, s, ro, targetName, "list")
 }

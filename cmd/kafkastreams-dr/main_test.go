@@ -75,7 +75,7 @@ func TestFlagParsing(t *testing.T) {
 		var got *backupOptions
 		cmd := newBackupCmd(g, s, func(_ context.Context, o *backupOptions, _ *iostreams) error { got = o; return nil })
 		parseOnly(t, cmd, "--config=app.yaml")
-		want := &backupOptions{ConfigFile: "app.yaml", Out: "./kdr-quickstart", Logger: got.Logger}
+		want := &backupOptions{ConfigFile: "app.yaml", Out: "./kdr-quickstart", LockWait: 3 * time.Minute, Logger: got.Logger}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("options = %+v, want %+v", got, want)
 		}

@@ -123,6 +123,34 @@ func Acquire(ctx context.Context, store storage.Backend, key, owner string, logf
 	return nil, fmt.Errorf("%w: could not take the lock at %s/%s after removing a stale one (another run took it)", ErrLocked, store.Location(), key)
 }
 
+// AcquireWait is Acquire, but while a live run holds the lock it tries
+// again every few seconds for up to wait: until the holder releases it, or
+// its heartbeat goes stale (StaleAfter) after the holder died. A scheduled
+// backup after a killed one (OOM, node drain, SIGKILL from another host)
+// then proceeds instead of failing. wait 0 is Acquire.
+func AcquireWait(ctx context.Context, store storage.Backend, key, owner string, wait time.Duration, logf func(string, ...any)) (*Lock, error) {
+	deadline := time.Now().Add(wait)
+	logged := false
+	for {
+		l, err := Acquire(ctx, store, key, owner, logf)
+		if err == nil || !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
+			return l, err
+		}
+		if !logged {
+			logf("waiting for the repository lock", "key", key, "wait", wait.String(), "holder", err.Error())
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(pollInterval, time.Until(deadline)+time.Millisecond)):
+		}
+	}
+}
+
+// pollInterval is how often AcquireWait tries again.
+var pollInterval = 5 * time.Second
+
 // Check verifies that the lock object is still this holder's.
 func (l *Lock) Check(ctx context.Context) error {
 	held, err := readLock(ctx, l.store, l.key)

@@ -1,0 +1,66 @@
+package repolock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+func putLock(t *testing.T, store storage.Backend, heartbeat time.Time) {
+	t.Helper()
+	b, _ := json.Marshal(lockInfo{Owner: "backup run x", Hostname: "other-host", PID: 1, CreatedAt: heartbeat, HeartbeatAt: heartbeat})
+	if err := store.PutIfAbsent(context.Background(), "lock", b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAcquireWait is a regression test (review): a backup after a killed
+// one on another host was refused at once (exit 2, and the Job failed)
+// although the dead holder's lock goes stale two minutes later.
+func TestAcquireWait(t *testing.T) {
+	pollInterval = 50 * time.Millisecond
+	logf := func(string, ...any) {}
+	ctx := context.Background()
+
+	t.Run("no wait refuses a live lock", func(t *testing.T) {
+		store, _ := storage.NewFilesystem(t.TempDir())
+		putLock(t, store, time.Now())
+		if _, err := AcquireWait(ctx, store, "lock", "me", 0, logf); !errors.Is(err, ErrLocked) {
+			t.Fatalf("err = %v, want ErrLocked", err)
+		}
+	})
+	t.Run("waits until the holder releases", func(t *testing.T) {
+		store, _ := storage.NewFilesystem(t.TempDir())
+		putLock(t, store, time.Now())
+		go func() { time.Sleep(300 * time.Millisecond); store.Delete(ctx, "lock") }()
+		l, err := AcquireWait(ctx, store, "lock", "me", 5*time.Second, logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+	})
+	t.Run("waits until a dead holder's lock goes stale", func(t *testing.T) {
+		store, _ := storage.NewFilesystem(t.TempDir())
+		putLock(t, store, time.Now().Add(-StaleAfter+400*time.Millisecond))
+		began := time.Now()
+		l, err := AcquireWait(ctx, store, "lock", "me", 5*time.Second, logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(began) < 300*time.Millisecond {
+			t.Fatalf("took the lock after %s, before it went stale", time.Since(began))
+		}
+		l.Release(ctx)
+	})
+	t.Run("gives up after the wait", func(t *testing.T) {
+		store, _ := storage.NewFilesystem(t.TempDir())
+		putLock(t, store, time.Now())
+		if _, err := AcquireWait(ctx, store, "lock", "me", 200*time.Millisecond, logf); !errors.Is(err, ErrLocked) {
+			t.Fatalf("err = %v, want ErrLocked after the wait", err)
+		}
+	})
+}
