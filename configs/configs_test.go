@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -659,6 +660,12 @@ type kustomization struct {
 		IncludeSelectors bool              `json:"includeSelectors"`
 	} `json:"labels"`
 	Resources []string `json:"resources"`
+	Images    []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+		Digest  string `json:"digest"`
+	} `json:"images"`
 }
 
 // manifests are the decoded objects of configs/kubernetes, by file.
@@ -794,6 +801,26 @@ func TestKustomization(t *testing.T) {
 	if len(m.namespaces) != 1 || m.namespaces[0].Name != k.Namespace {
 		t.Errorf("want one Namespace, %s", k.Namespace)
 	}
+	// The image is not published: images: must rewrite the name every
+	// workload uses (the Jobs, created without kustomize, use the same).
+	images := map[string]bool{}
+	for _, im := range k.Images {
+		if im.Name == "" || im.NewName == "" || (im.NewTag == "" && im.Digest == "") {
+			t.Errorf("kustomization images entry %+v: want name, newName and newTag or digest", im)
+		}
+		images[im.Name] = true
+	}
+	for _, w := range m.workloads() {
+		for _, c := range w.job.Template.Spec.Containers {
+			name, _, _ := strings.Cut(c.Image, "@")
+			if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+				name = name[:i]
+			}
+			if !images[name] {
+				t.Errorf("%s container %s: image %s is not rewritten by the kustomization's images: %v", w.name, c.Name, c.Image, slices.Sorted(mapsKeys(images)))
+			}
+		}
+	}
 }
 
 // workload is one pod template to check.
@@ -845,11 +872,71 @@ func TestBackupCronJob(t *testing.T) {
 	if len(args) == 0 || args[0] != "backup" {
 		t.Errorf("the CronJob runs %v, want backup", args)
 	}
-	// Sized from the benchmark: 124-128 MiB peak with 4 partitions in flight.
-	res := j.Template.Spec.Containers[0].Resources
-	peak := resource.MustParse("128Mi")
-	if req := res.Requests[corev1.ResourceMemory]; req.Cmp(peak) < 0 {
-		t.Errorf("memory request %s below the benchmark's peak of %s with backup.concurrency 4", req.String(), peak.String())
+	// Exit 2 (refused, invalid config) and 3 (partial: records deleted
+	// before a backup read them) cannot be helped by a retry.
+	failJob := map[int32]bool{}
+	if j.PodFailurePolicy != nil {
+		for _, r := range j.PodFailurePolicy.Rules {
+			if r.Action == batchv1.PodFailurePolicyActionFailJob && r.OnExitCodes != nil && r.OnExitCodes.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn {
+				for _, v := range r.OnExitCodes.Values {
+					failJob[v] = true
+				}
+			}
+		}
+	}
+	if !failJob[2] || !failJob[3] {
+		t.Errorf("podFailurePolicy fails the Job on exit codes %v, want 2 and 3 (a retry cannot help)", slices.Sorted(mapsKeys32(failJob)))
+	}
+	// A lock left by a killed run resolves by waiting: --lock-wait, and
+	// the deadline leaves room for it.
+	if i := slices.Index(args, "--lock-wait"); i < 0 || i+1 >= len(args) {
+		t.Errorf("the CronJob runs %v, want an explicit --lock-wait (a killed run's lock goes stale after 2 minutes)", args)
+	} else if d, err := time.ParseDuration(args[i+1]); err != nil || d < 2*time.Minute || float64(*j.ActiveDeadlineSeconds) < d.Seconds()+1800 {
+		t.Errorf("--lock-wait %s with activeDeadlineSeconds %d: want a wait of at least the lock's 2-minute staleness (%v) and 30 minutes of run after it", args[i+1], *j.ActiveDeadlineSeconds, err)
+	}
+	// Measured: 328 MiB peak with 3 partitions and 64 MiB segments, 217
+	// MiB with GOMEMLIMIT=200MiB: a limit above the measured peak and a
+	// GOMEMLIMIT under the limit.
+	checkMemory(t, j.Template.Spec.Containers[0], resource.MustParse("400Mi"))
+}
+
+func mapsKeys32(m map[int32]bool) func(func(int32) bool) {
+	return func(yield func(int32) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// checkMemory checks a container's memory: a limit of at least minLimit,
+// and GOMEMLIMIT set below the limit (the Go GC's soft limit keeps the heap
+// inside it) with some room left for memory outside the heap.
+func checkMemory(t *testing.T, c corev1.Container, minLimit resource.Quantity) {
+	t.Helper()
+	lim := c.Resources.Limits[corev1.ResourceMemory]
+	if lim.Cmp(minLimit) < 0 {
+		t.Errorf("container %s: memory limit %s, want at least %s (measured peaks: docs/OPERATIONS.md, \"Size\")", c.Name, lim.String(), minLimit.String())
+	}
+	var gml string
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			gml = e.Value
+		}
+	}
+	if gml == "" {
+		t.Errorf("container %s: no GOMEMLIMIT: without it the Go GC lets the heap grow to twice the live heap, past the memory limit", c.Name)
+		return
+	}
+	n, ok := strings.CutSuffix(gml, "MiB")
+	mib, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil {
+		t.Errorf("container %s: GOMEMLIMIT %q, want NMiB", c.Name, gml)
+		return
+	}
+	if bytes := mib << 20; bytes >= lim.Value() || bytes > lim.Value()*9/10 || bytes < lim.Value()/2 {
+		t.Errorf("container %s: GOMEMLIMIT %s with memory limit %s: want 50-90%% of the limit", c.Name, gml, lim.String())
 	}
 }
 
@@ -929,6 +1016,7 @@ func checkWorkload(t *testing.T, m *manifests, w workload) {
 	if req, lim := c.Resources.Requests[corev1.ResourceMemory], c.Resources.Limits[corev1.ResourceMemory]; lim.IsZero() || lim.Cmp(req) < 0 {
 		t.Errorf("memory limit %s, want one at or above the request %s", lim.String(), req.String())
 	}
+	checkMemory(t, c, resource.MustParse("400Mi"))
 	if p := j.PodFailurePolicy; p != nil {
 		for _, r := range p.Rules {
 			if r.OnExitCodes != nil && r.OnExitCodes.ContainerName != nil && *r.OnExitCodes.ContainerName != c.Name {
@@ -960,7 +1048,10 @@ func checkWorkload(t *testing.T, m *manifests, w workload) {
 	}
 	env := map[string]string{}
 	for _, e := range c.Env {
-		env[e.Name] = "test-secret"
+		env[e.Name] = "test-secret" // from a Secret
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value // a literal (GOMEMLIMIT): the binary reads it as is
+		}
 		if r := e.ValueFrom; r != nil && r.SecretKeyRef != nil && !hasKey(r.SecretKeyRef.Name, r.SecretKeyRef.Key) {
 			t.Errorf("env %s: Secret %s key %s is not in secrets.example.yaml", e.Name, r.SecretKeyRef.Name, r.SecretKeyRef.Key)
 		}
@@ -1186,19 +1277,22 @@ func fencedBlocks(t *testing.T, file string) []fencedBlock {
 	tagRE := regexp.MustCompile(`^<!--\s*([a-z0-9:-]+)\s*-->\s*$`)
 	var out []fencedBlock
 	var cur *fencedBlock
-	tag := ""
+	tag, indent := "", ""
 	for i, l := range strings.Split(string(data), "\n") {
+		// A block in a list item is indented: its fence sets the
+		// indentation its lines lose.
+		trimmed := strings.TrimLeft(l, " ")
 		switch {
-		case cur == nil && tagRE.MatchString(l):
-			tag = tagRE.FindStringSubmatch(l)[1]
-		case cur == nil && strings.HasPrefix(l, "```"):
-			cur = &fencedBlock{lang: strings.TrimPrefix(l, "```"), tag: tag, line: i + 1}
-			tag = ""
-		case cur != nil && strings.HasPrefix(l, "```"):
+		case cur == nil && tagRE.MatchString(trimmed):
+			tag = tagRE.FindStringSubmatch(trimmed)[1]
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			cur = &fencedBlock{lang: strings.TrimPrefix(trimmed, "```"), tag: tag, line: i + 1}
+			tag, indent = "", l[:len(l)-len(trimmed)]
+		case cur != nil && strings.HasPrefix(trimmed, "```"):
 			out = append(out, *cur)
 			cur = nil
 		case cur != nil:
-			cur.text += l + "\n"
+			cur.text += strings.TrimPrefix(l, indent) + "\n"
 		case strings.TrimSpace(l) != "":
 			tag = ""
 		}
@@ -1337,6 +1431,51 @@ type iamPolicy struct {
 // policyActions returns the actions of the ```json block tagged tag.
 func policyActions(t *testing.T, tag string) []string {
 	t.Helper()
+	var actions []string
+	for _, g := range policyGrants(t, tag) {
+		if !slices.Contains(actions, g.action) {
+			actions = append(actions, g.action)
+		}
+	}
+	slices.Sort(actions)
+	return actions
+}
+
+// grant is one action allowed on one resource by a policy.
+type grant struct{ action, resource string }
+
+// jsonStrings decodes a JSON string or list of strings.
+func jsonStrings(t *testing.T, what string, raw json.RawMessage) []string {
+	t.Helper()
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		var one string
+		if err := json.Unmarshal(raw, &one); err != nil {
+			t.Fatalf("%s: %s is neither a string nor a list of strings", what, raw)
+		}
+		list = []string{one}
+	}
+	return list
+}
+
+// policyGrants returns every (action, resource) pair the ```json block
+// tagged tag allows.
+func policyGrants(t *testing.T, tag string) []grant {
+	t.Helper()
+	var out []grant
+	for _, s := range policyDoc(t, tag).Statement {
+		for _, a := range jsonStrings(t, "statement "+s.Sid+" Action", s.Action) {
+			for _, r := range jsonStrings(t, "statement "+s.Sid+" Resource", s.Resource) {
+				out = append(out, grant{a, r})
+			}
+		}
+	}
+	return out
+}
+
+// policyDoc decodes and checks the ```json block tagged tag.
+func policyDoc(t *testing.T, tag string) iamPolicy {
+	t.Helper()
 	for _, b := range fencedBlocks(t, operationsDoc) {
 		if b.tag != tag {
 			continue
@@ -1353,34 +1492,23 @@ func policyActions(t *testing.T, tag string) []string {
 		if p.Version != "2012-10-17" || len(p.Statement) == 0 {
 			t.Fatalf("%s:%d: policy Version %q with %d statements", operationsDoc, b.line, p.Version, len(p.Statement))
 		}
-		var actions []string
 		for _, s := range p.Statement {
 			if s.Effect != "Allow" {
 				t.Errorf("statement %s: Effect %q", s.Sid, s.Effect)
 			}
-			var list []string
-			if err := json.Unmarshal(s.Action, &list); err != nil {
-				var one string
-				if err := json.Unmarshal(s.Action, &one); err != nil {
-					t.Fatalf("statement %s: Action %s", s.Sid, s.Action)
-				}
-				list = []string{one}
-			}
-			for _, a := range list {
+			for _, a := range jsonStrings(t, "statement "+s.Sid+" Action", s.Action) {
 				if strings.Contains(a, "*") {
 					t.Errorf("statement %s: wildcard action %s", s.Sid, a)
 				}
 			}
-			actions = append(actions, list...)
 			if strings.Contains(string(s.Resource), `"*"`) {
 				t.Errorf("statement %s: Resource * (name the bucket or the key)", s.Sid)
 			}
 		}
-		slices.Sort(actions)
-		return actions
+		return p
 	}
 	t.Fatalf("%s has no ```json block tagged <!-- %s -->", operationsDoc, tag)
-	return nil
+	return iamPolicy{}
 }
 
 // s3Actions maps each S3 API call of storage/s3.go to the IAM action it
@@ -1437,6 +1565,76 @@ func TestIAMPolicy(t *testing.T) {
 	}
 	if got, want := policyActions(t, "policy:kms"), []string{"kms:Decrypt", "kms:GenerateDataKey"}; !slices.Equal(got, want) {
 		t.Errorf("the SSE-KMS policy allows %v, want %v", got, want)
+	}
+
+	// The optional role separation: each role a subset of the single
+	// role's grants, together all of its actions; the backup role deletes
+	// only the objects it rewrites, the restore role writes only restores/.
+	single := map[grant]bool{}
+	for _, g := range policyGrants(t, "policy:s3") {
+		single[g] = true
+	}
+	// covered reports whether the single role allows action on resource
+	// (its object statement names prefix/*).
+	covered := func(g grant) bool {
+		for sg := range single {
+			if sg.action != g.action {
+				continue
+			}
+			if p, ok := strings.CutSuffix(sg.resource, "*"); sg.resource == g.resource || (ok && strings.HasPrefix(g.resource, p)) {
+				return true
+			}
+		}
+		return false
+	}
+	union := map[string]bool{}
+	for _, tag := range []string{"policy:s3-backup", "policy:s3-prune", "policy:s3-restore"} {
+		for _, g := range policyGrants(t, tag) {
+			union[g.action] = true
+			if !covered(g) {
+				t.Errorf("%s allows %s on %s, which the single role's policy does not", tag, g.action, g.resource)
+			}
+			switch {
+			case tag == "policy:s3-backup" && g.action == "s3:DeleteObject":
+				if !strings.HasSuffix(g.resource, "/lock") && !strings.HasSuffix(g.resource, "/backups/*/progress.json") {
+					t.Errorf("the backup role deletes %s: want only the lock and backups/*/progress.json", g.resource)
+				}
+			case tag == "policy:s3-restore" && (g.action == "s3:DeleteObject" || g.action == "s3:PutObject"):
+				if !strings.Contains(g.resource, "/restores/") {
+					t.Errorf("the restore role may %s on %s: want only restores/", g.action, g.resource)
+				}
+			}
+		}
+	}
+	if got := slices.Sorted(mapsKeys(union)); !slices.Equal(got, want) {
+		t.Errorf("the three separate roles allow %v together, the single role %v", got, want)
+	}
+}
+
+// TestOperationsPods decodes every ```yaml Pod example of OPERATIONS.md
+// (the state wipe helper) strictly into the Kubernetes type and runs its
+// command line through the CLI's parser.
+func TestOperationsPods(t *testing.T) {
+	n := 0
+	for _, b := range fencedBlocks(t, operationsDoc) {
+		if b.lang != "yaml" || !strings.Contains(b.text, "kind: Pod\n") {
+			continue
+		}
+		var pod corev1.Pod
+		if err := sigsyaml.UnmarshalStrict([]byte(b.text), &pod); err != nil {
+			t.Fatalf("%s:%d: strict decode into a Pod: %v", operationsDoc, b.line, err)
+		}
+		n++
+		for _, c := range pod.Spec.Containers {
+			checkCommandLine(t, fmt.Sprintf("%s:%d", operationsDoc, b.line), c.Args)
+		}
+		psc := pod.Spec.SecurityContext
+		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+			t.Errorf("%s:%d: the Pod does not run as non-root", operationsDoc, b.line)
+		}
+	}
+	if n == 0 {
+		t.Errorf("%s has no Pod example (the state wipe helper)", operationsDoc)
 	}
 }
 

@@ -304,6 +304,11 @@ func TestRunbook(t *testing.T) {
 		}
 	}
 	declared := runbookEnv(t, blocks["env"])
+	for _, c := range blocks["env"] {
+		if v, ok := strings.CutPrefix(c.line, "BACKUP_ID="); ok && strings.HasPrefix(strings.Trim(v, `'"`), "latest") {
+			t.Errorf("%s:%d: BACKUP_ID=latest: the runbook must name one backup id (from list) so that verify and restore act on the same backup", runbookDoc, c.at)
+		}
+	}
 
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin")
@@ -326,9 +331,14 @@ func TestRunbook(t *testing.T) {
 	runbookBinary(t, bin, work, "backup", "-c", backupCfg)
 
 	// vars are the runbook's placeholders for one scenario: none of the
-	// point-in-time ones unless the scenario sets them.
+	// point-in-time ones unless the scenario sets them. BACKUP_ID is an
+	// explicit id (the one `list` shows), never "latest", except in the
+	// standby scenario, whose commands do not use it. APP_NAMESPACE and
+	// APP_SELECTOR are for the runbook's kubectl steps, which the test
+	// does not run; they must be declared all the same.
 	vars := func(config, backupID, stateDir string) map[string]string {
-		return map[string]string{"CONFIG": config, "BACKUP_ID": backupID, "APP_ID": sample.AppID, "STATE_DIR": stateDir, "TO_TIME": "", "PITR_TOPICS": ""}
+		return map[string]string{"CONFIG": config, "BACKUP_ID": backupID, "APP_ID": sample.AppID, "STATE_DIR": stateDir, "TO_TIME": "", "PITR_TOPICS": "",
+			"APP_NAMESPACE": "streams", "APP_SELECTOR": "app.kubernetes.io/name=" + sample.AppID}
 	}
 
 	// An instance was lost, the cluster lives: nothing to restore.
