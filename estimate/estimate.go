@@ -85,7 +85,7 @@ func Run(ctx context.Context, o Options) (*Estimate, error) {
 		return nil, err
 	}
 	e := &Estimate{BackupID: m.BackupID, CutAt: m.CutAt, Throughput: tp}
-	changelog := Strategy{Name: "changelog", Reprocess: "none beyond the records after the committed offsets: Kafka Streams then restores every store from its restored changelog, reading about as many records as the changelogs hold"}
+	changelog := Strategy{Name: "changelog", Reprocess: "Kafka Streams restores every store from its restored changelog (about as many records as the changelogs hold), then processes the input after the committed offsets"}
 	rebuild := Strategy{Name: "rebuild", Reprocess: "the application reprocesses every restored input record from the start to rebuild its state: this takes as long as processing that volume takes (not measured here)"}
 	for _, t := range m.Topics {
 		var recs, raw int64

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
@@ -123,7 +125,15 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		}
 		var cut verify.Cut
 		var topics []string
-		if rep, err := restorer.LatestReport(ctx, store, m.ApplicationID, ""); err == nil && rep != nil && rep.BackupID == m.BackupID {
+		// The cut of the latest restore of this backup into this cluster.
+		clusterID := ""
+		if cl, err := kgo.NewClient(opts...); err == nil {
+			if bm, err := kadm.NewClient(cl).BrokerMetadata(ctx); err == nil {
+				clusterID = bm.Cluster
+			}
+			cl.Close()
+		}
+		if rep, err := restorer.LatestReport(ctx, store, m.ApplicationID, clusterID); err == nil && rep != nil && rep.BackupID == m.BackupID && clusterID != "" {
 			cuts := map[string]map[int32]int64{}
 			for _, tp := range rep.Topics {
 				topics = append(topics, tp.Topic)
