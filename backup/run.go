@@ -18,9 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
@@ -95,7 +95,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if err != nil {
 		return nil, "", err
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(o.Source), kgo.WithLogger(kslog.New(clientLogger(log))))...)
+	cl, err := kgo.NewClient(append(slices.Clone(o.Source), kgolog.Opt(log))...)
 	if err != nil {
 		return nil, PhaseCluster, fmt.Errorf("source cluster client: %w", err)
 	}
@@ -224,30 +224,6 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		"records", r.result.Records, "bytes", r.result.Bytes)
 	return &r.result, "", nil
 }
-
-// clientLogger is the logger franz-go gets: the same handler, but only
-// warnings and errors unless debug logging is on (franz-go's info lines are
-// about connections and telemetry, not about the backup).
-func clientLogger(log *slog.Logger) *slog.Logger {
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		return log
-	}
-	return slog.New(minLevel{log.Handler(), slog.LevelWarn})
-}
-
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(as), h.min}
-}
-func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
 
 // repoScan is what a run finds in the repository.
 type repoScan struct {

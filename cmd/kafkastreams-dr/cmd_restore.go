@@ -18,11 +18,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -329,7 +328,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	}
 
 	ro := restoreOptionsFromConfig(cfg)
-	ro.Target = append(targetOpts, kgo.WithLogger(kslog.New(clientLogger(o.Logger))))
+	ro.Target = append(targetOpts, kgolog.Opt(o.Logger))
 	ro.Observer = o.tel.restoreObserver()
 	ro.Store = store
 	ro.BackupID = o.BackupID

@@ -105,34 +105,6 @@ func (g *globalOptions) checkTelemetryFlags() error {
 	return nil
 }
 
-// clientLogger is the logger franz-go gets (kslog): the same handler, but
-// only warnings and errors unless debug logging is on (franz-go's info
-// lines are about connections, not about the run). backup.Run does the
-// same for its own client.
-func clientLogger(log *slog.Logger) *slog.Logger {
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		return log
-	}
-	return slog.New(minLevelHandler{log.Handler(), slog.LevelWarn})
-}
-
-type minLevelHandler struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevelHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return minLevelHandler{h.Handler.WithAttrs(as), h.min}
-}
-
-func (h minLevelHandler) WithGroup(name string) slog.Handler {
-	return minLevelHandler{h.Handler.WithGroup(name), h.min}
-}
-
 // newLogger logs text to a terminal and JSON otherwise.
 func newLogger(w io.Writer, tty bool, level slog.Level) *slog.Logger {
 	o := &slog.HandlerOptions{Level: level}
