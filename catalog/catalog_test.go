@@ -317,7 +317,7 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 	for _, lockKey := range []string{format.LockKey, "restores/locks/kfake"} {
 		put(t, store, lockKey, live)
 		before := keys(t, store)
-		_, err := catalog.Prune(ctx, store, catalog.PruneOptions{KeepLast: 1})
+		_, err := catalog.Prune(ctx, store, catalog.PruneOptions{Policy: catalog.Policy{Last: 1}})
 		if !errors.Is(err, catalog.ErrLocked) || !strings.Contains(err.Error(), "other-host") {
 			t.Fatalf("prune with a live %s: err = %v; want ErrLocked naming the holder", lockKey, err)
 		}
@@ -336,7 +336,7 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 
 	// --dry-run deletes nothing but says what it would.
 	before := keys(t, store)
-	dry, err := catalog.Prune(ctx, store, catalog.PruneOptions{KeepLast: 2, DryRun: true})
+	dry, err := catalog.Prune(ctx, store, catalog.PruneOptions{Policy: catalog.Policy{Last: 2}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 	// progress are gone; nothing a remaining manifest names is.
 	crash := errors.New("crash")
 	catalog.SetAfterForget(t, func() error { return crash })
-	if _, err := catalog.Prune(ctx, store, catalog.PruneOptions{KeepLast: 3}); !errors.Is(err, crash) {
+	if _, err := catalog.Prune(ctx, store, catalog.PruneOptions{Policy: catalog.Policy{Last: 3}}); !errors.Is(err, crash) {
 		t.Fatalf("crashed prune: err = %v", err)
 	}
 	catalog.SetAfterForget(t, nil)
@@ -383,7 +383,7 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 	checkReferencesExist(t, store)
 
 	// The real prune: keep the last 2.
-	res, err := catalog.Prune(ctx, store, catalog.PruneOptions{KeepLast: 2})
+	res, err := catalog.Prune(ctx, store, catalog.PruneOptions{Policy: catalog.Policy{Last: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,7 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 	}
 
 	// Pruning again finds nothing to do.
-	if again, err := catalog.Prune(ctx, store, catalog.PruneOptions{KeepLast: 2}); err != nil || again.Forgotten+again.Segments+again.Progress+again.Journals != 0 {
+	if again, err := catalog.Prune(ctx, store, catalog.PruneOptions{Policy: catalog.Policy{Last: 2}}); err != nil || again.Forgotten+again.Segments+again.Progress+again.Journals != 0 {
 		t.Fatalf("second prune: %+v, %v", again, err)
 	}
 

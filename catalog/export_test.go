@@ -8,3 +8,7 @@ func SetAfterForget(t testing.TB, f func() error) {
 	afterForget = f
 	t.Cleanup(func() { afterForget = nil })
 }
+
+// ApplyPolicy is applyPolicy: the rules that keep each of times (newest
+// first), none for a backup the policy forgets.
+var ApplyPolicy = applyPolicy

@@ -72,43 +72,43 @@ func TestPrunePolicy(t *testing.T) {
 		stay      []string // keys kept
 		forgotten int
 	}{
-		{name: "keep-last 2 keeps the chain's segments", setup: chainRepo, opts: catalog.PruneOptions{KeepLast: 2},
+		{name: "keep-last 2 keeps the chain's segments", setup: chainRepo, opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 2}},
 			kept: []int{5, 4, 3}, gone: []string{format.ManifestKey(dayID(0)), seg(1, 99)},
 			stay: []string{seg(0, 0), seg(4, 4), seg(5, 5), format.ProgressKey(dayID(5))}, forgotten: 3},
-		{name: "keep-within counts back from now, finished time", setup: chainRepo,
-			opts: catalog.PruneOptions{KeepWithin: 36 * time.Hour, Now: base.Add(4 * 24 * time.Hour)},
+		{name: "keep-within counts back from the newest backup, finished time", setup: chainRepo,
+			opts: catalog.PruneOptions{Policy: catalog.Policy{Within: catalog.Duration{Hours: 36}}},
 			kept: []int{5, 4, 3}, forgotten: 3},
 		{name: "both rules: the union", setup: chainRepo,
-			opts: catalog.PruneOptions{KeepLast: 3, KeepWithin: time.Hour, Now: base.Add(365 * 24 * time.Hour)},
+			opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 3, Within: catalog.Duration{Hours: 1}}, Now: base.Add(365 * 24 * time.Hour)},
 			kept: []int{5, 4, 3, 2}, forgotten: 2},
-		{name: "the latest is kept even when keep-within keeps nothing", setup: chainRepo,
-			opts: catalog.PruneOptions{KeepWithin: time.Hour, Now: base.Add(365 * 24 * time.Hour)},
+		{name: "keep-within counts from the newest backup, not now: a year without backups forgets nothing more", setup: chainRepo,
+			opts: catalog.PruneOptions{Policy: catalog.Policy{Within: catalog.Duration{Hours: 1}}, Now: base.Add(365 * 24 * time.Hour)},
 			kept: []int{5, 4}, forgotten: 4, stay: []string{seg(0, 0)}},
 		{name: "segments only a forgotten backup names go", setup: func(t *testing.T, store storage.Backend) {
 			craft(t, store, 0, format.StateComplete, seg(0, 0))
 			craft(t, store, 1, format.StateComplete, seg(1, 0)) // a new chain: day 0's segment is not named
-		}, opts: catalog.PruneOptions{KeepLast: 1}, kept: []int{1}, gone: []string{seg(0, 0)}, stay: []string{seg(1, 0)}, forgotten: 1},
+		}, opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 1}}, kept: []int{1}, gone: []string{seg(0, 0)}, stay: []string{seg(1, 0)}, forgotten: 1},
 		{name: "abandoned progress and its own segments go; a newer id's segments stay", setup: func(t *testing.T, store storage.Backend) {
 			craft(t, store, 0, format.StateComplete, seg(0, 0))
 			craft(t, store, 1, format.StateRunning, seg(0, 0), seg(1, 1)) // abandoned: older than day 2
 			craft(t, store, 2, format.StateComplete, seg(0, 0), seg(2, 1))
 			put(t, store, seg(9, 0), []byte("a run newer than every manifest")) // no manifest yet
-		}, opts: catalog.PruneOptions{KeepLast: 5}, kept: []int{2, 0},
+		}, opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 5}}, kept: []int{2, 0},
 			gone: []string{format.ProgressKey(dayID(1)), seg(1, 1)}, stay: []string{seg(0, 0), seg(9, 0)}},
 		{name: "a progress.json left next to its manifest goes", setup: func(t *testing.T, store storage.Backend) {
 			craft(t, store, 0, format.StateComplete, seg(0, 0))
 			craft(t, store, 0, format.StateRunning, seg(0, 0))
-		}, opts: catalog.PruneOptions{KeepLast: 1}, kept: []int{0}, gone: []string{format.ProgressKey(dayID(0))}, stay: []string{seg(0, 0)}},
+		}, opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 1}}, kept: []int{0}, gone: []string{format.ProgressKey(dayID(0))}, stay: []string{seg(0, 0)}},
 		{name: "an unreadable kept manifest refuses the prune", setup: func(t *testing.T, store storage.Backend) {
 			craft(t, store, 0, format.StateComplete, seg(0, 0))
 			craft(t, store, 1, format.StateComplete, seg(1, 0))
 			put(t, store, format.ManifestKey(dayID(1)), []byte(`{"format":"kafkastreams-dr/backup","format_ver`))
-		}, opts: catalog.PruneOptions{KeepLast: 1}, err: catalog.ErrUnreadableKept, stay: []string{seg(0, 0), format.ManifestKey(dayID(0))}},
+		}, opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 1}}, err: catalog.ErrUnreadableKept, stay: []string{seg(0, 0), format.ManifestKey(dayID(0))}},
 		{name: "an unreadable forgotten manifest goes", setup: func(t *testing.T, store storage.Backend) {
 			craft(t, store, 0, format.StateComplete, seg(0, 0))
 			craft(t, store, 1, format.StateComplete, seg(1, 0))
 			put(t, store, format.ManifestKey(dayID(0)), []byte(`not json`))
-		}, opts: catalog.PruneOptions{KeepLast: 1}, kept: []int{1}, gone: []string{format.ManifestKey(dayID(0)), seg(0, 0)}, forgotten: 1},
+		}, opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 1}}, kept: []int{1}, gone: []string{format.ManifestKey(dayID(0)), seg(0, 0)}, forgotten: 1},
 		{name: "no policy", setup: chainRepo, opts: catalog.PruneOptions{}, err: catalog.ErrNoPolicy},
 	}
 	for _, tt := range tests {

@@ -27,26 +27,25 @@ const (
 var ErrLocked = repolock.ErrLocked
 
 // ErrNoPolicy is returned by Prune when PruneOptions keeps nothing
-// explicitly: neither KeepLast nor KeepWithin is set.
-var ErrNoPolicy = errors.New("no retention policy: set keep-last or keep-within")
+// explicitly: no rule of its Policy is set.
+var ErrNoPolicy = errors.New("no retention policy: set keep-last, keep-hourly, keep-daily, keep-weekly, keep-monthly, keep-yearly or keep-within")
 
 // ErrUnreadableKept is wrapped by the error Prune returns when a manifest
 // it would keep does not decode: it cannot know which segments that backup
 // needs, so it deletes nothing.
 var ErrUnreadableKept = errors.New("a kept manifest is unreadable")
 
-// PruneOptions is a retention policy. Complete backups are kept when either
-// rule keeps them (the union); the latest complete backup is always kept.
+// PruneOptions is a retention policy (see Policy) and how to apply it.
+// Complete backups are kept when any rule keeps them (the union); the
+// latest complete backup is always kept.
 type PruneOptions struct {
-	// KeepLast keeps the KeepLast newest complete backups; 0: rule unused.
-	KeepLast int
-	// KeepWithin keeps the complete backups taken (Summary.Time) within
-	// KeepWithin before Now; 0: rule unused.
-	KeepWithin time.Duration
+	Policy
 	// DryRun computes what would be deleted and deletes nothing. It takes
 	// no lock, so a backup running meanwhile may change the figures.
 	DryRun bool
-	// Now is the time KeepWithin counts back from; zero: time.Now().
+	// Now is the present: a backup whose time is after it (a skewed clock)
+	// is not taken as the newest that keep-within counts back from (restic's
+	// rule). Zero: time.Now().
 	Now    time.Time
 	Logger *slog.Logger // nil: discard
 }
@@ -54,8 +53,13 @@ type PruneOptions struct {
 // Decision is what Prune does with one backup id.
 type Decision struct {
 	Summary
-	Keep   bool   `json:"keep"`
-	Reason string `json:"reason"` // why it is kept or forgotten
+	Keep bool `json:"keep"`
+	// Rules are the policy rules that keep a complete backup, in restic's
+	// order: "keep-within 30d", "keep-last", "keep-hourly", "keep-daily",
+	// "keep-weekly", "keep-monthly", "keep-yearly", or "oldest for
+	// keep-daily" (the oldest backup, kept while the count lasts).
+	Rules  []string `json:"rules,omitempty"`
+	Reason string   `json:"reason"` // why it is kept or forgotten, for people
 }
 
 // PruneResult says what Prune deleted, or with DryRun would delete.
@@ -113,11 +117,8 @@ var afterForget func() error
 // and is returned alone (no result); its message says how far it got. The
 // caller's ctx cancels it between deletions.
 func Prune(ctx context.Context, store storage.Backend, o PruneOptions) (*PruneResult, error) {
-	if o.KeepLast < 0 || o.KeepWithin < 0 {
-		return nil, fmt.Errorf("keep-last %d, keep-within %s: must not be negative", o.KeepLast, o.KeepWithin)
-	}
-	if o.KeepLast == 0 && o.KeepWithin == 0 {
-		return nil, ErrNoPolicy
+	if err := o.Policy.validate(); err != nil {
+		return nil, err
 	}
 	if o.Now.IsZero() {
 		o.Now = time.Now()
@@ -236,6 +237,14 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 	keptComplete := map[string]bool{}
 	var greatest string
 	latest := latestComplete(es)
+	// The policy sees the complete backups, newest (greatest id) first.
+	var times []time.Time
+	for _, e := range es {
+		if e.hasManifest {
+			times = append(times, e.Time())
+		}
+	}
+	rules := applyPolicy(times, o.Policy, o.Now)
 	nComplete := 0
 	var unreadable []string
 	for _, e := range es {
@@ -243,16 +252,18 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 		d := Decision{Summary: e.Summary}
 		switch {
 		case e.hasManifest:
+			d.Rules = rules[nComplete]
 			nComplete++
 			switch {
+			case len(d.Rules) > 0:
+				d.Keep, d.Reason = true, strings.Join(d.Rules, ", ")
+				if nComplete == 1 {
+					d.Reason = "latest complete backup; " + d.Reason
+				}
 			case nComplete == 1:
-				d.Keep, d.Reason = true, "latest complete backup"
-			case o.KeepLast > 0 && nComplete <= o.KeepLast:
-				d.Keep, d.Reason = true, fmt.Sprintf("one of the last %d", o.KeepLast)
-			case o.KeepWithin > 0 && !e.Time().Before(o.Now.Add(-o.KeepWithin)):
-				d.Keep, d.Reason = true, "within "+o.KeepWithin.String()
+				d.Keep, d.Reason = true, "latest complete backup (always kept)"
 			default:
-				d.Reason = "not kept by the policy"
+				d.Reason = "not kept by the policy (" + o.Policy.String() + ")"
 				p.manifests = append(p.manifests, format.ManifestKey(e.BackupID))
 				p.res.Forgotten++
 			}

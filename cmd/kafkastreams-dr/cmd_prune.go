@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +15,7 @@ import (
 // pruneOptions are the flags of `prune`.
 type pruneOptions struct {
 	ConfigFile string
-	KeepLast   int           // 0: not given
-	KeepWithin time.Duration // 0: not given
+	Policy     catalog.Policy // the --keep-* flags; zero rules are not given
 	DryRun     bool
 	JSON       bool
 
@@ -28,14 +24,32 @@ type pruneOptions struct {
 
 const pruneLong = `Forget old backups and delete the segments no kept backup needs.
 
-A complete backup is kept when --keep-last or --keep-within keeps it (give one or both;
-with both, a backup either keeps stays). The latest complete backup is always kept, and
-so is a running or interrupted backup (the next backup resumes it) with every segment
-it names. Incremental backups name the segments of earlier backups they need, so a
-kept backup stays restorable whatever is forgotten: only the segments that no kept
-backup names are deleted, with the progress files of interrupted backups no run will
-resume, the segments such runs wrote, and the restore journals of forgotten backups.
-Restore reports (restores/<id>/report.json) stay.
+The policy is restic's ("restic forget"): a complete backup is kept when any --keep-*
+flag keeps it (the union), and at least one is needed. The latest complete backup is
+always kept, and so is a running or interrupted backup (the next backup resumes it) with
+every segment it names.
+
+  --keep-last N      the N newest complete backups
+  --keep-hourly N    the newest backup of each of the last N hours that have backups
+  --keep-daily N     ... of each of the last N days that have backups
+  --keep-weekly N    ... of each of the last N weeks (ISO weeks, Monday to Sunday)
+  --keep-monthly N   ... of each of the last N months
+  --keep-yearly N    ... of each of the last N years
+  --keep-within D    every backup taken within D before the newest backup (not before
+                     now: a repository whose backups stopped keeps its last ones)
+
+Hours, days, weeks, months and years are those of the backup's finish time in UTC. A
+period without a backup does not count; when the backups run out before N periods, the
+oldest backup is kept too (restic's rule). D is a number and a unit, or several:
+y (years), m (months), w (weeks), d (days), h (hours), e.g. 30d, 6m, 1y2m3d4h. "m" is
+months, as in restic; there are no minutes. The table (and --json "rules") names the
+rules that keep each backup.
+
+Incremental backups name the segments of earlier backups they need, so a kept backup
+stays restorable whatever is forgotten: only the segments that no kept backup names are
+deleted, with the progress files of interrupted backups no run will resume, the segments
+such runs wrote, and the restore journals of forgotten backups. Restore reports
+(restores/<id>/report.json) stay.
 
 prune takes the repository's backup lock and the lock of every restore target, and
 refuses while a backup or restore runs. It deletes manifests first and segments
@@ -47,34 +61,62 @@ deletes them), never a backup that names a missing segment.
 CONFIG KEYS USED
   storage.* (the repository). No cluster is contacted.`
 
+// keepCounts are the --keep-N flags: name, help, the Policy field.
+func keepCounts(p *catalog.Policy) []struct {
+	name, help string
+	n          *int
+} {
+	return []struct {
+		name, help string
+		n          *int
+	}{
+		{"keep-last", "keep the `N` newest complete backups", &p.Last},
+		{"keep-hourly", "keep the newest backup of each of the last `N` hours that have backups", &p.Hourly},
+		{"keep-daily", "keep the newest backup of each of the last `N` days that have backups", &p.Daily},
+		{"keep-weekly", "keep the newest backup of each of the last `N` weeks that have backups", &p.Weekly},
+		{"keep-monthly", "keep the newest backup of each of the last `N` months that have backups", &p.Monthly},
+		{"keep-yearly", "keep the newest backup of each of the last `N` years that have backups", &p.Yearly},
+	}
+}
+
 func newPruneCmd(g *globalOptions, s *iostreams, runF func(context.Context, *pruneOptions, *iostreams) error) *cobra.Command {
 	o := &pruneOptions{}
 	var within string
 	cmd := &cobra.Command{
-		Use:   "prune -c FILE --keep-last N | --keep-within DURATION [--dry-run]",
+		Use:   "prune -c FILE --keep-last N | --keep-hourly N | --keep-daily N | --keep-weekly N | --keep-monthly N | --keep-yearly N | --keep-within DURATION [--dry-run]",
 		Short: "Forget old backups and delete segments no kept backup needs",
 		Long:  pruneLong,
-		Example: `  kafkastreams-dr prune -c order-processor.yaml --keep-last 7 --dry-run
+		Example: `  kafkastreams-dr prune -c order-processor.yaml --keep-daily 7 --keep-weekly 5 --keep-monthly 12 --dry-run
   kafkastreams-dr prune -c order-processor.yaml --keep-within 30d
-  kafkastreams-dr prune -c order-processor.yaml --keep-last 3 --keep-within 72h --json`,
+  kafkastreams-dr prune -c order-processor.yaml --keep-last 24 --keep-within 6m --json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.ConfigFile == "" {
 				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
 			}
-			lastSet, withinSet := cmd.Flags().Changed("keep-last"), cmd.Flags().Changed("keep-within")
-			if !lastSet && !withinSet {
-				return &usageError{errors.New("say what to keep: --keep-last N, --keep-within DURATION, or both")}
-			}
-			if lastSet && o.KeepLast < 1 {
-				return &usageError{fmt.Errorf("invalid --keep-last %d: must be at least 1 (the latest complete backup is always kept)", o.KeepLast)}
-			}
-			if withinSet {
-				d, err := parseRetention(within)
-				if err != nil {
-					return &usageError{fmt.Errorf("invalid --keep-within %q: %w", within, err)}
+			given := false
+			for _, k := range keepCounts(&o.Policy) {
+				if !cmd.Flags().Changed(k.name) {
+					continue
 				}
-				o.KeepWithin = d
+				given = true
+				if *k.n < 1 {
+					return &usageError{fmt.Errorf("invalid --%s %d: must be at least 1 (leave the flag out to not use the rule; the latest complete backup is always kept)", k.name, *k.n)}
+				}
+			}
+			if cmd.Flags().Changed("keep-within") {
+				given = true
+				d, err := catalog.ParseDuration(within)
+				if err == nil && d.IsZero() {
+					err = errors.New("must be more than 0")
+				}
+				if err != nil {
+					return &usageError{fmt.Errorf("invalid --keep-within %q: %w; write a number and a unit, or several: %s, e.g. 30d, 6m, 1y2m3d4h", within, err, catalog.DurationUnits)}
+				}
+				o.Policy.Within = d
+			}
+			if !given {
+				return &usageError{errors.New("say what to keep: --keep-last N, --keep-hourly N, --keep-daily N, --keep-weekly N, --keep-monthly N, --keep-yearly N and/or --keep-within DURATION")}
 			}
 			o.Logger = g.Logger()
 			if runF != nil {
@@ -84,42 +126,13 @@ func newPruneCmd(g *globalOptions, s *iostreams, runF func(context.Context, *pru
 		},
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
-	cmd.Flags().IntVar(&o.KeepLast, "keep-last", 0, "keep the N newest complete backups (N >= 1)")
-	cmd.Flags().StringVar(&within, "keep-within", "", "keep the complete backups finished within DURATION of now: 30d, 2w, 36h, 1d12h")
-	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be deleted; delete nothing")
+	for _, k := range keepCounts(&o.Policy) {
+		cmd.Flags().IntVar(k.n, k.name, 0, k.help)
+	}
+	cmd.Flags().StringVar(&within, "keep-within", "", "keep the backups taken within `DURATION` before the newest: y, m (months), w, d, h, e.g. 30d, 6m, 1y2m3d4h")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be deleted and the rules that keep each backup; delete nothing")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// parseRetention parses a duration of weeks (w), days (d) and Go units
-// (h, m, s, ...), e.g. "30d", "2w", "1d12h", "90m". It must be positive.
-func parseRetention(s string) (time.Duration, error) {
-	var total time.Duration
-	rest := strings.TrimSpace(s)
-	for _, u := range []struct {
-		suffix string
-		d      time.Duration
-	}{{"w", 7 * 24 * time.Hour}, {"d", 24 * time.Hour}} {
-		if i := strings.Index(rest, u.suffix); i >= 0 {
-			n, err := strconv.Atoi(rest[:i])
-			if err != nil || n < 0 {
-				return 0, errors.New("want a duration like 30d, 2w, 36h or 1d12h")
-			}
-			total += time.Duration(n) * u.d
-			rest = rest[i+1:]
-		}
-	}
-	if rest != "" {
-		d, err := time.ParseDuration(rest)
-		if err != nil {
-			return 0, errors.New("want a duration like 30d, 2w, 36h or 1d12h")
-		}
-		total += d
-	}
-	if total <= 0 {
-		return 0, errors.New("must be positive")
-	}
-	return total, nil
 }
 
 func runPrune(ctx context.Context, o *pruneOptions, s *iostreams) error {
@@ -127,7 +140,7 @@ func runPrune(ctx context.Context, o *pruneOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
-	res, err := catalog.Prune(ctx, store, catalog.PruneOptions{KeepLast: o.KeepLast, KeepWithin: o.KeepWithin, DryRun: o.DryRun, Logger: o.Logger})
+	res, err := catalog.Prune(ctx, store, catalog.PruneOptions{Policy: o.Policy, DryRun: o.DryRun, Logger: o.Logger})
 	if res != nil {
 		if o.JSON {
 			if jerr := writeJSON(s.Out, res); jerr != nil && err == nil {

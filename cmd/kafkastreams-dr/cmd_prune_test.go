@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 )
 
@@ -39,14 +40,18 @@ func TestPruneFlags(t *testing.T) {
 		want   *pruneOptions // nil: a usage error
 		errMsg string
 	}{
-		{"keep-last", []string{"--keep-last", "3"}, &pruneOptions{KeepLast: 3}, ""},
-		{"keep-within days", []string{"--keep-within", "30d", "--dry-run"}, &pruneOptions{KeepWithin: 30 * 24 * time.Hour, DryRun: true}, ""},
-		{"both", []string{"--keep-last", "1", "--keep-within", "1w2d12h", "--json"}, &pruneOptions{KeepLast: 1, KeepWithin: (9*24 + 12) * time.Hour, JSON: true}, ""},
-		{"go duration", []string{"--keep-within", "90m"}, &pruneOptions{KeepWithin: 90 * time.Minute}, ""},
-		{"neither", nil, nil, "--keep-last N, --keep-within DURATION, or both"},
+		{"keep-last", []string{"--keep-last", "3"}, &pruneOptions{Policy: catalog.Policy{Last: 3}}, ""},
+		{"keep-within days", []string{"--keep-within", "30d", "--dry-run"}, &pruneOptions{Policy: catalog.Policy{Within: catalog.Duration{Days: 30}}, DryRun: true}, ""},
+		{"both", []string{"--keep-last", "1", "--keep-within", "1w2d12h", "--json"}, &pruneOptions{Policy: catalog.Policy{Last: 1, Within: catalog.Duration{Weeks: 1, Days: 2, Hours: 12}}, JSON: true}, ""},
+		{"m is months, as in restic", []string{"--keep-within", "90m"}, &pruneOptions{Policy: catalog.Policy{Within: catalog.Duration{Months: 90}}}, ""},
+		{"every count rule", []string{"--keep-hourly", "24", "--keep-daily", "7", "--keep-weekly", "5", "--keep-monthly", "12", "--keep-yearly", "3"},
+			&pruneOptions{Policy: catalog.Policy{Hourly: 24, Daily: 7, Weekly: 5, Monthly: 12, Yearly: 3}}, ""},
+		{"neither", nil, nil, "say what to keep: --keep-last N, --keep-hourly N"},
 		{"keep-last 0 would keep nothing", []string{"--keep-last", "0"}, nil, "at least 1"},
-		{"bad duration", []string{"--keep-within", "a month"}, nil, "like 30d"},
-		{"zero duration", []string{"--keep-within", "0d"}, nil, "positive"},
+		{"keep-daily 0 would keep nothing", []string{"--keep-daily", "0"}, nil, "invalid --keep-daily 0: must be at least 1"},
+		{"bad duration", []string{"--keep-within", "a month"}, nil, "invalid --keep-within \"a month\": no number before \"a\"; write a number and a unit, or several: y (years), m (months)"},
+		{"minutes are not a unit", []string{"--keep-within", "90s"}, nil, "unknown unit \"s\" after 90 (minutes and seconds are not units)"},
+		{"zero duration", []string{"--keep-within", "0d"}, nil, "must be more than 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +74,7 @@ func TestPruneFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.want.ConfigFile, tt.want.Logger = "app.yaml", got.Logger
-			if *got != *tt.want {
+			if got.ConfigFile != tt.want.ConfigFile || got.Policy != tt.want.Policy || got.DryRun != tt.want.DryRun || got.JSON != tt.want.JSON {
 				t.Errorf("options = %+v, want %+v", got, tt.want)
 			}
 		})
