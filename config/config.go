@@ -7,9 +7,11 @@
 // "source.topics.include[2]") and its line: unknown keys (with the nearest
 // known key), wrong types, missing required keys, and values that cannot
 // work (a bad topic pattern, an unknown SASL mechanism, a bootstrap server
-// without a port, an invalid S3 bucket name). ${VAR} in a scalar
-// value expands from the environment; an unset variable is an error, and
-// $${ writes a literal "${".
+// without a port, an invalid S3 bucket name, a ".." in storage.prefix).
+// ${VAR} in a scalar value expands from the environment; an unset variable
+// is an error, a variable set to "" a warning, and $${ writes a literal
+// "${". A relative storage.path is resolved against the directory of the
+// config file (not the working directory).
 //
 // A minimal file:
 //
@@ -141,11 +143,15 @@ type Topics struct {
 type Storage struct {
 	Backend   string `yaml:"backend"`    // s3 | filesystem; required
 	Bucket    string `yaml:"bucket"`     // s3: bucket name; required for s3
-	Prefix    string `yaml:"prefix"`     // key prefix (s3) or subdirectory (filesystem); optional
+	Prefix    string `yaml:"prefix"`     // key prefix (s3) or subdirectory (filesystem); optional; no ".." segment
 	Region    string `yaml:"region"`     // s3: AWS region; default from the AWS chain
 	Endpoint  string `yaml:"endpoint"`   // s3: URL of an S3-compatible store (MinIO, Ceph, ...)
 	PathStyle bool   `yaml:"path_style"` // s3: path-style addressing, usual for S3-compatible stores
-	Path      string `yaml:"path"`       // filesystem: repository directory; required for filesystem
+	// Path is the filesystem backend's repository directory; required for
+	// filesystem. Parse makes a relative path absolute against the
+	// directory of the config file, so that every command given the same
+	// file, from any working directory, opens the same repository.
+	Path string `yaml:"path"`
 }
 
 // Backup holds the settings of a backup run.

@@ -284,13 +284,13 @@ func TestEnvExpansion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			y := strings.Replace(base, "path: /backups", "path: \""+tt.value+"\"", 1) +
+			y := base + "  prefix: \"" + tt.value + "\"\n" +
 				"# a comment with ${KSDR_NOT_SET_IN_COMMENT} is not expanded\n"
 			c, err := Parse([]byte(y), "t.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			eq(t, "storage.path", c.Storage.Path, tt.want)
+			eq(t, "storage.prefix", c.Storage.Prefix, tt.want)
 		})
 	}
 }

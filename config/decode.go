@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,10 +72,18 @@ type decoder struct {
 	lines  map[string]int  // key path -> line of the key or list item
 	bad    map[string]bool // key paths whose value could not be decoded
 	envRef map[string]bool // key paths whose value referenced ${VAR}
+	// emptyEnv lists, per key path, the ${VAR} references that expanded
+	// to "" (set but empty): a warning, and the likely cause of an error
+	// at that key.
+	emptyEnv map[string][]string
 }
 
 func (d *decoder) errorf(path string, line int, format string, args ...any) {
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Key: path, Msg: fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if names := d.emptyEnv[path]; len(names) > 0 {
+		msg += fmt.Sprintf(" (environment variable %s is set but empty)", strings.Join(names, ", "))
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Key: path, Msg: msg})
 }
 
 func (d *decoder) fail(path string, line int, format string, args ...any) {
@@ -229,7 +238,18 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 		d.fail(path, n.Line, "%s must be %s, not %s", path, typeName(t), kindName(n))
 		return
 	}
-	s, refs, err := expandEnv(n.Value, d.lookup)
+	var empty []string
+	lookup := func(name string) (string, bool) {
+		v, ok := d.lookup(name)
+		if ok && v == "" && !slices.Contains(empty, name) {
+			empty = append(empty, name)
+		}
+		return v, ok
+	}
+	s, refs, err := expandEnv(n.Value, lookup)
+	if len(empty) > 0 {
+		d.emptyEnv[path] = empty
+	}
 	if err != nil {
 		d.fail(path, n.Line, "%s: %v", path, err)
 		return
@@ -270,7 +290,8 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 
 // expandEnv replaces ${NAME} with the environment variable NAME and $${
 // with a literal "${". refs reports whether any variable was referenced.
-// An unset variable, an unterminated ${ and a bad name are errors.
+// An unset variable, an unterminated ${ and a bad name are errors; a
+// variable set to "" expands to "" (the decoder warns about it).
 func expandEnv(s string, lookup func(string) (string, bool)) (out string, refs bool, err error) {
 	if !strings.Contains(s, "${") {
 		return s, false, nil

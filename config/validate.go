@@ -1,11 +1,14 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -19,11 +22,12 @@ import (
 // TLS and SASL password files the config names, as ClientOptions would.
 func parse(data []byte, name string, lookup func(string) (string, bool), checkFiles bool) (*Config, error) {
 	d := &decoder{
-		file:   name,
-		lookup: lookup,
-		lines:  map[string]int{},
-		bad:    map[string]bool{},
-		envRef: map[string]bool{},
+		file:     name,
+		lookup:   lookup,
+		lines:    map[string]int{},
+		bad:      map[string]bool{},
+		envRef:   map[string]bool{},
+		emptyEnv: map[string][]string{},
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -133,6 +137,26 @@ func (v *validator) validate() {
 	}
 	v.storage()
 	v.backup()
+	v.emptyEnvWarnings()
+}
+
+// emptyEnvWarnings warns about each ${VAR} that was set but empty, in line
+// order: an empty variable is usually one the pod's environment forgot
+// (a Secret key or ConfigMap entry missing), not a wish for "".
+func (v *validator) emptyEnvWarnings() {
+	keys := make([]string, 0, len(v.emptyEnv))
+	for k := range v.emptyEnv {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(v.line(a), v.line(b)), cmp.Compare(a, b)) })
+	for _, k := range keys {
+		names := v.emptyEnv[k]
+		noun := "environment variable " + names[0] + " is"
+		if len(names) > 1 {
+			noun = "environment variables " + strings.Join(names, ", ") + " are"
+		}
+		v.warnf(k, "%s: %s set but empty", k, noun)
+	}
 }
 
 func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
@@ -318,6 +342,13 @@ func (v *validator) storage() {
 	case BackendFilesystem:
 		if s.Path == "" {
 			v.errfAt("storage.path", bk, "storage.path is required when storage.backend is filesystem")
+		} else if !filepath.IsAbs(s.Path) {
+			// Relative to the config file, not to the working directory:
+			// a CronJob and a restore started elsewhere must open the same
+			// repository.
+			if abs, err := filepath.Abs(v.file); err == nil {
+				v.c.Storage.Path = filepath.Join(filepath.Dir(abs), s.Path)
+			}
 		}
 		for _, f := range []struct {
 			name string
@@ -338,6 +369,9 @@ func (v *validator) storage() {
 	}
 	for _, f := range ignored {
 		v.warnf("storage."+f, "storage.%s does not apply to the %s backend and is ignored", f, s.Backend)
+	}
+	if slices.Contains(strings.Split(s.Prefix, "/"), "..") {
+		v.errf("storage.prefix", `storage.prefix %q contains "..": the prefix names a place inside storage.path or the bucket, never above it (where another application's repository may be); write it without "..", e.g. streams/order-processor`, s.Prefix)
 	}
 }
 

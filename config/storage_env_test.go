@@ -1,0 +1,111 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRelativeStoragePathFollowsTheConfigFile: a relative storage.path is
+// resolved against the config file's directory, not the working directory
+// (issue 9: a CronJob and a restore started elsewhere saw different
+// repositories). An absolute path is kept as written.
+func TestRelativeStoragePathFollowsTheConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	confDir := filepath.Join(dir, "etc", "kdr")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir) // the config is named relative to here, then read from elsewhere
+	tests := []struct {
+		path, prefix string
+		want         string // FilesystemDir
+	}{
+		{"backups", "", filepath.Join(confDir, "backups")},
+		{"./backups", "order-processor", filepath.Join(confDir, "backups", "order-processor")},
+		{"../repo", "", filepath.Join(dir, "etc", "repo")},
+		{filepath.Join(dir, "abs"), "", filepath.Join(dir, "abs")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			y := strings.Replace(base, "path: /backups", "path: "+tt.path, 1)
+			if tt.prefix != "" {
+				y += "  prefix: " + tt.prefix + "\n"
+			}
+			file := filepath.Join("etc", "kdr", "app.yaml")
+			if err := os.WriteFile(file, []byte(y), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, cwd := range []string{dir, t.TempDir()} {
+				t.Chdir(cwd)
+				name := file
+				if cwd != dir {
+					name = filepath.Join(dir, file)
+				}
+				c, err := Load(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := c.Storage.FilesystemDir(); got != tt.want {
+					t.Errorf("from %s, -c %s: repository %s, want %s", cwd, name, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestStoragePrefixRefusesDotDot: a ".." segment in storage.prefix would
+// leave the repository's directory (filesystem) or name another
+// application's keys (S3); it is refused on both backends.
+func TestStoragePrefixRefusesDotDot(t *testing.T) {
+	s3 := strings.Replace(base, "backend: filesystem\n  path: /backups", "backend: s3\n  bucket: kafka-backups", 1)
+	for _, tt := range []struct{ backend, yaml, prefix string }{
+		{"filesystem", base, ".."},
+		{"filesystem", base, "../other-app"},
+		{"filesystem", base, "apps/../../etc"},
+		{"s3", s3, "streams/../other-app"},
+		{"s3", s3, "/streams/..//"},
+	} {
+		t.Run(tt.backend+" "+tt.prefix, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml+"  prefix: \""+tt.prefix+"\"\n"), "t.yaml")
+			if err == nil {
+				t.Fatalf("prefix %q accepted", tt.prefix)
+			}
+			for _, w := range []string{"storage.prefix", `".."`, "line 9"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+		})
+	}
+	for _, ok := range []string{"a..b/c", "streams/order-processor", "..hidden"} {
+		if _, err := Parse([]byte(base+"  prefix: \""+ok+"\"\n"), "t.yaml"); err != nil {
+			t.Errorf("prefix %q refused: %v", ok, err)
+		}
+	}
+}
+
+// TestEmptyEnvWarns: ${VAR} set to the empty string expands (a variable
+// may be empty on purpose) but warns, naming the variable, the key and
+// the line; when the empty value makes the key invalid, the error says so.
+func TestEmptyEnvWarns(t *testing.T) {
+	t.Setenv("KSDR_EMPTY", "")
+	t.Setenv("KSDR_SET", "x")
+	c, err := Parse([]byte(base+"  prefix: \"apps/${KSDR_EMPTY}\"\nbackup:\n  source_cluster_id: ${KSDR_SET}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(c.Warnings(), "\n")
+	if !strings.Contains(w, "storage.prefix: environment variable KSDR_EMPTY is set but empty (line 9)") {
+		t.Errorf("warnings %q do not name the empty variable", w)
+	}
+	if strings.Contains(w, "KSDR_SET") {
+		t.Errorf("warnings %q name a variable that is not empty", w)
+	}
+	s3 := strings.Replace(base, "backend: filesystem\n  path: /backups", "backend: s3\n  bucket: ${KSDR_EMPTY}", 1)
+	_, err = Parse([]byte(s3), "t.yaml")
+	if err == nil || !strings.Contains(err.Error(), "storage.bucket") || !strings.Contains(err.Error(), "KSDR_EMPTY is set but empty") {
+		t.Errorf("bucket from an empty variable: err = %v, want it to name storage.bucket and KSDR_EMPTY", err)
+	}
+}
