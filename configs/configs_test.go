@@ -887,6 +887,11 @@ func TestBackupCronJob(t *testing.T) {
 	if !failJob[2] || !failJob[3] {
 		t.Errorf("podFailurePolicy fails the Job on exit codes %v, want 2 and 3 (a retry cannot help)", slices.Sorted(mapsKeys32(failJob)))
 	}
+	// Exit 11 (another run holds the repository lock) is transient: the
+	// retry waits for the lock again.
+	if failJob[11] {
+		t.Errorf("podFailurePolicy fails the Job on exit 11 (lock held): a retry can help")
+	}
 	// A lock left by a killed run resolves by waiting: --lock-wait, and
 	// the deadline leaves room for it.
 	if i := slices.Index(args, "--lock-wait"); i < 0 || i+1 >= len(args) {

@@ -93,6 +93,10 @@ type Phase struct {
 	// Refused is set when the restore was refused before writing anything
 	// (its reasons are the Problems).
 	Refused bool `json:"refused,omitempty"`
+	// Locked is set when the phase could not start its work because
+	// another run holds the repository lock (backup) or the target
+	// cluster's restore lock (restore): nothing was done, try again later.
+	Locked bool `json:"locked,omitempty"`
 }
 
 // OK reports whether the phase passed.

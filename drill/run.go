@@ -67,6 +67,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			p.Duration = Duration(time.Since(p.StartedAt))
 			if err != nil {
 				p.Error = err.Error()
+				p.Locked = errors.Is(err, backup.ErrLocked) || errors.Is(err, restorer.ErrLocked)
 			}
 			if err != nil || len(p.Problems) > 0 {
 				p.Status, failed = StatusFailed, true

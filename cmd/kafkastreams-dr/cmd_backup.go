@@ -154,7 +154,7 @@ func backupError(err error, file string) error {
 	case errors.Is(err, backup.ErrNothingSelected):
 		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include; see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrLocked):
-		return withCode(exitUsage, err, "")
+		return withCode(exitLocked, err, "another run holds the repository lock; nothing was copied: the next run proceeds once it is released, or goes stale 2 minutes after its holder's last heartbeat (wait longer with --lock-wait)")
 	case errors.As(err, &pe):
 		switch pe.Phase {
 		case backup.PhaseCluster:

@@ -79,7 +79,7 @@ func TestBackupErrorHints(t *testing.T) {
 	}{
 		{"nothing selected", fmt.Errorf("%w: x", backup.ErrNothingSelected), exitUsage, "topics -c app.yaml", "resume"},
 		{"missing literal include", &topicfilter.MissingTopicsError{Topics: []string{"t"}}, exitUsage, "topics -c app.yaml", "resume"},
-		{"locked", fmt.Errorf("%w by x", backup.ErrLocked), exitUsage, "", "resume"},
+		{"locked: exit 11, not a refusal", fmt.Errorf("%w by x", backup.ErrLocked), 11, "", "resume"},
 		{"cluster unreachable", &backup.PhaseError{Phase: backup.PhaseCluster, Err: errors.New("dial tcp: refused")}, exitError, "bootstrap_servers", "resume"},
 		{"repository unreadable", &backup.PhaseError{Phase: backup.PhaseRepository, Err: errors.New("decode lock")}, exitError, "storage", "resume"},
 		{"copy failed", &backup.PhaseError{Phase: backup.PhaseCopy, Err: errors.New("no space left on device")}, exitError, "resumes", ""},

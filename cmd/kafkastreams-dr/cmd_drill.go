@@ -406,6 +406,8 @@ func drillOutcome(rep *drill.Report, file string) error {
 		cfg = "FILE"
 	}
 	switch {
+	case p.Locked:
+		return withCode(exitLocked, err, "another run holds the repository lock or the drill target's restore lock: run the drill again once it has finished")
 	case p.Refused:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
 	case p.Name == drill.PhaseBackup:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,7 +33,8 @@ the backup wrote itself (own_segments, own_records, own_bytes).
 
 States: complete (restorable); running (a backup is running, or was interrupted and
 the next backup resumes it); abandoned (an interrupted backup no run will resume:
-garbage that prune removes); unreadable (the manifest does not decode).
+garbage that prune removes); unreadable (the manifest does not decode). list exits 1
+when a manifest is unreadable, after listing every backup (run verify on it).
 
 Reads the manifests only (backups/*/manifest.json and progress.json), never a segment.
 
@@ -98,10 +100,35 @@ func runList(ctx context.Context, o *listOptions, s *iostreams) error {
 			}
 			out.Backups = append(out.Backups, lb)
 		}
-		return writeJSON(s.Out, out)
+		if err := writeJSON(s.Out, out); err != nil {
+			return err
+		}
+	} else {
+		printBackupList(s.Out, store.Location(), list, now)
 	}
-	printBackupList(s.Out, store.Location(), list, now)
-	return nil
+	return unreadableError(list, o.ConfigFile)
+}
+
+// unreadableError makes list exit 1 when a manifest does not decode: the
+// backups it could read are listed, but the repository is damaged (a
+// scheduled "list" must not report success over it). It names every
+// unreadable manifest and the verify command for the first.
+func unreadableError(list []catalog.Summary, file string) error {
+	var bad []string
+	first := ""
+	for _, b := range list {
+		if b.State == catalog.StateUnreadable {
+			bad = append(bad, b.ManifestKey+": "+b.Error)
+			if first == "" {
+				first = b.BackupID
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return withCode(exitError, fmt.Errorf("%s unreadable: %s", plural(len(bad), "manifest is", "manifests are"), strings.Join(bad, "; ")),
+		fmt.Sprintf("see what is damaged with: kafkastreams-dr verify -c %s --backup-id %s", file, first))
 }
 
 // printBackupList prints the table of backups and a summary line.

@@ -175,3 +175,24 @@ func objectCount(t *testing.T, store storage.Backend) int {
 	}
 	return n
 }
+
+// TestListUnreadableManifestExitsOne: list shows every backup it can read
+// and the unreadable one with its error, and exits 1 (issue 9: it exited
+// 0, so a scheduled check never saw the damage); --json too.
+func TestListUnreadableManifestExitsOne(t *testing.T) {
+	store, storageYAML := catalogRepos[0].open(t)
+	good := craftBackup(t, store, time.Date(2026, 6, 14, 12, 0, 0, 0, time.UTC), 1)
+	bad := craftBackup(t, store, time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC), 2)
+	broken := `{"format":"kafkastreams-dr/backup","form`
+	if err := store.Put(t.Context(), format.ManifestKey(bad), strings.NewReader(broken), int64(len(broken))); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, "app.yaml", "source:\n  bootstrap_servers: [127.0.0.1:9]\n  topics:\n    include: [orders]\n"+storageYAML)
+	for _, args := range [][]string{{"list", "-c", cfg}, {"list", "-c", cfg, "--json"}} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != exitError || !strings.Contains(stdout, good) || !strings.Contains(stdout, bad) ||
+			!strings.Contains(stderr, format.ManifestKey(bad)) || !strings.Contains(stderr, "verify -c "+cfg+" --backup-id "+bad) {
+			t.Errorf("%v: exit %d, want 1 naming %s and the verify command\n%s\n%s", args, code, format.ManifestKey(bad), stdout, stderr)
+		}
+	}
+}

@@ -52,7 +52,7 @@ such runs wrote, and the restore journals of forgotten backups. Restore reports
 (restores/<id>/report.json) stay.
 
 prune takes the repository's backup lock and the lock of every restore target, and
-refuses while a backup or restore runs. It deletes manifests first and segments
+refuses while a backup or restore runs (exit 11). It deletes manifests first and segments
 after: interrupted at any point, it leaves objects no manifest names (the next prune
 deletes them), never a backup that names a missing segment.
 
@@ -160,7 +160,7 @@ func runPrune(ctx context.Context, o *pruneOptions, s *iostreams) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, catalog.ErrLocked):
-		return withCode(exitUsage, err, "run prune again once the backup or restore has finished")
+		return withCode(exitLocked, err, "run prune again once the backup or restore has finished")
 	case errors.Is(err, catalog.ErrUnreadableKept):
 		return withCode(exitError, err, fmt.Sprintf("check it with: kafkastreams-dr verify -c %s --backup-id ID", o.ConfigFile))
 	}

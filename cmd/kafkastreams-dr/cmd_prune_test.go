@@ -13,8 +13,9 @@ import (
 )
 
 // TestPruneRefusedWhileLocked: a backup holding the lock (fresh heartbeat,
-// another host) refuses prune with exit 2, naming the holder; nothing is
-// deleted.
+// another host) refuses prune with exit 11 (restic's "repository is
+// already locked"; issue 9: it was 2, a refusal, so a CronJob could not
+// tell the two apart), naming the holder; nothing is deleted.
 func TestPruneRefusedWhileLocked(t *testing.T) {
 	store, storageYAML := catalogRepos[0].open(t)
 	_, cfg := threeBackups(t, store, storageYAML)
@@ -25,7 +26,7 @@ func TestPruneRefusedWhileLocked(t *testing.T) {
 	}
 	before := objectCount(t, store)
 	code, stdout, stderr := runCLI(t, "prune", "-c", cfg, "--keep-last", "1")
-	if code != exitUsage || !strings.Contains(stderr, "other-host") || !strings.Contains(stderr, "run prune again once") {
+	if code != 11 || !strings.Contains(stderr, "other-host") || !strings.Contains(stderr, "run prune again once") {
 		t.Fatalf("prune of a locked repository: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if after := objectCount(t, store); after != before {

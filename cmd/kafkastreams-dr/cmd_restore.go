@@ -435,7 +435,8 @@ func confirm(s *iostreams, question string) (bool, error) {
 }
 
 // restoreError maps a failed restore to an exit code and the next thing to
-// do: refused (nothing written) and no such backup exit 2; anything else
+// do: refused (nothing written) and no such backup exit 2; another
+// restore holding the target's lock exits 11; anything else
 // exits 1 and, unless it was a dry run, says that running the same command
 // again resumes the restore.
 func restoreError(err error, location, noBackupHint string, dryRun bool) error {
@@ -448,7 +449,7 @@ func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, restorer.ErrLocked):
-		return withCode(exitUsage, err, "another restore into this target cluster is running: wait for it (nothing was written)")
+		return withCode(exitLocked, err, "another restore into this target cluster is running: wait for it (nothing was written)")
 	case dryRun || errors.Is(err, restorer.ErrNothingWritten):
 		return withCode(exitError, fmt.Errorf("restore plan: %w", err),
 			"nothing was written; check target.bootstrap_servers and target.security, the repository (storage.*), and the message above")

@@ -324,6 +324,8 @@ func TestRestoreErrors(t *testing.T) {
 		{"failed dry run wrote nothing", errors.New("connect to the target cluster: refused"), true, exitError,
 			[]string{"connect to the target cluster"}, "nothing was written", "resume"},
 		{"cancelled", fmt.Errorf("produce: %w", context.Canceled), false, exitCancelled, []string{"produce"}, "", "resume"},
+		{"another restore holds the target's lock: exit 11", fmt.Errorf("take lock: %w (restores/locks/c1) by r-1", restorer.ErrLocked), false, 11,
+			[]string{"restores/locks/c1"}, "another restore into this target cluster is running", "resume"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ const (
 	exitError     = 1   // the run failed (cluster or storage error, bug)
 	exitUsage     = 2   // bad flags or arguments, invalid config, or the run was refused
 	exitPartial   = 3   // the run finished but not everything was done (see the summary)
+	exitLocked    = 11  // another run holds the repository lock (restic's code for "already locked")
 	exitCancelled = 130 // interrupted by SIGINT or SIGTERM
 )
 
@@ -21,6 +22,8 @@ const exitStatusHelp = `EXIT STATUS
   1    error: the run failed (cluster, storage or network error)
   2    usage error, invalid config file, or the run was refused
   3    partial: the run finished but not everything was done (see the summary)
+  11   locked: another backup, prune or restore holds the repository lock (or the
+       target cluster's restore lock); nothing was done, try again later
   130  interrupted (SIGINT or SIGTERM)
 `
 

@@ -114,7 +114,7 @@ func outcome(ctx context.Context, err error) progress.Outcome {
 		return progress.Interrupted
 	case exitPartial:
 		return progress.Partial
-	case exitUsage:
+	case exitUsage, exitLocked: // a held lock: the run did not start its work
 		return progress.Refused
 	}
 	return progress.Failed
