@@ -30,6 +30,15 @@ type Options struct {
 	Include, Exclude      []string // topic filters (topicfilter syntax)
 	AllowMissingTopics    bool     // a literal include that does not exist is a warning, not an error
 
+	// InternalPrefixes are the prefixes of the application's internal
+	// topics (topicfilter.Classifier.InternalPrefixes); nil: ApplicationID.
+	InternalPrefixes []string
+	// OtherApplicationIDs are other Streams applications whose internal
+	// topics are never selected (KAFKA-14922), in addition to the consumer
+	// groups found on the cluster (an application without a group is
+	// found only here).
+	OtherApplicationIDs []string
+
 	// LockWait is how long a run waits for the repository lock while
 	// another run holds it (until it is released, or goes stale 2 minutes
 	// after its holder's last heartbeat); 0 refuses at once with ErrLocked.

@@ -359,6 +359,11 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 			others = append(others, g)
 		}
 	}
+	for _, g := range o.OtherApplicationIDs {
+		if !slices.Contains(others, g) {
+			others = append(others, g)
+		}
+	}
 	infos := make([]topicfilter.TopicInfo, 0, len(details))
 	for name, d := range details {
 		compacted := false
@@ -369,7 +374,8 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 		}
 		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(d.Partitions), Internal: d.IsInternal, Compacted: compacted})
 	}
-	classifier := topicfilter.Classifier{ApplicationID: o.ApplicationID, SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}
+	classifier := topicfilter.Classifier{ApplicationID: o.ApplicationID, InternalPrefixes: o.InternalPrefixes,
+		SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}
 	decisions, warnings, err := topicfilter.Plan(filter, classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics})
 	if err != nil {
 		return nil, err

@@ -63,6 +63,22 @@ type Config struct {
 	// SourceChangelogTopics are input topics that a state store reuses as
 	// its changelog (topology.optimization=all, reuse.ktable.source.topics).
 	SourceChangelogTopics []string `yaml:"source_changelog_topics"`
+	// OtherApplicationIDs are the application.ids of other Kafka Streams
+	// applications on the source cluster whose internal topics start with
+	// this application's prefix ("orders-app-v1-...-changelog" under
+	// application_id orders-app): such topics are never selected, even by
+	// an include that matches them (KAFKA-14922). The consumer groups on
+	// the cluster are consulted as well, but an application that never
+	// committed, or whose group was deleted, has none: list it here.
+	// Requires ApplicationID or InternalTopicPrefixes.
+	OtherApplicationIDs []string `yaml:"other_application_ids"`
+	// InternalTopicPrefixes are the prefixes of this application's
+	// internal topics, without the trailing "-", when they are not just
+	// the application.id: named topologies use
+	// "<application.id>-<topology name>". When set they replace the
+	// application.id as the prefix: list it too if it is still in use.
+	// Default: [ApplicationID].
+	InternalTopicPrefixes []string `yaml:"internal_topic_prefixes"`
 	// Source is the cluster the backup reads from. Required.
 	Source Cluster `yaml:"source"`
 	// Target is the cluster a restore writes to. Optional; validated now,

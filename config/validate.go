@@ -127,6 +127,8 @@ func (v *validator) validate() {
 		}
 	}
 
+	v.applications()
+
 	if !v.has("source") {
 		v.errf("source", "source is required (the cluster to back up: source.bootstrap_servers and source.topics.include)")
 	} else {
@@ -156,6 +158,40 @@ func (v *validator) emptyEnvWarnings() {
 			noun = "environment variables " + strings.Join(names, ", ") + " are"
 		}
 		v.warnf(k, "%s: %s set but empty", k, noun)
+	}
+}
+
+// applications checks other_application_ids and internal_topic_prefixes:
+// each a valid application.id (the characters of a topic name), none
+// empty, no prefix ending in "-", no other application that is this one.
+func (v *validator) applications() {
+	c := v.c
+	for i, p := range c.InternalTopicPrefixes {
+		k := fmt.Sprintf("internal_topic_prefixes[%d]", i)
+		switch {
+		case p == "":
+			v.errf(k, "%s is empty", k)
+		case badTopicChars(p) != "":
+			v.errf(k, "%s %q contains %s; a topic prefix uses only letters, digits, '.', '_' and '-'", k, p, badTopicChars(p))
+		case strings.HasSuffix(p, "-"):
+			v.errf(k, `%s %q ends with "-": write the prefix without the trailing "-" (%q), as the application.id is written`, k, p, strings.TrimRight(p, "-"))
+		}
+	}
+	if len(c.OtherApplicationIDs) > 0 && c.ApplicationID == "" && len(c.InternalTopicPrefixes) == 0 {
+		v.errf("other_application_ids", "other_application_ids needs application_id (or internal_topic_prefixes): other applications' topics are told apart from this application's by its prefix")
+	}
+	for i, o := range c.OtherApplicationIDs {
+		k := fmt.Sprintf("other_application_ids[%d]", i)
+		switch {
+		case o == "":
+			v.errf(k, "%s is empty", k)
+		case badTopicChars(o) != "":
+			v.errf(k, "%s %q contains %s; a Kafka Streams application.id uses only letters, digits, '.', '_' and '-'", k, o, badTopicChars(o))
+		case o == c.ApplicationID:
+			v.errf(k, "%s %q is this config's application_id: list only the other applications", k, o)
+		case slices.Contains(c.InternalTopicPrefixes, o):
+			v.errf(k, "%s %q is also in internal_topic_prefixes: a prefix is this application's or another's, not both", k, o)
+		}
 	}
 }
 

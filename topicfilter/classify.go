@@ -79,6 +79,9 @@ type verdict struct {
 	brokerInternal  bool   // name starts with "__"
 	otherApp        string // internal topic of this other application.id
 	reason          string
+	// For a changelog of this application: the internal prefix it matched
+	// and the store name after it.
+	prefix, store string
 }
 
 // Classify returns the class of topic for this application, whether it is
@@ -183,11 +186,41 @@ func (c Classifier) classify(topic string) verdict {
 		prefix = fmt.Sprintf("application.id prefix %q", own)
 	}
 	if class == Changelog {
-		return verdict{class: Changelog,
+		return verdict{class: Changelog, prefix: own, store: storeName(topic, own),
 			reason: fmt.Sprintf("changelog of store %q (%s)", storeName(topic, own), prefix)}
 	}
 	return verdict{class: Repartition,
 		reason: fmt.Sprintf("repartition topic (%s after the %s)", rule, prefix)}
+}
+
+// generatedStore matches a store name that ends in a name Kafka Streams
+// generates (InternalStreamsBuilder.newStoreName / newProcessorName: a
+// "KSTREAM-" or "KTABLE-" prefix, upper-case words, a 10-digit index, and
+// "-store" for join windows) after something else. Group 1 is what comes
+// before, group 2 the generated name. A source KTable's store,
+// "<topic>-STATE-STORE-NNNNNNNNNN", has no KSTREAM-/KTABLE- and does not
+// match.
+var generatedStore = regexp.MustCompile(`^(.+)-((?:KSTREAM|KTABLE)-[A-Z]+(?:-[A-Z]+)*-[0-9]{10}(?:-store)?)$`)
+
+// foreignGeneratedStore returns a warning when v, a changelog of this
+// application, has a store name that is a generated name after a prefix:
+// "orders-app-v1-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog" under
+// application.id "orders-app" is store "v1-KSTREAM-...", a name Kafka
+// Streams never generates: most likely the topic belongs to application.id
+// "orders-app-v1" (KAFKA-14922), whose consumer group does not exist (it
+// was deleted, or the app never committed) so Plan could not tell.
+func (c Classifier) foreignGeneratedStore(topic string, v verdict) string {
+	m := generatedStore.FindStringSubmatch(v.store)
+	if m == nil {
+		return ""
+	}
+	owner := "application.id " + v.prefix
+	if v.prefix != c.ApplicationID {
+		owner = fmt.Sprintf("internal prefix %q", v.prefix)
+	}
+	other := v.prefix + "-" + m[1]
+	return fmt.Sprintf("changelog %q is taken as store %q of %s, but Kafka Streams generates %q with nothing before it: it is probably an internal topic of application.id %q (add it to other_application_ids) or of a named topology (add %q to internal_topic_prefixes); otherwise exclude it",
+		topic, v.store, owner, m[2], other, other)
 }
 
 // storeName extracts <store> from <prefix>-<store>-changelog. The prefix's

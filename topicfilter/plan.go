@@ -47,7 +47,9 @@ func (e *MissingTopicsError) Error() string {
 //
 // Warnings, for people, in a stable order: missing literal includes (with
 // AllowMissing), include patterns that matched repartition topics or other
-// applications' internal topics (dropped), selected compacted external
+// applications' internal topics (dropped), selected changelogs whose store
+// name is a name Kafka Streams generates after a prefix (probably another
+// application's, see Classifier.OtherApplicationIDs), selected compacted external
 // topics not declared in Classifier.SourceChangelogTopics (they may be a
 // store's source changelog, and then a point-in-time restore of them is
 // unsafe), declared source changelogs that are missing or not selected, and
@@ -94,7 +96,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 	droppedRepartition := map[string][]string{}
 	droppedOther := map[string][]string{}
 	otherApps := map[string][]string{} // include pattern -> application.ids of droppedOther
-	var compactedWarnings, systemWarnings []string
+	var compactedWarnings, systemWarnings, storeWarnings []string
 	selected := map[string]bool{}
 
 	decisions = make([]Decision, 0, len(sorted))
@@ -140,6 +142,11 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 			} else {
 				d.Reason = "selected: " + v.reason
 			}
+			if d.Class == Changelog && !d.SourceChangelog {
+				if w := c.foreignGeneratedStore(t.Name, v); w != "" {
+					storeWarnings = append(storeWarnings, w)
+				}
+			}
 			if d.Class == External && t.Compacted {
 				compactedWarnings = append(compactedWarnings, fmt.Sprintf("topic %q is compacted and not declared in source_changelog_topics: if a KTable reads it with topology.optimization=all (or reuse.ktable.source.topics), it is that store's changelog; declare it in source_changelog_topics so point-in-time restore is refused for it", t.Name))
 			}
@@ -168,6 +175,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 				p.src, plural(len(ts), "internal topic", "internal topics"), owner, strings.Join(ts, ", ")))
 		}
 	}
+	warnings = append(warnings, storeWarnings...)
 	warnings = append(warnings, compactedWarnings...)
 	declared := slices.Clone(c.SourceChangelogTopics)
 	slices.Sort(declared)

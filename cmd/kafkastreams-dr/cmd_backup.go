@@ -49,7 +49,8 @@ with progress bars when stderr is a terminal and one summary line at the end.
 pushes them when it ends (see "kafkastreams-dr --help").
 
 CONFIG KEYS USED
-  application_id, source_changelog_topics, source.* (bootstrap_servers, client_id,
+  application_id, source_changelog_topics, other_application_ids,
+  internal_topic_prefixes, source.* (bootstrap_servers, client_id,
   security, topics.include, topics.exclude, topics.allow_missing), storage.*
   (backend, bucket, prefix, region, endpoint, path_style, path), backup.*
   (compression, source_cluster_id, segment_max_bytes, concurrency).
@@ -98,6 +99,8 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 	return backup.Options{
 		ApplicationID:         cfg.ApplicationID,
 		SourceChangelogTopics: cfg.SourceChangelogTopics,
+		InternalPrefixes:      cfg.InternalTopicPrefixes,
+		OtherApplicationIDs:   cfg.OtherApplicationIDs,
 		Include:               cfg.Source.Topics.Include,
 		Exclude:               cfg.Source.Topics.Exclude,
 		AllowMissingTopics:    cfg.Source.Topics.AllowMissing,

@@ -13,12 +13,18 @@ import (
 
 // configKeysHelp documents every config key; config validate shows it.
 const configKeysHelp = `CONFIG FILE (YAML; ${VAR} in a value expands from the environment, an unset
-VAR is an error, $${ is a literal "${")
+VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
   application_id            the Kafka Streams application.id (one application per file).
                             Optional: without it topics are classified by name suffix
                             only and no consumer-group offsets are read (a warning).
   source_changelog_topics   input topics a store reuses as its changelog
                             (topology.optimization=all / reuse.ktable.source.topics)
+  other_application_ids     application.ids of other Streams apps whose internal topics
+                            start with this one's prefix (orders-app-v1 beside orders-app):
+                            never selected (KAFKA-14922). Consumer groups on the cluster
+                            count too; an app without a group is known only from here.
+  internal_topic_prefixes   this app's internal-topic prefixes when not just application_id
+                            (named topologies: <application.id>-<topology>); they replace it
   source:                   the cluster to back up (required)
     bootstrap_servers       list of host:port (required)
     client_id               Kafka client.id (default kafkastreams-dr)
@@ -36,7 +42,9 @@ VAR is an error, $${ is a literal "${")
     backend                 s3 | filesystem (required)
     bucket, prefix, region  s3 (bucket required); credentials from the AWS default chain
     endpoint, path_style    s3: S3-compatible stores (MinIO, Ceph, ...)
-    path                    filesystem: the directory (required; prefix is a subdirectory)
+    path                    filesystem: the directory (required; prefix is a subdirectory;
+                            a relative path is relative to the config file's directory)
+                            prefix: no ".." segment
   backup:
     compression             zstd (default; the only one for now)
     source_cluster_id       free-form name of the source cluster, kept in the manifest

@@ -40,16 +40,20 @@ own topics such as __consumer_offsets), its partitions, whether a backup would
 select it, and why. Nothing is written anywhere.
 
 Topics are read with their partition counts, the broker's internal flag and
-cleanup.policy; consumer groups are listed so that internal topics of other
-Kafka Streams applications (whose application.id starts like this one's) are
-recognized. Warnings (patterns that matched repartition topics, compacted inputs
-that may be source changelogs, missing literal includes) go to stderr.
+cleanup.policy; consumer groups are listed, and other_application_ids read, so
+that internal topics of other Kafka Streams applications (whose application.id
+starts like this one's) are recognized. Warnings (patterns that matched
+repartition topics, changelogs whose store name is a generated name after a
+prefix, such as "orders-app-v1-KSTREAM-AGGREGATE-STATE-STORE-0000000004" under
+orders-app: probably another application's, compacted inputs that may be source
+changelogs, missing literal includes) go to stderr.
 
 Exits 2, after the table, when a backup would refuse the config: a literal
 include names a topic that does not exist, or no topic is selected at all.
 
 CONFIG KEYS USED
-  application_id, source_changelog_topics, source.bootstrap_servers,
+  application_id, source_changelog_topics, other_application_ids,
+  internal_topic_prefixes, source.bootstrap_servers,
   source.client_id, source.security, source.topics.include, source.topics.exclude,
   source.topics.allow_missing. See "kafkastreams-dr config validate --help".`,
 		Example: `  kafkastreams-dr topics -c order-processor.yaml
@@ -102,6 +106,7 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 	}
 	classifier := topicfilter.Classifier{
 		ApplicationID:         cfg.ApplicationID,
+		InternalPrefixes:      cfg.InternalTopicPrefixes,
 		SourceChangelogTopics: cfg.SourceChangelogTopics,
 		OtherApplicationIDs:   others,
 	}
@@ -203,6 +208,11 @@ func describeSource(ctx context.Context, adm *kadm.Client, cfg *config.Config, l
 	}
 	for _, g := range groups.Groups() {
 		if g != cfg.ApplicationID {
+			others = append(others, g)
+		}
+	}
+	for _, g := range cfg.OtherApplicationIDs {
+		if !slices.Contains(others, g) {
 			others = append(others, g)
 		}
 	}
