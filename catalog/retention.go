@@ -104,7 +104,9 @@ func (d Duration) before(t time.Time) time.Time {
 
 // Policy is a retention policy in restic's terms ("restic forget",
 // internal/data.ExpirePolicy). A backup is kept when any rule keeps it
-// (the union); the rules are applied to the complete backups, newest first.
+// (the union); the rules are applied to the complete backups, newest
+// (greatest backup id, which starts with the start time) first, as restic
+// applies them to snapshots sorted by time.
 //
 //   - Last keeps the Last newest backups.
 //   - Hourly, Daily, Weekly, Monthly and Yearly keep the newest backup of

@@ -83,7 +83,7 @@ func newPruneCmd(g *globalOptions, s *iostreams, runF func(context.Context, *pru
 	o := &pruneOptions{}
 	var within string
 	cmd := &cobra.Command{
-		Use:   "prune -c FILE --keep-last N | --keep-hourly N | --keep-daily N | --keep-weekly N | --keep-monthly N | --keep-yearly N | --keep-within DURATION [--dry-run]",
+		Use:   "prune -c FILE --keep-last N | --keep-{hourly,daily,weekly,monthly,yearly} N | --keep-within DURATION [--dry-run]",
 		Short: "Forget old backups and delete segments no kept backup needs",
 		Long:  pruneLong,
 		Example: `  kafkastreams-dr prune -c order-processor.yaml --keep-daily 7 --keep-weekly 5 --keep-monthly 12 --dry-run
@@ -132,6 +132,7 @@ func newPruneCmd(g *globalOptions, s *iostreams, runF func(context.Context, *pru
 	cmd.Flags().StringVar(&within, "keep-within", "", "keep the backups taken within `DURATION` before the newest: y, m (months), w, d, h, e.g. 30d, 6m, 1y2m3d4h")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be deleted and the rules that keep each backup; delete nothing")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	cmd.Flags().SortFlags = false // the policy's flags in restic's order
 	return cmd
 }
 
