@@ -118,7 +118,9 @@ func (d Duration) before(t time.Time) time.Time {
 //     Within (not after now minus Within: a repository whose backups
 //     stopped keeps its last ones). A backup's time is Summary.Time.
 //
-// 0 leaves a rule unused; negative counts are refused.
+// A count of 0 leaves its rule unused; Unlimited (-1, restic's
+// "unlimited") keeps the newest backup of every period (keep-last: every
+// backup). Other negative counts are refused.
 type Policy struct {
 	Last    int
 	Hourly  int
@@ -129,6 +131,9 @@ type Policy struct {
 	Within  Duration
 }
 
+// Unlimited is the count of a Policy rule that keeps every period.
+const Unlimited = -1
+
 // IsZero reports whether no rule is used.
 func (p Policy) IsZero() bool { return p == Policy{} }
 
@@ -137,8 +142,8 @@ func (p Policy) validate() error {
 		n    int
 		flag string
 	}{{p.Last, "keep-last"}, {p.Hourly, "keep-hourly"}, {p.Daily, "keep-daily"}, {p.Weekly, "keep-weekly"}, {p.Monthly, "keep-monthly"}, {p.Yearly, "keep-yearly"}} {
-		if c.n < 0 {
-			return fmt.Errorf("%s %d: must not be negative", c.flag, c.n)
+		if c.n < Unlimited {
+			return fmt.Errorf("%s %d: must not be negative (Unlimited, -1, keeps every period)", c.flag, c.n)
 		}
 	}
 	if p.Within.negative() {
@@ -157,7 +162,10 @@ func (p Policy) String() string {
 		n    int
 		flag string
 	}{{p.Last, "keep-last"}, {p.Hourly, "keep-hourly"}, {p.Daily, "keep-daily"}, {p.Weekly, "keep-weekly"}, {p.Monthly, "keep-monthly"}, {p.Yearly, "keep-yearly"}} {
-		if c.n > 0 {
+		switch {
+		case c.n == Unlimited:
+			parts = append(parts, c.flag+" unlimited")
+		case c.n > 0:
 			parts = append(parts, fmt.Sprintf("%s %d", c.flag, c.n))
 		}
 	}
@@ -212,7 +220,7 @@ func applyPolicy(times []time.Time, p Policy, now time.Time) [][]string {
 		}
 		for i := range buckets {
 			b := &buckets[i]
-			if b.count <= 0 {
+			if b.count == 0 { // unused, or the count is used up
 				continue
 			}
 			val := nr // keep-last: every backup is a period of its own
@@ -225,7 +233,9 @@ func applyPolicy(times []time.Time, p Policy, now time.Time) [][]string {
 					rule = "oldest for " + b.rule
 				}
 				b.last = val
-				b.count--
+				if b.count > 0 { // Unlimited stays
+					b.count--
+				}
 				rules = append(rules, rule)
 			}
 		}

@@ -82,8 +82,8 @@ func TestPolicyMatchesRestic(t *testing.T) {
 	if err := json.Unmarshal(b, &golden); err != nil {
 		t.Fatal(err)
 	}
-	if len(golden.Snapshots) != 103 || len(golden.Cases) != 26 {
-		t.Fatalf("testdata/restic_policy.json holds %d snapshots and %d cases, want 103 and 26", len(golden.Snapshots), len(golden.Cases))
+	if len(golden.Snapshots) != 103 || len(golden.Cases) != 30 {
+		t.Fatalf("testdata/restic_policy.json holds %d snapshots and %d cases, want 103 and 30", len(golden.Snapshots), len(golden.Cases))
 	}
 	// Restic sorts newest first, stably.
 	times := slices.Clone(golden.Snapshots)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +39,7 @@ every segment it names.
   --keep-within D    every backup taken within D before the newest backup (not before
                      now: a repository whose backups stopped keeps its last ones)
 
+N may be "unlimited": every backup (keep-last) or the newest of every period.
 Hours, days, weeks, months and years are those of the backup's finish time in UTC. A
 period without a backup does not count; when the backups run out before N periods, the
 oldest backup is kept too (restic's rule). D is a number and a unit, or several:
@@ -60,6 +62,35 @@ deletes them), never a backup that names a missing segment.
 
 CONFIG KEYS USED
   storage.* (the repository). No cluster is contacted.`
+
+// keepCount is the value of a --keep-N flag: a count of at least 1 or
+// "unlimited" (catalog.Unlimited), as restic's ForgetPolicyCount.
+type keepCount struct{ n *int }
+
+func (c keepCount) String() string {
+	if c.n == nil {
+		return "0"
+	}
+	if *c.n == catalog.Unlimited {
+		return "unlimited"
+	}
+	return strconv.Itoa(*c.n)
+}
+
+func (c keepCount) Set(s string) error {
+	if s == "unlimited" {
+		*c.n = catalog.Unlimited
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want a count of at least 1 or \"unlimited\" (leave the flag out to not use the rule; the latest complete backup is always kept)")
+	}
+	*c.n = n
+	return nil
+}
+
+func (c keepCount) Type() string { return "N" }
 
 // keepCounts are the --keep-N flags: name, help, the Policy field.
 func keepCounts(p *catalog.Policy) []struct {
@@ -96,13 +127,7 @@ func newPruneCmd(g *globalOptions, s *iostreams, runF func(context.Context, *pru
 			}
 			given := false
 			for _, k := range keepCounts(&o.Policy) {
-				if !cmd.Flags().Changed(k.name) {
-					continue
-				}
-				given = true
-				if *k.n < 1 {
-					return &usageError{fmt.Errorf("invalid --%s %d: must be at least 1 (leave the flag out to not use the rule; the latest complete backup is always kept)", k.name, *k.n)}
-				}
+				given = given || cmd.Flags().Changed(k.name)
 			}
 			if cmd.Flags().Changed("keep-within") {
 				given = true
@@ -127,7 +152,7 @@ func newPruneCmd(g *globalOptions, s *iostreams, runF func(context.Context, *pru
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
 	for _, k := range keepCounts(&o.Policy) {
-		cmd.Flags().IntVar(k.n, k.name, 0, k.help)
+		cmd.Flags().Var(keepCount{k.n}, k.name, k.help+` ("unlimited": every one)`)
 	}
 	cmd.Flags().StringVar(&within, "keep-within", "", "keep the backups taken within `DURATION` before the newest: y, m (months), w, d, h, e.g. 30d, 6m, 1y2m3d4h")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be deleted and the rules that keep each backup; delete nothing")

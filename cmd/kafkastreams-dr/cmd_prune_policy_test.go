@@ -55,6 +55,7 @@ func TestPruneRetentionUnits(t *testing.T) {
 		{"1y2m3d4h", []string{"--keep-within", "1y2m3d4h"}, exitOK, []int{0, 1, 2, 3}, "keep-within 1y2m3d4h"},
 		{"keep-daily keeps the newest backup of each day", []string{"--keep-daily", "2"}, exitOK, []int{0, 2}, "keep-daily"},
 		{"keep-monthly", []string{"--keep-monthly", "3"}, exitOK, []int{0, 3, 4}, "keep-monthly"},
+		{"keep-daily unlimited: the newest of every day", []string{"--keep-daily", "unlimited"}, exitOK, []int{0, 2, 3, 4}, "keep-daily"},
 		{"keep-weekly and keep-last: the union", []string{"--keep-weekly", "1", "--keep-last", "2"}, exitOK, []int{0, 1}, "keep-last"},
 		{"minutes are not a unit", []string{"--keep-within", "90s"}, exitUsage, nil, "--keep-within"},
 		{"restic's units are named", []string{"--keep-within", "6mo"}, exitUsage, nil, "y (years), m (months), w (weeks), d (days), h (hours)"},

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 )
@@ -47,9 +49,12 @@ func TestPruneFlags(t *testing.T) {
 		{"m is months, as in restic", []string{"--keep-within", "90m"}, &pruneOptions{Policy: catalog.Policy{Within: catalog.Duration{Months: 90}}}, ""},
 		{"every count rule", []string{"--keep-hourly", "24", "--keep-daily", "7", "--keep-weekly", "5", "--keep-monthly", "12", "--keep-yearly", "3"},
 			&pruneOptions{Policy: catalog.Policy{Hourly: 24, Daily: 7, Weekly: 5, Monthly: 12, Yearly: 3}}, ""},
+		{"unlimited, as in restic", []string{"--keep-daily", "7", "--keep-monthly", "unlimited"},
+			&pruneOptions{Policy: catalog.Policy{Daily: 7, Monthly: catalog.Unlimited}}, ""},
+		{"a negative count is not unlimited", []string{"--keep-last", "-1"}, nil, `want a count of at least 1 or "unlimited"`},
 		{"neither", nil, nil, "say what to keep: --keep-last N, --keep-hourly N"},
-		{"keep-last 0 would keep nothing", []string{"--keep-last", "0"}, nil, "at least 1"},
-		{"keep-daily 0 would keep nothing", []string{"--keep-daily", "0"}, nil, "invalid --keep-daily 0: must be at least 1"},
+		{"keep-last 0 would keep nothing", []string{"--keep-last", "0"}, nil, `invalid argument "0" for "--keep-last" flag: want a count of at least 1`},
+		{"keep-daily 0 would keep nothing", []string{"--keep-daily", "0"}, nil, `invalid argument "0" for "--keep-daily" flag: want a count of at least 1`},
 		{"bad duration", []string{"--keep-within", "a month"}, nil, "invalid --keep-within \"a month\": no number before \"a\"; write a number and a unit, or several: y (years), m (months)"},
 		{"minutes are not a unit", []string{"--keep-within", "90s"}, nil, "unknown unit \"s\" after 90 (minutes and seconds are not units)"},
 		{"zero duration", []string{"--keep-within", "0d"}, nil, "must be more than 0"},
@@ -60,6 +65,7 @@ func TestPruneFlags(t *testing.T) {
 			s, _, _ := testStreams()
 			var got *pruneOptions
 			cmd := newPruneCmd(g, s, func(_ context.Context, o *pruneOptions, _ *iostreams) error { got = o; return nil })
+			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} }) // as the root command does
 			cmd.SetArgs(append([]string{"-c", "app.yaml"}, tt.args...))
 			cmd.SetOut(new(strings.Builder))
 			cmd.SetErr(new(strings.Builder))
