@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -210,56 +209,3 @@ func looksLikeAppDir(dir string) bool {
 // ErrInUse is wrapped when a running Kafka Streams instance holds a lock
 // in the application's state directory.
 var ErrInUse = errors.New("state directory in use")
-
-// inUse reports the first .lock file under the application's directory
-// that another process holds (Kafka Streams locks them with
-// FileChannel.tryLock, i.e. POSIX record locks on Linux).
-func inUse(dir string) (string, error) {
-	var held string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || held != "" {
-			return nil
-		}
-		if d.IsDir() && p != dir && strings.Count(strings.TrimPrefix(p, dir), string(filepath.Separator)) > 1 {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || d.Name() != ".lock" {
-			return nil
-		}
-		f, err := os.OpenFile(p, os.O_RDWR, 0)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 0}
-		if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err == nil && lk.Type != syscall.F_UNLCK {
-			held = fmt.Sprintf("%s (held by process %d)", p, lk.Pid)
-		}
-		return nil
-	})
-	return held, err
-}
-
-// Wipe removes the application's state directory <stateDir>/<appID>, like
-// KafkaStreams#cleanUp(). It refuses (before removing anything) a
-// state.dir that is one application's directory itself, an application.id
-// that has no directory there (naming those that do), and a directory
-// whose lock a running instance holds (ErrInUse). It returns the number of
-// task directories removed.
-func Wipe(stateDir, applicationID string) (int, error) {
-	if err := checkStateDir(stateDir, applicationID); err != nil {
-		return 0, err
-	}
-	dir := AppDir(stateDir, applicationID)
-	if held, err := inUse(dir); err != nil {
-		return 0, err
-	} else if held != "" {
-		return 0, fmt.Errorf("%w: %s is locked by a running Kafka Streams instance: stop every instance of %q on this host first", ErrInUse, held, applicationID)
-	}
-	cps, _ := Scan(stateDir, applicationID)
-	n := len(cps)
-	if err := os.RemoveAll(dir); err != nil {
-		return 0, fmt.Errorf("remove %s: %w", dir, err)
-	}
-	return n, nil
-}

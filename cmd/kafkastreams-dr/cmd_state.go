@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"strconv"
 
@@ -206,6 +207,7 @@ type stateWipeOptions struct {
 	StateDir      string
 	ApplicationID string
 	Yes           bool
+	DryRun        bool
 	Logger        *slog.Logger
 }
 
@@ -218,13 +220,29 @@ func newStateWipeCmd(g *globalOptions, s *iostreams, runF func(context.Context, 
 .checkpoint files) of that application on this instance, so it restores its stores from
 the changelogs when it starts, as KafkaStreams#cleanUp() does.
 
-It refuses, removing nothing: a --state-dir that is itself one application's directory
-(pass its parent), an application.id that has no directory there (it names those that
-do: another application's state is never touched), and a directory a running Kafka
-Streams instance has locked (stop it first). Without --yes it asks on a terminal and
-refuses otherwise.`,
-		Example: `  kafkastreams-dr state wipe --state-dir /var/lib/kafka-streams --application-id order-processor --yes`,
-		Args:    usageArgs(cobra.NoArgs),
+It removes only what is provably that application's Kafka Streams state: the directory
+may hold only what Kafka Streams' StateDirectory writes there (task directories
+<subtopology>_<partition>, a named topology's __<name>__/<subtopology>_<partition>,
+global, .lock, kafka-streams-process-metadata), and below the task directories only
+files and directories on the same filesystem. It never follows a symbolic link. It
+refuses (exit 2), removing nothing:
+  - any other entry in the directory (each one is named);
+  - a symbolic link anywhere (the application directory, or below it), a device,
+    socket or pipe, a mount point;
+  - a filesystem root, a system directory (/etc, /usr/lib, anything directly below /),
+    $HOME or one of its ancestors, also after resolving --state-dir's links;
+  - a --state-dir that does not exist or is itself one application's directory (pass
+    its parent), an application.id that has no directory there (it names those that
+    do: another application's state is never touched);
+  - a directory a running Kafka Streams instance has locked (stop it first).
+It removes only the entries it checked: one replaced or added meanwhile stops the wipe
+there (exit 1, saying how far it got; run it again once nothing writes there).
+
+--dry-run lists what would be removed and removes nothing. Without --yes it asks on a
+terminal and refuses otherwise.`,
+		Example: `  kafkastreams-dr state wipe --state-dir /var/lib/kafka-streams --application-id order-processor --dry-run
+  kafkastreams-dr state wipe --state-dir /var/lib/kafka-streams --application-id order-processor --yes`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.StateDir == "" || o.ApplicationID == "" {
 				return &usageError{errors.New("state wipe needs --state-dir DIR and --application-id APP")}
@@ -239,16 +257,29 @@ refuses otherwise.`,
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "the instance's state.dir (required)")
 	cmd.Flags().StringVar(&o.ApplicationID, "application-id", "", "the application.id whose state to remove (required)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "list what would be removed; remove nothing")
 	return cmd
 }
 
 func runStateWipe(_ context.Context, o *stateWipeOptions, s *iostreams) error {
-	dir := statedir.AppDir(o.StateDir, o.ApplicationID)
+	plan, err := statedir.PlanWipe(o.StateDir, o.ApplicationID)
+	if err != nil {
+		return withCode(exitUsage, err, "nothing was removed")
+	}
+	summary := fmt.Sprintf("%s (%s, %s, %s)", plan.Dir, plural(len(plan.Tasks), "task directory", "task directories"),
+		plural(plan.Files, "file", "files"), formatBytes(plan.Bytes))
+	if o.DryRun {
+		for _, e := range plan.Entries() {
+			fmt.Fprintln(s.Out, filepath.Join(plan.Dir, e))
+		}
+		fmt.Fprintf(s.Out, "would remove %s; nothing was removed (dry run)\n", summary)
+		return nil
+	}
 	if !o.Yes {
 		if !s.InTTY {
-			return withCode(exitUsage, fmt.Errorf("state wipe removes %s and needs a confirmation, but stdin is not a terminal", dir), "pass --yes")
+			return withCode(exitUsage, fmt.Errorf("state wipe removes %s and needs a confirmation, but stdin is not a terminal", summary), "pass --yes (or --dry-run to list what it removes)")
 		}
-		ok, err := confirm(s, fmt.Sprintf("remove %s? [y/N] ", dir))
+		ok, err := confirm(s, fmt.Sprintf("remove %s? [y/N] ", summary))
 		if err != nil {
 			return withCode(exitError, err, "")
 		}
@@ -256,10 +287,9 @@ func runStateWipe(_ context.Context, o *stateWipeOptions, s *iostreams) error {
 			return withCode(exitUsage, errors.New("not confirmed: nothing was removed"), "")
 		}
 	}
-	n, err := statedir.Wipe(o.StateDir, o.ApplicationID)
-	if err != nil {
-		return withCode(exitUsage, err, "nothing was removed")
+	if _, err := plan.Execute(); err != nil {
+		return withCode(exitError, err, fmt.Sprintf("stop whatever writes there, then run: kafkastreams-dr state wipe --state-dir %s --application-id %s", o.StateDir, o.ApplicationID))
 	}
-	fmt.Fprintf(s.Out, "removed %s (%s)\n", dir, plural(n, "task directory", "task directories"))
+	fmt.Fprintf(s.Out, "removed %s\n", summary)
 	return nil
 }

@@ -99,3 +99,53 @@ func TestStateWipeRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestStateWipeRefusesSystemShapedDirectory is a regression test: `state
+// wipe --state-dir / --application-id etc --yes` removed /etc and exited
+// 0 ("removed /etc (0 task directories)"). On a decoy shaped like /etc
+// under a temporary directory: exit 2, each entry named, nothing removed.
+func TestStateWipeRefusesSystemShapedDirectory(t *testing.T) {
+	decoy := t.TempDir()
+	for _, f := range []string{"passwd", "hosts", "ssl/certs/ca-certificates.crt"} {
+		writeState(t, filepath.Join(decoy, "etc", f), "precious\n")
+	}
+	code, stdout, stderr := runCLI(t, "state", "wipe", "--state-dir", decoy, "--application-id", "etc", "--yes")
+	if code != exitUsage || strings.Contains(stdout, "removed") {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+	}
+	for _, want := range []string{"passwd (file)", "hosts (file)", "ssl/ (directory)", "nothing was removed"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, f := range []string{"passwd", "hosts", "ssl/certs/ca-certificates.crt"} {
+		if _, err := os.Stat(filepath.Join(decoy, "etc", f)); err != nil {
+			t.Errorf("a refused wipe removed %s: %v", f, err)
+		}
+	}
+}
+
+// TestStateWipeDryRun: --dry-run lists every entry and removes none, with
+// neither --yes nor a terminal.
+func TestStateWipeDryRun(t *testing.T) {
+	stateDir := t.TempDir()
+	writeState(t, filepath.Join(stateDir, "order-processor", "kafka-streams-process-metadata"), `{"processId":"a73070e9-085a-4fc1-ba71-f82cb0d3bf4f"}`)
+	writeState(t, filepath.Join(stateDir, "order-processor", "1_0", "rocksdb", "order-totals-store", "CURRENT"), "MANIFEST-000005\n")
+	code, stdout, stderr := runCLI(t, "state", "wipe", "--state-dir", stateDir, "--application-id", "order-processor", "--dry-run")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		filepath.Join(stateDir, "order-processor", "1_0", "rocksdb", "order-totals-store", "CURRENT"),
+		filepath.Join(stateDir, "order-processor", "kafka-streams-process-metadata"),
+		"would remove " + filepath.Join(stateDir, "order-processor") + " (1 task directory, 2 files",
+		"nothing was removed (dry run)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "order-processor", "1_0", "rocksdb", "order-totals-store", "CURRENT")); err != nil {
+		t.Fatalf("a dry run removed state: %v", err)
+	}
+}
