@@ -103,9 +103,16 @@ func ReadCheckpoint(path string) ([]Entry, error) {
 // AppDir returns <stateDir>/<applicationID>.
 func AppDir(stateDir, applicationID string) string { return filepath.Join(stateDir, applicationID) }
 
+// ErrNoState is wrapped when the state.dir holds no local state of the
+// application: no <application.id> directory, or one without any task
+// directory (an instance that never ran, ran no task, or was wiped). It is
+// never an all-clear: the state.dir or the application.id may be wrong.
+var ErrNoState = errors.New("no local state")
+
 // Scan reads every checkpoint of the application's tasks and global
-// stores. An application without local state yields no checkpoints and an
-// error wrapping fs.ErrNotExist.
+// stores. It fails, wrapping ErrNoState, when the state.dir holds no task
+// directory of the application, and with an error naming --state-dir
+// (wrapping fs.ErrNotExist) when the state.dir does not exist.
 func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 	dir := AppDir(stateDir, applicationID)
 	if err := checkStateDir(stateDir, applicationID); err != nil {
@@ -136,6 +143,17 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 		}
 		cps = append(cps, Checkpoint{Task: e.Name(), Path: path, File: true, ModTime: fi.ModTime(), Entries: ents})
 	}
+	if len(cps) == 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		what := "is empty"
+		if len(names) > 0 {
+			what = "holds " + strings.Join(names, ", ")
+		}
+		return nil, fmt.Errorf("%w of application.id %q under %s: %s has no task directories (it %s)", ErrNoState, applicationID, stateDir, dir, what)
+	}
 	sort.Slice(cps, func(i, j int) bool { return cps[i].Task < cps[j].Task })
 	return cps, nil
 }
@@ -164,6 +182,9 @@ func checkStateDir(stateDir, applicationID string) error {
 		return fmt.Errorf("invalid application.id %q", applicationID)
 	}
 	fi, err := os.Stat(stateDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--state-dir %s does not exist (%w): pass the instance's state.dir (StreamsConfig state.dir), which holds <application.id>/", stateDir, err)
+	}
 	if err != nil {
 		return fmt.Errorf("--state-dir %s: %w", stateDir, err)
 	}
@@ -184,9 +205,9 @@ func checkStateDir(stateDir, applicationID string) error {
 			}
 		}
 		if len(apps) > 0 {
-			return fmt.Errorf("%w: %s has no state of application.id %q (it has state of: %s)", fs.ErrNotExist, stateDir, applicationID, strings.Join(apps, ", "))
+			return fmt.Errorf("%w of application.id %q under %s (it has state of: %s)", ErrNoState, applicationID, stateDir, strings.Join(apps, ", "))
 		}
-		return fmt.Errorf("%w: %s has no state of application.id %q", fs.ErrNotExist, stateDir, applicationID)
+		return fmt.Errorf("%w of application.id %q under %s", ErrNoState, applicationID, stateDir)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sort"
@@ -69,8 +68,10 @@ and with the last restore recorded in the repository:
              KIP-1035, which this tool does not read)
   ok         the position fits the changelog
 
-Exit status 3 when any store must be wiped (wipe it: kafkastreams-dr state wipe), 0
-otherwise.
+Exit status 3 when any store must be wiped (wipe it: kafkastreams-dr state wipe); 2 when
+--state-dir does not exist or holds no state of the application (no <application.id>/
+directory, or one without task directories): that is never an all-clear, the path or the
+application_id may be wrong; 0 otherwise.
 
 CONFIG KEYS USED
   application_id, target.* (the cluster), storage.* (the last restore's report).`,
@@ -103,9 +104,11 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 		return withCode(exitUsage, fmt.Errorf("%s has no application_id: state check needs it to find <state.dir>/<application.id>", cfg.File()), "")
 	}
 	cps, err := statedir.Scan(o.StateDir, cfg.ApplicationID)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(s.Out, "no local state of application.id %q under %s: nothing to wipe\n", cfg.ApplicationID, o.StateDir)
-		return nil
+	if errors.Is(err, statedir.ErrNoState) {
+		// Its own verdict, never an all-clear: the path or the
+		// application.id may be wrong.
+		fmt.Fprintf(s.Out, "no state: %v\n", err)
+		return withCode(exitUsage, err, fmt.Sprintf("check --state-dir and application_id in %s: nothing to judge here (an instance that never ran, or was wiped, has no state)", cfg.File()))
 	}
 	if err != nil {
 		return withCode(exitUsage, err, "")

@@ -65,7 +65,7 @@ func TestStateCheckFlagsCase19(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, "state", "wipe", "--state-dir", stateDir, "--application-id", "order-processor", "--yes"); code != exitOK {
 		t.Fatalf("state wipe: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if code, stdout, _ := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg); code != exitOK || !strings.Contains(stdout, "no local state") {
+	if code, stdout, _ := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg); code != exitUsage || !strings.Contains(stdout, "no local state") {
 		t.Fatalf("after the wipe: exit %d\n%s", code, stdout)
 	}
 }
@@ -80,7 +80,7 @@ func TestStateWipeRefuses(t *testing.T) {
 		want string
 	}{
 		{"another application's directory", []string{"state", "wipe", "--state-dir", stateDir, "--application-id", "order-processor", "--yes"},
-			exitUsage, `has no state of application.id "order-processor" (it has state of: billing-app)`},
+			exitUsage, `no local state of application.id "order-processor" under ` + stateDir + ` (it has state of: billing-app)`},
 		{"an application directory as state.dir", []string{"state", "wipe", "--state-dir", filepath.Join(stateDir, "billing-app"), "--application-id", "billing-app", "--yes"},
 			exitUsage, "pass its parent"},
 		{"no confirmation off a terminal", []string{"state", "wipe", "--state-dir", stateDir, "--application-id", "billing-app"},
@@ -147,5 +147,39 @@ func TestStateWipeDryRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, "order-processor", "1_0", "rocksdb", "order-totals-store", "CURRENT")); err != nil {
 		t.Fatalf("a dry run removed state: %v", err)
+	}
+}
+
+// TestStateCheckNoStateIsNotAllClear is a regression test: `state check
+// --state-dir /nonexistent` answered "nothing to wipe" and exited 0, so a
+// typo gave an all-clear. A missing state.dir, and one without state of the
+// application, are verdicts of their own with exit 2.
+func TestStateCheckNoStateIsNotAllClear(t *testing.T) {
+	base := t.TempDir()
+	writeState(t, filepath.Join(base, "billing-app", "0_0", ".checkpoint"), "0\n0\n")
+	writeState(t, filepath.Join(base, "started", "order-processor", "kafka-streams-process-metadata"), `{"processId":"a73070e9-085a-4fc1-ba71-f82cb0d3bf4f"}`)
+	writeState(t, filepath.Join(base, "started", "order-processor", ".lock"), "")
+	target := testkit.StartKfake(t, 1)
+	cfg := restoreConfig(t, target.Addrs(), t.TempDir())
+	tests := []struct {
+		name, stateDir string
+		want           []string
+	}{
+		{"a typo in --state-dir", filepath.Join(base, "nonexistent"), []string{"--state-dir " + filepath.Join(base, "nonexistent") + " does not exist", "the instance's state.dir"}},
+		{"another application's state.dir", base, []string{`no local state of application.id "order-processor"`, "it has state of: billing-app", "check --state-dir and application_id"}},
+		{"started, no task directory yet", filepath.Join(base, "started"), []string{`no local state of application.id "order-processor"`, "no task directories"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", tc.stateDir, "-c", cfg)
+			if code != exitUsage || strings.Contains(stdout+stderr, "nothing to wipe") {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", w, stdout, stderr)
+				}
+			}
+		})
 	}
 }
