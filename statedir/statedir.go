@@ -3,8 +3,11 @@
 // .checkpoint files say up to which changelog offset each store was
 // restored (org.apache.kafka.streams.state.internals.OffsetCheckpoint).
 // After a restore renumbers the changelogs those offsets are meaningless
-// (DOMAIN.md §2, case 19): Check says which checkpoints must be wiped,
-// Wipe removes one application's state like KafkaStreams#cleanUp().
+// (DOMAIN.md §2, case 19): Check says which task directories must be
+// wiped, dating each RocksDB store by what its own files record (SST table
+// properties, rotated LOG names) rather than by modification times, which
+// a copy or touch changes; PlanWipe and Wipe remove one application's
+// state like KafkaStreams#cleanUp(), and only that.
 package statedir
 
 import (
@@ -14,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,23 +38,40 @@ type Entry struct {
 	Offset    int64  `json:"offset"`
 }
 
-// Checkpoint is one task's (or the global stores') .checkpoint file. A
-// task directory without one (Kafka Streams 4.x keeps RocksDB stores'
-// changelog offsets inside the store, KIP-1035, and writes .checkpoint
-// files only for older formats) has File false, no entries, and ModTime of
-// the newest file in the task directory.
+// Checkpoint is one task's (or the global stores') .checkpoint file, and
+// what the task directory's files say of the state's age. A task directory
+// without one (Kafka Streams 4.x keeps RocksDB stores' changelog offsets
+// inside the store, KIP-1035, and writes .checkpoint files only for older
+// formats) has File false and no entries.
 type Checkpoint struct {
-	Task    string    `json:"task"` // task id directory name, e.g. "0_1", or "global"
+	Task    string    `json:"task"` // task id directory name, e.g. "0_1", "global", "__orders__/0_1"
 	Path    string    `json:"path"`
 	File    bool      `json:"file"` // a .checkpoint file exists
 	ModTime time.Time `json:"mod_time"`
 	Entries []Entry   `json:"entries"`
 	Err     string    `json:"error,omitempty"` // the file exists but does not parse
+	// Stores are the task's RocksDB stores (directories holding SST files
+	// or RocksDB's info LOG), each dated by its own content.
+	Stores []StoreAge `json:"stores,omitempty"`
+	// Oldest is the oldest modification time of a file in the task
+	// directory (zero when it has none) and OldestPath that file: a copy
+	// or touch makes it newer, never older.
+	Oldest     time.Time `json:"oldest_file_time"`
+	OldestPath string    `json:"oldest_file,omitempty"`
 }
 
-// taskDir matches Kafka Streams task directories: <subtopology>_<partition>,
-// optionally with a named topology's suffix.
-var taskDir = regexp.MustCompile(`^[0-9]+_[0-9]+(_.+)?$`)
+// StoreAge is what one RocksDB store's files record, in their content,
+// about when its data first existed: the earliest SST table property
+// rocksdb.creation.time (the oldest data's time, kept through compactions)
+// or rocksdb.file.creation.time, and the earliest rotated info log name
+// LOG.old.<microseconds> (the store was opened again then). A copy (cp,
+// rsync, os.CopyFS) or a touch keeps both. Born is zero when the store has
+// neither (not flushed yet, never reopened).
+type StoreAge struct {
+	Dir  string    `json:"dir"` // relative to the task directory, e.g. "rocksdb/counts-store"
+	Born time.Time `json:"born"`
+	From string    `json:"from,omitempty"` // the file that dates it, relative to the task directory
+}
 
 // ReadCheckpoint parses a checkpoint file: a version line (0), a count
 // line, then count lines "topic partition offset".
@@ -122,26 +141,31 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cps []Checkpoint
+	var tasks []string
 	for _, e := range entries {
-		if !e.IsDir() || (!taskDir.MatchString(e.Name()) && e.Name() != "global") {
-			continue
+		switch {
+		case e.IsDir() && (plainTaskDir.MatchString(e.Name()) || e.Name() == GlobalDir):
+			tasks = append(tasks, e.Name())
+		case e.IsDir() && namedTopologyDir.MatchString(e.Name()):
+			ts, err := os.ReadDir(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range ts {
+				if t.IsDir() && plainTaskDir.MatchString(t.Name()) {
+					tasks = append(tasks, e.Name()+"/"+t.Name())
+				}
+			}
 		}
-		path := filepath.Join(dir, e.Name(), CheckpointFile)
-		fi, err := os.Stat(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			cps = append(cps, Checkpoint{Task: e.Name(), Path: path, ModTime: newestFile(filepath.Join(dir, e.Name()))})
-			continue
-		}
+	}
+	var cps []Checkpoint
+	for _, task := range tasks {
+		c, err := scanTask(filepath.Join(dir, filepath.FromSlash(task)))
 		if err != nil {
 			return nil, err
 		}
-		ents, err := ReadCheckpoint(path)
-		if err != nil {
-			cps = append(cps, Checkpoint{Task: e.Name(), Path: path, File: true, ModTime: fi.ModTime(), Err: err.Error()})
-			continue
-		}
-		cps = append(cps, Checkpoint{Task: e.Name(), Path: path, File: true, ModTime: fi.ModTime(), Entries: ents})
+		c.Task = task
+		cps = append(cps, c)
 	}
 	if len(cps) == 0 {
 		var names []string
@@ -158,20 +182,74 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 	return cps, nil
 }
 
-// newestFile returns the modification time of the newest regular file
-// below dir (zero when there is none).
-func newestFile(dir string) time.Time {
+// scanTask reads a task directory: its .checkpoint file, and the age of
+// its files and RocksDB stores. It never follows a symbolic link.
+func scanTask(dir string) (Checkpoint, error) {
+	c := Checkpoint{Path: filepath.Join(dir, CheckpointFile)}
+	fi, err := os.Lstat(c.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return c, err
+	default:
+		c.File = true
+		if ents, err := ReadCheckpoint(c.Path); err != nil {
+			c.Err = err.Error()
+		} else {
+			c.Entries = ents
+		}
+	}
+	stores := map[string]*StoreAge{}
+	date := func(rel string, born time.Time, from string) {
+		s := stores[rel]
+		if s == nil {
+			s = &StoreAge{Dir: rel}
+			stores[rel] = s
+		}
+		if !born.IsZero() && (s.Born.IsZero() || born.Before(s.Born)) {
+			s.Born, s.From = born, from
+		}
+	}
 	var newest time.Time
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == ".lock" {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || d.Name() == LockFile {
 			return nil
 		}
-		if fi, err := d.Info(); err == nil && fi.ModTime().After(newest) {
-			newest = fi.ModTime()
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if m := info.ModTime(); c.Oldest.IsZero() || m.Before(c.Oldest) {
+			c.Oldest, c.OldestPath = m, rel
+		}
+		if m := info.ModTime(); m.After(newest) {
+			newest = m
+		}
+		storeDir := filepath.ToSlash(filepath.Dir(rel))
+		switch name := d.Name(); {
+		case sstFile.MatchString(name):
+			born, _ := sstCreated(p) // an unreadable SST dates nothing
+			date(storeDir, born, filepath.ToSlash(rel))
+		case name == "LOG" || name == "CURRENT":
+			date(storeDir, time.Time{}, "")
+		default:
+			if born, ok := rotatedLogTime(name); ok {
+				date(storeDir, born, filepath.ToSlash(rel))
+			}
 		}
 		return nil
 	})
-	return newest
+	if c.File && fi != nil {
+		c.ModTime = fi.ModTime()
+	} else {
+		c.ModTime = newest
+	}
+	for _, s := range stores {
+		c.Stores = append(c.Stores, *s)
+	}
+	sort.Slice(c.Stores, func(i, j int) bool { return c.Stores[i].Dir < c.Stores[j].Dir })
+	return c, nil
 }
 
 // checkStateDir refuses a state directory that is itself one
@@ -220,7 +298,7 @@ func looksLikeAppDir(dir string) bool {
 		return false
 	}
 	for _, e := range es {
-		if (e.IsDir() && (taskDir.MatchString(e.Name()) || e.Name() == "global")) || e.Name() == "kafka-streams-process-metadata" {
+		if (e.IsDir() && (plainTaskDir.MatchString(e.Name()) || e.Name() == GlobalDir || namedTopologyDir.MatchString(e.Name()))) || e.Name() == ProcessMetadataFile {
 			return true
 		}
 	}

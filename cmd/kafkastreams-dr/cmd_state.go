@@ -55,18 +55,26 @@ func newStateCheckCmd(g *globalOptions, s *iostreams, runF func(context.Context,
 	cmd := &cobra.Command{
 		Use:   "check --state-dir DIR -c FILE",
 		Short: "Judge an instance's local state against the cluster and the last restore",
-		Long: `Read the .checkpoint files of the application's tasks under --state-dir (the
-instance's state.dir) and compare each store's changelog position with the changelog's
-end offset on the cluster (the config's target: section, or --target-bootstrap-servers)
-and with the last restore recorded in the repository:
+		Long: `Read the application's task directories under --state-dir (the instance's state.dir)
+and judge them against the last restore into the cluster (its report in the repository)
+and the changelogs' end offsets on it (the config's target: section, or
+--target-bootstrap-servers).
 
-  must wipe  the state predates a restore that renumbered its changelog, or its position
-             is beyond the changelog's end
-  unknown    nothing to compare with: the changelog is not on the cluster, the position is
-             unknown (-4), or the task has no .checkpoint file and no restore renumbered
-             anything (Kafka Streams 4.x keeps RocksDB stores' positions inside the store,
-             KIP-1035, which this tool does not read)
-  ok         the position fits the changelog
+After a restore that renumbered changelogs, a task's state is stale when its data existed
+before the restore ended. That is read from what each RocksDB store records in its own
+files, which a copy (cp, rsync, a volume snapshot) or a touch keeps: the SST files' table
+properties rocksdb.creation.time and rocksdb.file.creation.time, and the names of rotated
+info logs, LOG.old.<microseconds>. A file modified before the restore makes it stale too; a
+file modified after it proves nothing.
+
+  must wipe  a store's data, or a file, predates the restore; or a .checkpoint position is
+             beyond the changelog's end
+  unknown    nothing to judge by: a store with no SST file and no rotated LOG yet, a task
+             without RocksDB stores, no restore into this cluster (Kafka Streams 4.x keeps
+             RocksDB stores' positions inside the store, KIP-1035, which this tool does not
+             read), a changelog not on the cluster, an unknown position (-4)
+  ok         every RocksDB store of the task dates from after the restore (and its
+             .checkpoint positions fit the changelogs), or the task holds no files
 
 Exit status 3 when any store must be wiped (wipe it: kafkastreams-dr state wipe); 2 when
 --state-dir does not exist or holds no state of the application (no <application.id>/

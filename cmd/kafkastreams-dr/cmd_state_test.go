@@ -183,3 +183,31 @@ func TestStateCheckNoStateIsNotAllClear(t *testing.T) {
 		})
 	}
 }
+
+// TestStateCheckStateCopiedAfterRestore is a regression test: Kafka 4.x
+// state (offsets inside RocksDB, KIP-1035) copied into place after a
+// restore has new modification times, and passed (unknown, exit 0). The
+// copy is of a real Kafka Streams 4.4 state directory
+// (statedir/testdata/streams-4.4, whose SST files date its data from
+// 2026-12-01, before any restore this test runs).
+func TestStateCheckStateCopiedAfterRestore(t *testing.T) {
+	repo := embeddedRepository(t)
+	target := testkit.StartKfake(t, 3)
+	cfg := restoreConfig(t, target.Addrs(), repo)
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes"); code != exitOK {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stateDir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(stateDir, "order-processor"), os.DirFS("../../statedir/testdata/streams-4.4/drill-app")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg)
+	if code != exitPartial {
+		t.Fatalf("state check of state copied after the restore: exit %d, want %d\n%s\n%s", code, exitPartial, stdout, stderr)
+	}
+	for _, want := range []string{"1_0", "1_2", "holds data from 2026-12-01T11:10:51Z", "rocksdb/counts-store/000010.sst"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("state check output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
