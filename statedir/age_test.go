@@ -141,3 +141,26 @@ func TestScanNamedTopology(t *testing.T) {
 		t.Fatalf("Scan = %+v, %v; want 0_0 and __orders__/0_1", cps, err)
 	}
 }
+
+// TestCheckFollowsLinkedTaskDirectory: Kafka Streams finds task
+// directories with File.isDirectory(), which follows symbolic links, and
+// uses the state behind one; the check judges it too (it only reads).
+func TestCheckFollowsLinkedTaskDirectory(t *testing.T) {
+	last := &Restore{RestoreID: "r1", StartedAt: realBorn12.Add(10 * time.Minute), FinishedAt: realBorn12.Add(11 * time.Minute),
+		Restored: map[string]bool{"drill-app-counts-store-changelog/0": true}}
+	src := realState(t, last.FinishedAt.Add(time.Hour))
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "drill-app", ProcessMetadataFile), "{}")
+	if err := os.Symlink(filepath.Join(src, "drill-app", "1_0"), filepath.Join(dir, "drill-app", "1_0")); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := Scan(dir, "drill-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func(string, int32) (int64, bool) { return 0, false }
+	f := Check("drill-app", cps, none, last)
+	if len(f) != 1 || f[0].Task != "1_0" || f[0].Verdict != MustWipe {
+		t.Fatalf("findings %+v; want 1_0 (behind a link) must wipe", f)
+	}
+}

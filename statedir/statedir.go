@@ -141,19 +141,23 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Kafka Streams finds task directories with File.isDirectory(), which
+	// follows symbolic links: so does the check (it only reads).
+	isDir := func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
 	var tasks []string
 	for _, e := range entries {
+		name := e.Name()
 		switch {
-		case e.IsDir() && (plainTaskDir.MatchString(e.Name()) || e.Name() == GlobalDir):
-			tasks = append(tasks, e.Name())
-		case e.IsDir() && namedTopologyDir.MatchString(e.Name()):
-			ts, err := os.ReadDir(filepath.Join(dir, e.Name()))
+		case (plainTaskDir.MatchString(name) || name == GlobalDir) && isDir(filepath.Join(dir, name)):
+			tasks = append(tasks, name)
+		case namedTopologyDir.MatchString(name) && isDir(filepath.Join(dir, name)):
+			ts, err := os.ReadDir(filepath.Join(dir, name))
 			if err != nil {
 				return nil, err
 			}
 			for _, t := range ts {
-				if t.IsDir() && plainTaskDir.MatchString(t.Name()) {
-					tasks = append(tasks, e.Name()+"/"+t.Name())
+				if plainTaskDir.MatchString(t.Name()) && isDir(filepath.Join(dir, name, t.Name())) {
+					tasks = append(tasks, name+"/"+t.Name())
 				}
 			}
 		}
@@ -183,9 +187,13 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 }
 
 // scanTask reads a task directory: its .checkpoint file, and the age of
-// its files and RocksDB stores. It never follows a symbolic link.
+// its files and RocksDB stores. It follows a link that is the task
+// directory, as Kafka Streams does, and no link below it.
 func scanTask(dir string) (Checkpoint, error) {
 	c := Checkpoint{Path: filepath.Join(dir, CheckpointFile)}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // a linked task directory: walk what it links to
+	}
 	fi, err := os.Lstat(c.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

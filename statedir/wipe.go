@@ -244,8 +244,23 @@ func describe(rel string, e fs.DirEntry) string {
 	case t&fs.ModeSymlink != 0:
 		return rel + " (symbolic link)"
 	default:
-		return rel + " (" + t.String() + ")"
+		return rel + " (" + kind(t) + ")"
 	}
+}
+
+// kind names a special file's type.
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file (" + m.Type().String() + ")"
 }
 
 func readDir(root *os.Root, rel string) ([]fs.DirEntry, error) {
@@ -274,7 +289,7 @@ func (p *WipePlan) add(root *os.Root, rel string, dev uint64, bad *[]string) err
 		*bad = append(*bad, fmt.Sprintf("%s: a symbolic link (to %s)", full, to))
 		return nil
 	case !m.IsRegular() && !m.IsDir():
-		*bad = append(*bad, fmt.Sprintf("%s: a %s, not a file or directory", full, m.Type()))
+		*bad = append(*bad, fmt.Sprintf("%s: a %s, not a file or directory", full, kind(m)))
 		return nil
 	case id.dev != dev:
 		*bad = append(*bad, fmt.Sprintf("%s: on another filesystem (a mount point)", full))

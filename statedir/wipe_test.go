@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -296,4 +297,21 @@ func TestWipeDeletesOnlyWhatWasChecked(t *testing.T) {
 			assertIntact(t, app, tc.kept)
 		})
 	}
+}
+
+// TestWipeRefusesSpecialFiles: Kafka Streams writes only files and
+// directories; a named pipe (or a device, a socket) below the application
+// directory is not its state.
+func TestWipeRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	streams44Tree(t, dir, "drill-app")
+	fifo := filepath.Join(dir, "drill-app", "1_0", "rocksdb", "counts-store", "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Wipe(dir, "drill-app")
+	if err == nil || !strings.Contains(err.Error(), fifo+": a named pipe, not a file or directory") {
+		t.Fatalf("err = %v, want a refusal naming the pipe", err)
+	}
+	assertIntact(t, filepath.Join(dir, "drill-app"), []string{"1_0/rocksdb/counts-store/CURRENT"})
 }
