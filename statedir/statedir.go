@@ -260,12 +260,21 @@ func scanTask(dir string) (Checkpoint, error) {
 	return c, nil
 }
 
+// validApplicationID refuses an application.id that is not one path
+// element: <state.dir>/<application.id> must stay inside the state.dir.
+func validApplicationID(applicationID string) error {
+	if applicationID == "" || strings.ContainsAny(applicationID, "/\\\x00") || applicationID == "." || applicationID == ".." {
+		return fmt.Errorf("invalid application.id %q: it must be one path element (Kafka Streams names <state.dir>/<application.id> after it)", applicationID)
+	}
+	return nil
+}
+
 // checkStateDir refuses a state directory that is itself one
 // application's directory, and an application.id with no directory there
 // (naming the applications that do have one).
 func checkStateDir(stateDir, applicationID string) error {
-	if applicationID == "" || strings.ContainsAny(applicationID, `/\`) || applicationID == "." || applicationID == ".." {
-		return fmt.Errorf("invalid application.id %q", applicationID)
+	if err := validApplicationID(applicationID); err != nil {
+		return err
 	}
 	fi, err := os.Stat(stateDir)
 	if errors.Is(err, fs.ErrNotExist) {

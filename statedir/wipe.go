@@ -117,19 +117,21 @@ func protectedPath(dir, home string) string {
 //     point, or any entry StateDirectory does not write (each is named);
 //   - a .lock a running Kafka Streams instance holds (also ErrInUse).
 //
-// An application.id with no directory there wraps fs.ErrNotExist (and
+// An application.id with no directory there wraps ErrNoState (and
 // ErrRefused), naming the applications that do have one.
 func PlanWipe(stateDir, applicationID string) (*WipePlan, error) {
-	if err := checkStateDir(stateDir, applicationID); err != nil {
+	if err := validApplicationID(applicationID); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
+	// The path first, before reading anything there.
 	abs, err := filepath.Abs(stateDir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --state-dir %s: %w", ErrRefused, stateDir, err)
 	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --state-dir %s: %w", ErrRefused, stateDir, err)
+	dir := filepath.Join(abs, applicationID)
+	paths := []string{dir}
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		paths = append(paths, filepath.Join(resolved, applicationID))
 	}
 	home, _ := os.UserHomeDir()
 	if home != "" {
@@ -137,12 +139,14 @@ func PlanWipe(stateDir, applicationID string) (*WipePlan, error) {
 			home = h
 		}
 	}
-	dir := filepath.Join(abs, applicationID)
-	for _, p := range []string{dir, filepath.Join(resolved, applicationID)} {
+	for _, p := range paths {
 		if why := protectedPath(p, home); why != "" {
 			return nil, fmt.Errorf("%w: --state-dir %s --application-id %s is %s, %s: Kafka Streams state never lives there; pass the instance's state.dir (its StreamsConfig state.dir)",
 				ErrRefused, stateDir, applicationID, p, why)
 		}
+	}
+	if err := checkStateDir(stateDir, applicationID); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
