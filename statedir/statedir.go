@@ -3,8 +3,11 @@
 // .checkpoint files say up to which changelog offset each store was
 // restored (org.apache.kafka.streams.state.internals.OffsetCheckpoint).
 // After a restore renumbers the changelogs those offsets are meaningless
-// (DOMAIN.md §2, case 19): Check says which checkpoints must be wiped,
-// Wipe removes one application's state like KafkaStreams#cleanUp().
+// (DOMAIN.md §2, case 19): Check says which task directories must be
+// wiped, dating each RocksDB store by what its own files record (SST table
+// properties, rotated LOG names) rather than by modification times, which
+// a copy or touch changes; PlanWipe and Wipe remove one application's
+// state like KafkaStreams#cleanUp(), and only that.
 package statedir
 
 import (
@@ -14,11 +17,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -37,23 +38,40 @@ type Entry struct {
 	Offset    int64  `json:"offset"`
 }
 
-// Checkpoint is one task's (or the global stores') .checkpoint file. A
-// task directory without one (Kafka Streams 4.x keeps RocksDB stores'
-// changelog offsets inside the store, KIP-1035, and writes .checkpoint
-// files only for older formats) has File false, no entries, and ModTime of
-// the newest file in the task directory.
+// Checkpoint is one task's (or the global stores') .checkpoint file, and
+// what the task directory's files say of the state's age. A task directory
+// without one (Kafka Streams 4.x keeps RocksDB stores' changelog offsets
+// inside the store, KIP-1035, and writes .checkpoint files only for older
+// formats) has File false and no entries.
 type Checkpoint struct {
-	Task    string    `json:"task"` // task id directory name, e.g. "0_1", or "global"
+	Task    string    `json:"task"` // task id directory name, e.g. "0_1", "global", "__orders__/0_1"
 	Path    string    `json:"path"`
 	File    bool      `json:"file"` // a .checkpoint file exists
 	ModTime time.Time `json:"mod_time"`
 	Entries []Entry   `json:"entries"`
 	Err     string    `json:"error,omitempty"` // the file exists but does not parse
+	// Stores are the task's RocksDB stores (directories holding SST files
+	// or RocksDB's info LOG), each dated by its own content.
+	Stores []StoreAge `json:"stores,omitempty"`
+	// Oldest is the oldest modification time of a file in the task
+	// directory (zero when it has none) and OldestPath that file: a copy
+	// or touch makes it newer, never older.
+	Oldest     time.Time `json:"oldest_file_time"`
+	OldestPath string    `json:"oldest_file,omitempty"`
 }
 
-// taskDir matches Kafka Streams task directories: <subtopology>_<partition>,
-// optionally with a named topology's suffix.
-var taskDir = regexp.MustCompile(`^[0-9]+_[0-9]+(_.+)?$`)
+// StoreAge is what one RocksDB store's files record, in their content,
+// about when its data first existed: the earliest SST table property
+// rocksdb.creation.time (the oldest data's time, kept through compactions)
+// or rocksdb.file.creation.time, and the earliest rotated info log name
+// LOG.old.<microseconds> (the store was opened again then). A copy (cp,
+// rsync, os.CopyFS) or a touch keeps both. Born is zero when the store has
+// neither (not flushed yet, never reopened).
+type StoreAge struct {
+	Dir  string    `json:"dir"` // relative to the task directory, e.g. "rocksdb/counts-store"
+	Born time.Time `json:"born"`
+	From string    `json:"from,omitempty"` // the file that dates it, relative to the task directory
+}
 
 // ReadCheckpoint parses a checkpoint file: a version line (0), a count
 // line, then count lines "topic partition offset".
@@ -104,9 +122,16 @@ func ReadCheckpoint(path string) ([]Entry, error) {
 // AppDir returns <stateDir>/<applicationID>.
 func AppDir(stateDir, applicationID string) string { return filepath.Join(stateDir, applicationID) }
 
+// ErrNoState is wrapped when the state.dir holds no local state of the
+// application: no <application.id> directory, or one without any task
+// directory (an instance that never ran, ran no task, or was wiped). It is
+// never an all-clear: the state.dir or the application.id may be wrong.
+var ErrNoState = errors.New("no local state")
+
 // Scan reads every checkpoint of the application's tasks and global
-// stores. An application without local state yields no checkpoints and an
-// error wrapping fs.ErrNotExist.
+// stores. It fails, wrapping ErrNoState, when the state.dir holds no task
+// directory of the application, and with an error naming --state-dir
+// (wrapping fs.ErrNotExist) when the state.dir does not exist.
 func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 	dir := AppDir(stateDir, applicationID)
 	if err := checkStateDir(stateDir, applicationID); err != nil {
@@ -116,55 +141,145 @@ func Scan(stateDir, applicationID string) ([]Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cps []Checkpoint
+	// Kafka Streams finds task directories with File.isDirectory(), which
+	// follows symbolic links: so does the check (it only reads).
+	isDir := func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
+	var tasks []string
 	for _, e := range entries {
-		if !e.IsDir() || (!taskDir.MatchString(e.Name()) && e.Name() != "global") {
-			continue
+		name := e.Name()
+		switch {
+		case (plainTaskDir.MatchString(name) || name == GlobalDir) && isDir(filepath.Join(dir, name)):
+			tasks = append(tasks, name)
+		case namedTopologyDir.MatchString(name) && isDir(filepath.Join(dir, name)):
+			ts, err := os.ReadDir(filepath.Join(dir, name))
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range ts {
+				if plainTaskDir.MatchString(t.Name()) && isDir(filepath.Join(dir, name, t.Name())) {
+					tasks = append(tasks, name+"/"+t.Name())
+				}
+			}
 		}
-		path := filepath.Join(dir, e.Name(), CheckpointFile)
-		fi, err := os.Stat(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			cps = append(cps, Checkpoint{Task: e.Name(), Path: path, ModTime: newestFile(filepath.Join(dir, e.Name()))})
-			continue
-		}
+	}
+	var cps []Checkpoint
+	for _, task := range tasks {
+		c, err := scanTask(filepath.Join(dir, filepath.FromSlash(task)))
 		if err != nil {
 			return nil, err
 		}
-		ents, err := ReadCheckpoint(path)
-		if err != nil {
-			cps = append(cps, Checkpoint{Task: e.Name(), Path: path, File: true, ModTime: fi.ModTime(), Err: err.Error()})
-			continue
+		c.Task = task
+		cps = append(cps, c)
+	}
+	if len(cps) == 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
 		}
-		cps = append(cps, Checkpoint{Task: e.Name(), Path: path, File: true, ModTime: fi.ModTime(), Entries: ents})
+		what := "is empty"
+		if len(names) > 0 {
+			what = "holds " + strings.Join(names, ", ")
+		}
+		return nil, fmt.Errorf("%w of application.id %q under %s: %s has no task directories (it %s)", ErrNoState, applicationID, stateDir, dir, what)
 	}
 	sort.Slice(cps, func(i, j int) bool { return cps[i].Task < cps[j].Task })
 	return cps, nil
 }
 
-// newestFile returns the modification time of the newest regular file
-// below dir (zero when there is none).
-func newestFile(dir string) time.Time {
+// scanTask reads a task directory: its .checkpoint file, and the age of
+// its files and RocksDB stores. It follows a link that is the task
+// directory, as Kafka Streams does, and no link below it.
+func scanTask(dir string) (Checkpoint, error) {
+	c := Checkpoint{Path: filepath.Join(dir, CheckpointFile)}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // a linked task directory: walk what it links to
+	}
+	fi, err := os.Lstat(c.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return c, err
+	default:
+		c.File = true
+		if ents, err := ReadCheckpoint(c.Path); err != nil {
+			c.Err = err.Error()
+		} else {
+			c.Entries = ents
+		}
+	}
+	stores := map[string]*StoreAge{}
+	date := func(rel string, born time.Time, from string) {
+		s := stores[rel]
+		if s == nil {
+			s = &StoreAge{Dir: rel}
+			stores[rel] = s
+		}
+		if !born.IsZero() && (s.Born.IsZero() || born.Before(s.Born)) {
+			s.Born, s.From = born, from
+		}
+	}
 	var newest time.Time
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == ".lock" {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || d.Name() == LockFile {
 			return nil
 		}
-		if fi, err := d.Info(); err == nil && fi.ModTime().After(newest) {
-			newest = fi.ModTime()
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if m := info.ModTime(); c.Oldest.IsZero() || m.Before(c.Oldest) {
+			c.Oldest, c.OldestPath = m, rel
+		}
+		if m := info.ModTime(); m.After(newest) {
+			newest = m
+		}
+		storeDir := filepath.ToSlash(filepath.Dir(rel))
+		switch name := d.Name(); {
+		case sstFile.MatchString(name):
+			born, _ := sstCreated(p) // an unreadable SST dates nothing
+			date(storeDir, born, filepath.ToSlash(rel))
+		case name == "LOG" || name == "CURRENT":
+			date(storeDir, time.Time{}, "")
+		default:
+			if born, ok := rotatedLogTime(name); ok {
+				date(storeDir, born, filepath.ToSlash(rel))
+			}
 		}
 		return nil
 	})
-	return newest
+	if c.File && fi != nil {
+		c.ModTime = fi.ModTime()
+	} else {
+		c.ModTime = newest
+	}
+	for _, s := range stores {
+		c.Stores = append(c.Stores, *s)
+	}
+	sort.Slice(c.Stores, func(i, j int) bool { return c.Stores[i].Dir < c.Stores[j].Dir })
+	return c, nil
+}
+
+// validApplicationID refuses an application.id that is not one path
+// element: <state.dir>/<application.id> must stay inside the state.dir.
+func validApplicationID(applicationID string) error {
+	if applicationID == "" || strings.ContainsAny(applicationID, "/\\\x00") || applicationID == "." || applicationID == ".." {
+		return fmt.Errorf("invalid application.id %q: it must be one path element (Kafka Streams names <state.dir>/<application.id> after it)", applicationID)
+	}
+	return nil
 }
 
 // checkStateDir refuses a state directory that is itself one
 // application's directory, and an application.id with no directory there
 // (naming the applications that do have one).
 func checkStateDir(stateDir, applicationID string) error {
-	if applicationID == "" || strings.ContainsAny(applicationID, `/\`) || applicationID == "." || applicationID == ".." {
-		return fmt.Errorf("invalid application.id %q", applicationID)
+	if err := validApplicationID(applicationID); err != nil {
+		return err
 	}
 	fi, err := os.Stat(stateDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--state-dir %s does not exist (%w): pass the instance's state.dir (StreamsConfig state.dir), which holds <application.id>/", stateDir, err)
+	}
 	if err != nil {
 		return fmt.Errorf("--state-dir %s: %w", stateDir, err)
 	}
@@ -185,9 +300,9 @@ func checkStateDir(stateDir, applicationID string) error {
 			}
 		}
 		if len(apps) > 0 {
-			return fmt.Errorf("%w: %s has no state of application.id %q (it has state of: %s)", fs.ErrNotExist, stateDir, applicationID, strings.Join(apps, ", "))
+			return fmt.Errorf("%w of application.id %q under %s (it has state of: %s)", ErrNoState, applicationID, stateDir, strings.Join(apps, ", "))
 		}
-		return fmt.Errorf("%w: %s has no state of application.id %q", fs.ErrNotExist, stateDir, applicationID)
+		return fmt.Errorf("%w of application.id %q under %s", ErrNoState, applicationID, stateDir)
 	}
 	return nil
 }
@@ -200,7 +315,7 @@ func looksLikeAppDir(dir string) bool {
 		return false
 	}
 	for _, e := range es {
-		if (e.IsDir() && (taskDir.MatchString(e.Name()) || e.Name() == "global")) || e.Name() == "kafka-streams-process-metadata" {
+		if (e.IsDir() && (plainTaskDir.MatchString(e.Name()) || e.Name() == GlobalDir || namedTopologyDir.MatchString(e.Name()))) || e.Name() == ProcessMetadataFile {
 			return true
 		}
 	}
@@ -210,56 +325,3 @@ func looksLikeAppDir(dir string) bool {
 // ErrInUse is wrapped when a running Kafka Streams instance holds a lock
 // in the application's state directory.
 var ErrInUse = errors.New("state directory in use")
-
-// inUse reports the first .lock file under the application's directory
-// that another process holds (Kafka Streams locks them with
-// FileChannel.tryLock, i.e. POSIX record locks on Linux).
-func inUse(dir string) (string, error) {
-	var held string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || held != "" {
-			return nil
-		}
-		if d.IsDir() && p != dir && strings.Count(strings.TrimPrefix(p, dir), string(filepath.Separator)) > 1 {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || d.Name() != ".lock" {
-			return nil
-		}
-		f, err := os.OpenFile(p, os.O_RDWR, 0)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 0}
-		if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err == nil && lk.Type != syscall.F_UNLCK {
-			held = fmt.Sprintf("%s (held by process %d)", p, lk.Pid)
-		}
-		return nil
-	})
-	return held, err
-}
-
-// Wipe removes the application's state directory <stateDir>/<appID>, like
-// KafkaStreams#cleanUp(). It refuses (before removing anything) a
-// state.dir that is one application's directory itself, an application.id
-// that has no directory there (naming those that do), and a directory
-// whose lock a running instance holds (ErrInUse). It returns the number of
-// task directories removed.
-func Wipe(stateDir, applicationID string) (int, error) {
-	if err := checkStateDir(stateDir, applicationID); err != nil {
-		return 0, err
-	}
-	dir := AppDir(stateDir, applicationID)
-	if held, err := inUse(dir); err != nil {
-		return 0, err
-	} else if held != "" {
-		return 0, fmt.Errorf("%w: %s is locked by a running Kafka Streams instance: stop every instance of %q on this host first", ErrInUse, held, applicationID)
-	}
-	cps, _ := Scan(stateDir, applicationID)
-	n := len(cps)
-	if err := os.RemoveAll(dir); err != nil {
-		return 0, fmt.Errorf("remove %s: %w", dir, err)
-	}
-	return n, nil
-}

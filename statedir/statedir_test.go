@@ -61,11 +61,13 @@ func TestCheckFlagsCase19(t *testing.T) {
 			t.Errorf("stale in-range checkpoint: %s (%s), want must wipe", f.Verdict, f.Reason)
 		}
 	}
-	// A checkpoint written after the restore is fine.
+	// A checkpoint modified after the restore is not enough to pass: a copy
+	// or a touch gives that too (regression: it was ok). Without a RocksDB
+	// store to date the task's state, it is unknown.
 	last.StartedAt = time.Now().Add(-time.Hour)
 	for _, f := range Check("core-app", cps, end, last) {
-		if f.Store == "other-store" && f.Verdict != OK {
-			t.Errorf("fresh checkpoint: %s (%s), want ok", f.Verdict, f.Reason)
+		if f.Store == "other-store" && (f.Verdict != Unknown || !strings.Contains(f.Reason, "a copy or touch")) {
+			t.Errorf("checkpoint modified after the restore: %s (%s), want unknown", f.Verdict, f.Reason)
 		}
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"strconv"
 
@@ -55,21 +55,31 @@ func newStateCheckCmd(g *globalOptions, s *iostreams, runF func(context.Context,
 	cmd := &cobra.Command{
 		Use:   "check --state-dir DIR -c FILE",
 		Short: "Judge an instance's local state against the cluster and the last restore",
-		Long: `Read the .checkpoint files of the application's tasks under --state-dir (the
-instance's state.dir) and compare each store's changelog position with the changelog's
-end offset on the cluster (the config's target: section, or --target-bootstrap-servers)
-and with the last restore recorded in the repository:
+		Long: `Read the application's task directories under --state-dir (the instance's state.dir)
+and judge them against the last restore into the cluster (its report in the repository)
+and the changelogs' end offsets on it (the config's target: section, or
+--target-bootstrap-servers).
 
-  must wipe  the state predates a restore that renumbered its changelog, or its position
-             is beyond the changelog's end
-  unknown    nothing to compare with: the changelog is not on the cluster, the position is
-             unknown (-4), or the task has no .checkpoint file and no restore renumbered
-             anything (Kafka Streams 4.x keeps RocksDB stores' positions inside the store,
-             KIP-1035, which this tool does not read)
-  ok         the position fits the changelog
+After a restore that renumbered changelogs, a task's state is stale when its data existed
+before the restore ended. That is read from what each RocksDB store records in its own
+files, which a copy (cp, rsync, a volume snapshot) or a touch keeps: the SST files' table
+properties rocksdb.creation.time and rocksdb.file.creation.time, and the names of rotated
+info logs, LOG.old.<microseconds>. A file modified before the restore makes it stale too; a
+file modified after it proves nothing.
 
-Exit status 3 when any store must be wiped (wipe it: kafkastreams-dr state wipe), 0
-otherwise.
+  must wipe  a store's data, or a file, predates the restore; or a .checkpoint position is
+             beyond the changelog's end
+  unknown    nothing to judge by: a store with no SST file and no rotated LOG yet, a task
+             without RocksDB stores, no restore into this cluster (Kafka Streams 4.x keeps
+             RocksDB stores' positions inside the store, KIP-1035, which this tool does not
+             read), a changelog not on the cluster, an unknown position (-4)
+  ok         every RocksDB store of the task dates from after the restore (and its
+             .checkpoint positions fit the changelogs), or the task holds no files
+
+Exit status 3 when any store must be wiped (wipe it: kafkastreams-dr state wipe); 2 when
+--state-dir does not exist or holds no state of the application (no <application.id>/
+directory, or one without task directories): that is never an all-clear, the path or the
+application_id may be wrong; 0 otherwise.
 
 CONFIG KEYS USED
   application_id, target.* (the cluster), storage.* (the last restore's report).`,
@@ -102,9 +112,11 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 		return withCode(exitUsage, fmt.Errorf("%s has no application_id: state check needs it to find <state.dir>/<application.id>", cfg.File()), "")
 	}
 	cps, err := statedir.Scan(o.StateDir, cfg.ApplicationID)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(s.Out, "no local state of application.id %q under %s: nothing to wipe\n", cfg.ApplicationID, o.StateDir)
-		return nil
+	if errors.Is(err, statedir.ErrNoState) {
+		// Its own verdict, never an all-clear: the path or the
+		// application.id may be wrong.
+		fmt.Fprintf(s.Out, "no state: %v\n", err)
+		return withCode(exitUsage, err, fmt.Sprintf("check --state-dir and application_id in %s: nothing to judge here (an instance that never ran, or was wiped, has no state)", cfg.File()))
 	}
 	if err != nil {
 		return withCode(exitUsage, err, "")
@@ -206,6 +218,7 @@ type stateWipeOptions struct {
 	StateDir      string
 	ApplicationID string
 	Yes           bool
+	DryRun        bool
 	Logger        *slog.Logger
 }
 
@@ -218,13 +231,29 @@ func newStateWipeCmd(g *globalOptions, s *iostreams, runF func(context.Context, 
 .checkpoint files) of that application on this instance, so it restores its stores from
 the changelogs when it starts, as KafkaStreams#cleanUp() does.
 
-It refuses, removing nothing: a --state-dir that is itself one application's directory
-(pass its parent), an application.id that has no directory there (it names those that
-do: another application's state is never touched), and a directory a running Kafka
-Streams instance has locked (stop it first). Without --yes it asks on a terminal and
-refuses otherwise.`,
-		Example: `  kafkastreams-dr state wipe --state-dir /var/lib/kafka-streams --application-id order-processor --yes`,
-		Args:    usageArgs(cobra.NoArgs),
+It removes only what is provably that application's Kafka Streams state: the directory
+may hold only what Kafka Streams' StateDirectory writes there (task directories
+<subtopology>_<partition>, a named topology's __<name>__/<subtopology>_<partition>,
+global, .lock, kafka-streams-process-metadata), and below the task directories only
+files and directories on the same filesystem. It never follows a symbolic link. It
+refuses (exit 2), removing nothing:
+  - any other entry in the directory (each one is named);
+  - a symbolic link anywhere (the application directory, or below it), a device,
+    socket or pipe, a mount point;
+  - a filesystem root, a system directory (/etc, /usr/lib, anything directly below /),
+    $HOME or one of its ancestors, also after resolving --state-dir's links;
+  - a --state-dir that does not exist or is itself one application's directory (pass
+    its parent), an application.id that has no directory there (it names those that
+    do: another application's state is never touched);
+  - a directory a running Kafka Streams instance has locked (stop it first).
+It removes only the entries it checked: one replaced or added meanwhile stops the wipe
+there (exit 1, saying how far it got; run it again once nothing writes there).
+
+--dry-run lists what would be removed and removes nothing. Without --yes it asks on a
+terminal and refuses otherwise.`,
+		Example: `  kafkastreams-dr state wipe --state-dir /var/lib/kafka-streams --application-id order-processor --dry-run
+  kafkastreams-dr state wipe --state-dir /var/lib/kafka-streams --application-id order-processor --yes`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.StateDir == "" || o.ApplicationID == "" {
 				return &usageError{errors.New("state wipe needs --state-dir DIR and --application-id APP")}
@@ -239,16 +268,29 @@ refuses otherwise.`,
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "the instance's state.dir (required)")
 	cmd.Flags().StringVar(&o.ApplicationID, "application-id", "", "the application.id whose state to remove (required)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "list what would be removed; remove nothing")
 	return cmd
 }
 
 func runStateWipe(_ context.Context, o *stateWipeOptions, s *iostreams) error {
-	dir := statedir.AppDir(o.StateDir, o.ApplicationID)
+	plan, err := statedir.PlanWipe(o.StateDir, o.ApplicationID)
+	if err != nil {
+		return withCode(exitUsage, err, "nothing was removed")
+	}
+	summary := fmt.Sprintf("%s (%s, %s, %s)", plan.Dir, plural(len(plan.Tasks), "task directory", "task directories"),
+		plural(plan.Files, "file", "files"), formatBytes(plan.Bytes))
+	if o.DryRun {
+		for _, e := range plan.Entries() {
+			fmt.Fprintln(s.Out, filepath.Join(plan.Dir, e))
+		}
+		fmt.Fprintf(s.Out, "would remove %s; nothing was removed (dry run)\n", summary)
+		return nil
+	}
 	if !o.Yes {
 		if !s.InTTY {
-			return withCode(exitUsage, fmt.Errorf("state wipe removes %s and needs a confirmation, but stdin is not a terminal", dir), "pass --yes")
+			return withCode(exitUsage, fmt.Errorf("state wipe removes %s and needs a confirmation, but stdin is not a terminal", summary), "pass --yes (or --dry-run to list what it removes)")
 		}
-		ok, err := confirm(s, fmt.Sprintf("remove %s? [y/N] ", dir))
+		ok, err := confirm(s, fmt.Sprintf("remove %s? [y/N] ", summary))
 		if err != nil {
 			return withCode(exitError, err, "")
 		}
@@ -256,10 +298,9 @@ func runStateWipe(_ context.Context, o *stateWipeOptions, s *iostreams) error {
 			return withCode(exitUsage, errors.New("not confirmed: nothing was removed"), "")
 		}
 	}
-	n, err := statedir.Wipe(o.StateDir, o.ApplicationID)
-	if err != nil {
-		return withCode(exitUsage, err, "nothing was removed")
+	if _, err := plan.Execute(); err != nil {
+		return withCode(exitError, err, fmt.Sprintf("stop whatever writes there, then run: kafkastreams-dr state wipe --state-dir %s --application-id %s", o.StateDir, o.ApplicationID))
 	}
-	fmt.Fprintf(s.Out, "removed %s (%s)\n", dir, plural(n, "task directory", "task directories"))
+	fmt.Fprintf(s.Out, "removed %s\n", summary)
 	return nil
 }

@@ -65,7 +65,7 @@ func TestStateCheckFlagsCase19(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, "state", "wipe", "--state-dir", stateDir, "--application-id", "order-processor", "--yes"); code != exitOK {
 		t.Fatalf("state wipe: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if code, stdout, _ := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg); code != exitOK || !strings.Contains(stdout, "no local state") {
+	if code, stdout, _ := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg); code != exitUsage || !strings.Contains(stdout, "no local state") {
 		t.Fatalf("after the wipe: exit %d\n%s", code, stdout)
 	}
 }
@@ -80,7 +80,7 @@ func TestStateWipeRefuses(t *testing.T) {
 		want string
 	}{
 		{"another application's directory", []string{"state", "wipe", "--state-dir", stateDir, "--application-id", "order-processor", "--yes"},
-			exitUsage, `has no state of application.id "order-processor" (it has state of: billing-app)`},
+			exitUsage, `no local state of application.id "order-processor" under ` + stateDir + ` (it has state of: billing-app)`},
 		{"an application directory as state.dir", []string{"state", "wipe", "--state-dir", filepath.Join(stateDir, "billing-app"), "--application-id", "billing-app", "--yes"},
 			exitUsage, "pass its parent"},
 		{"no confirmation off a terminal", []string{"state", "wipe", "--state-dir", stateDir, "--application-id", "billing-app"},
@@ -97,5 +97,117 @@ func TestStateWipeRefuses(t *testing.T) {
 				t.Fatal("a refused wipe removed state")
 			}
 		})
+	}
+}
+
+// TestStateWipeRefusesSystemShapedDirectory is a regression test: `state
+// wipe --state-dir / --application-id etc --yes` removed /etc and exited
+// 0 ("removed /etc (0 task directories)"). On a decoy shaped like /etc
+// under a temporary directory: exit 2, each entry named, nothing removed.
+func TestStateWipeRefusesSystemShapedDirectory(t *testing.T) {
+	decoy := t.TempDir()
+	for _, f := range []string{"passwd", "hosts", "ssl/certs/ca-certificates.crt"} {
+		writeState(t, filepath.Join(decoy, "etc", f), "precious\n")
+	}
+	code, stdout, stderr := runCLI(t, "state", "wipe", "--state-dir", decoy, "--application-id", "etc", "--yes")
+	if code != exitUsage || strings.Contains(stdout, "removed") {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+	}
+	for _, want := range []string{"passwd (file)", "hosts (file)", "ssl/ (directory)", "nothing was removed"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, f := range []string{"passwd", "hosts", "ssl/certs/ca-certificates.crt"} {
+		if _, err := os.Stat(filepath.Join(decoy, "etc", f)); err != nil {
+			t.Errorf("a refused wipe removed %s: %v", f, err)
+		}
+	}
+}
+
+// TestStateWipeDryRun: --dry-run lists every entry and removes none, with
+// neither --yes nor a terminal.
+func TestStateWipeDryRun(t *testing.T) {
+	stateDir := t.TempDir()
+	writeState(t, filepath.Join(stateDir, "order-processor", "kafka-streams-process-metadata"), `{"processId":"a73070e9-085a-4fc1-ba71-f82cb0d3bf4f"}`)
+	writeState(t, filepath.Join(stateDir, "order-processor", "1_0", "rocksdb", "order-totals-store", "CURRENT"), "MANIFEST-000005\n")
+	code, stdout, stderr := runCLI(t, "state", "wipe", "--state-dir", stateDir, "--application-id", "order-processor", "--dry-run")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		filepath.Join(stateDir, "order-processor", "1_0", "rocksdb", "order-totals-store", "CURRENT"),
+		filepath.Join(stateDir, "order-processor", "kafka-streams-process-metadata"),
+		"would remove " + filepath.Join(stateDir, "order-processor") + " (1 task directory, 2 files",
+		"nothing was removed (dry run)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "order-processor", "1_0", "rocksdb", "order-totals-store", "CURRENT")); err != nil {
+		t.Fatalf("a dry run removed state: %v", err)
+	}
+}
+
+// TestStateCheckNoStateIsNotAllClear is a regression test: `state check
+// --state-dir /nonexistent` answered "nothing to wipe" and exited 0, so a
+// typo gave an all-clear. A missing state.dir, and one without state of the
+// application, are verdicts of their own with exit 2.
+func TestStateCheckNoStateIsNotAllClear(t *testing.T) {
+	base := t.TempDir()
+	writeState(t, filepath.Join(base, "billing-app", "0_0", ".checkpoint"), "0\n0\n")
+	writeState(t, filepath.Join(base, "started", "order-processor", "kafka-streams-process-metadata"), `{"processId":"a73070e9-085a-4fc1-ba71-f82cb0d3bf4f"}`)
+	writeState(t, filepath.Join(base, "started", "order-processor", ".lock"), "")
+	target := testkit.StartKfake(t, 1)
+	cfg := restoreConfig(t, target.Addrs(), t.TempDir())
+	tests := []struct {
+		name, stateDir string
+		want           []string
+	}{
+		{"a typo in --state-dir", filepath.Join(base, "nonexistent"), []string{"--state-dir " + filepath.Join(base, "nonexistent") + " does not exist", "the instance's state.dir"}},
+		{"another application's state.dir", base, []string{`no local state of application.id "order-processor"`, "it has state of: billing-app", "check --state-dir and application_id"}},
+		{"started, no task directory yet", filepath.Join(base, "started"), []string{`no local state of application.id "order-processor"`, "no task directories"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", tc.stateDir, "-c", cfg)
+			if code != exitUsage || strings.Contains(stdout+stderr, "nothing to wipe") {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", w, stdout, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestStateCheckStateCopiedAfterRestore is a regression test: Kafka 4.x
+// state (offsets inside RocksDB, KIP-1035) copied into place after a
+// restore has new modification times, and passed (unknown, exit 0). The
+// copy is of a real Kafka Streams 4.4 state directory
+// (statedir/testdata/streams-4.4, whose SST files date its data from
+// 2026-12-01, before any restore this test runs).
+func TestStateCheckStateCopiedAfterRestore(t *testing.T) {
+	repo := embeddedRepository(t)
+	target := testkit.StartKfake(t, 3)
+	cfg := restoreConfig(t, target.Addrs(), repo)
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes"); code != exitOK {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stateDir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(stateDir, "order-processor"), os.DirFS("../../statedir/testdata/streams-4.4/drill-app")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg)
+	if code != exitPartial {
+		t.Fatalf("state check of state copied after the restore: exit %d, want %d\n%s\n%s", code, exitPartial, stdout, stderr)
+	}
+	for _, want := range []string{"1_0", "1_2", "holds data from 2026-12-01T11:10:51Z", "rocksdb/counts-store/000010.sst"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("state check output lacks %q:\n%s", want, stdout)
+		}
 	}
 }
