@@ -216,17 +216,11 @@ func (r *restore) preflight(ctx context.Context) error {
 	}
 	existingConfigs := map[string]map[string]*string{}
 	if len(existing) > 0 {
-		starts, err := r.adm.ListStartOffsets(ctx, existing...)
-		if err == nil {
-			err = starts.Error()
-		}
+		starts, err := r.listStarts(ctx, existing...)
 		if err != nil {
 			return fmt.Errorf("list log start offsets on the target: %w", err)
 		}
-		ends, err := r.adm.ListEndOffsets(ctx, existing...)
-		if err == nil {
-			err = ends.Error()
-		}
+		ends, err := r.listEnds(ctx, existing...)
 		if err != nil {
 			return fmt.Errorf("list end offsets on the target: %w", err)
 		}
@@ -367,15 +361,12 @@ func (r *restore) preflight(ctx context.Context) error {
 
 	// The target accepts every topic as it will be created.
 	for _, tp := range toCreate {
-		resp, err := r.adm.ValidateCreateTopics(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)
+		why, err := r.validateCreate(ctx, tp)
 		if err != nil {
-			return fmt.Errorf("validate topic creation on the target: %w", err)
+			return err
 		}
-		for _, cr := range resp {
-			if cr.Err != nil {
-				refuse("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %s): %v %s",
-					cr.Topic, tp.Partitions, tp.ReplicationFactor, configString(tp.Configs), cr.Err, cr.ErrMessage)
-			}
+		if why != "" {
+			refuse("%s", why)
 		}
 	}
 
@@ -644,10 +635,10 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 		}
 	}
 	r.log.Debug("topics created", "topics", len(r.jour.Topics))
-	if err := r.waitLeaders(ctx); err != nil {
+	if err := r.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	r.log.Debug("every partition has a leader")
+	r.log.Debug("every partition has a leader and answers")
 	r.o.Observer.PhaseDone("topics", time.Since(phase))
 	phase = time.Now()
 
@@ -797,18 +788,13 @@ func (r *restore) checkEnds(ctx context.Context, reports []PartitionReport) erro
 	if len(names) == 0 {
 		return nil
 	}
-	ends, err := r.adm.ListEndOffsets(ctx, names...)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := r.listEnds(ctx, names...)
 	if err != nil {
-		return fmt.Errorf("list end offsets of the restored topics: %w", err)
+		return fmt.Errorf("check the end offsets of the restored topics: %w", err)
 	}
-	var bad []string
-	for _, pr := range reports {
-		if e, ok := ends.Lookup(pr.Topic, pr.Partition); !ok || e.Offset != pr.NewEnd {
-			bad = append(bad, fmt.Sprintf("%s/%d ends at %d, the restore wrote up to %d", pr.Topic, pr.Partition, e.Offset, pr.NewEnd))
-		}
+	bad, err := endsMoved(reports, ends)
+	if err != nil {
+		return err
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("another producer wrote to the restored topics during the restore (stop every writer, delete the topics and restore again): %s", strings.Join(bad, "; "))
@@ -896,13 +882,13 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		// Nobody else may write to the partition: the restored sequence
 		// and the offset map would break (the restore lock keeps other
 		// restores out; this catches any other producer).
-		ends, err := r.adm.ListEndOffsets(ctx, tp.Topic)
+		end, err := r.endOffset(ctx, tp.Topic, pp.Partition)
 		if err != nil {
-			return fmt.Errorf("topic %q partition %d: list end offset: %w", tp.Topic, pp.Partition, err)
+			return err
 		}
-		if e, ok := ends.Lookup(tp.Topic, pp.Partition); !ok || e.Err != nil || e.Offset != pr.Map.NewEnd {
+		if end != pr.Map.NewEnd {
 			return fmt.Errorf("topic %q partition %d ends at %d, but this restore wrote up to %d: another producer is writing to it; stop it, delete the topic and restore again",
-				tp.Topic, pp.Partition, e.Offset, pr.Map.NewEnd)
+				tp.Topic, pp.Partition, end, pr.Map.NewEnd)
 		}
 		results := r.cl.ProduceSync(ctx, batch...)
 		if err := results.FirstErr(); err != nil {
