@@ -104,7 +104,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	sel, err := selectTopics(ctx, o.Store, m, &o)
 	if err != nil {
-		return nil, err
+		return nil, allDamage(ctx, o.Store, m, nil, err)
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(o.Target),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -141,6 +141,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	preflightStarted := time.Now()
 	err = r.preflight(ctx)
 	o.Observer.PhaseDone("preflight", time.Since(preflightStarted))
+	err = allDamage(ctx, r.store, m, sel, err)
 	if err != nil {
 		var re *RefusedError
 		if errors.As(err, &re) {
@@ -152,7 +153,19 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if o.DryRun || r.plan.Complete {
 		return rep, nil
 	}
-	return r.restore(ctx, rep)
+	// Every object the restore reads is checked before the first write
+	// (issue 9): damage found half-way would leave a half-restored target.
+	precheckStarted := time.Now()
+	err = precheck(ctx, r.store, sel)
+	o.Observer.PhaseDone("precheck", time.Since(precheckStarted))
+	if err != nil {
+		return nil, fmt.Errorf("check the backup's segments before the first write: %w (%w)", err, ErrNothingWritten)
+	}
+	rep, err = r.restore(ctx, rep)
+	if de, ok := errors.AsType[*DamageError](err); ok {
+		de.BackupID, de.Written = m.BackupID, true // an object changed since the pre-check
+	}
+	return rep, err
 }
 
 func restoreLockKey(clusterID string) string {
@@ -406,7 +419,7 @@ func (r *restore) preflight(ctx context.Context) error {
 			}
 		}
 		pg, err := planOffsets(sel, o, func(t *format.Topic, p *format.Partition, committed int64) (int64, error) {
-			n, err := countBelow(ctx, r.store, p, committed, sel.cuts[t.Name][p.Partition])
+			n, err := countBelow(ctx, r.store, t.Name, p, committed, sel.cuts[t.Name][p.Partition])
 			return r.targetStart[t.Name][p.Partition] + n, err
 		}, func(topic string, p int32) int64 { return r.targetStart[topic][p] })
 		if err != nil {
@@ -524,7 +537,8 @@ func recordBytes(r *format.Record) int64 {
 // name it in a refusal (-1 when none does).
 func (r *restore) findRecord(ctx context.Context, s format.Segment, match func(*format.Record) bool) (int64, error) {
 	found := int64(-1)
-	err := readSegment(ctx, r.store, s, func(rec *format.Record) error {
+	topic, partition := r.ownerOf(s.Key)
+	err := readSegment(ctx, r.store, topic, partition, s, func(rec *format.Record) error {
 		if match(rec) {
 			found = rec.Offset
 			return errStop
@@ -906,7 +920,7 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 	}
 	r.o.Observer.RestoreStart(tp.Topic, pp.Partition, pp.Records-pp.AlreadyThere)
 	defer func() { r.o.Observer.RestoreEnd(tp.Topic, pp.Partition, pr.Records) }()
-	err := eachRecord(ctx, r.store, p, cut, func(rec *format.Record) error {
+	err := eachRecord(ctx, r.store, tp.Topic, p, cut, func(rec *format.Record) error {
 		defer func() { i++ }()
 		if i < pp.AlreadyThere {
 			if i == pp.AlreadyThere-1 && !sameRecord(rec, lastExisting) {
