@@ -240,7 +240,7 @@ func (r *restore) validateCreate(ctx context.Context, tp *TopicPlan) (refused st
 				switch {
 				case cr.Err == nil:
 				case kerr.IsRetriable(cr.Err):
-					retry = &PartitionError{Op: "validate topic creation " + cr.ErrMessage, Topic: cr.Topic, Partition: -1, Err: cr.Err}
+					retry = &PartitionError{Op: "validate topic creation", Topic: cr.Topic, Partition: -1, Err: cr.Err}
 				default:
 					return fmt.Sprintf("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %s): %v %s",
 						cr.Topic, tp.Partitions, tp.ReplicationFactor, configString(tp.Configs), cr.Err, cr.ErrMessage), nil

@@ -120,3 +120,41 @@ func TestRestoreReportsANonRetriableListOffsetsError(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateOnlyCreateTopicsTimeoutIsNotARefusal is a regression test
+// (issue 9): a validate-only CreateTopics that timed out said the topic
+// "cannot be created on the target" (a refusal, exit 2). A retriable error
+// is transient: it is retried, and the restore goes on once the target
+// answers.
+func TestValidateOnlyCreateTopicsTimeoutIsNotARefusal(t *testing.T) {
+	_, store, _ := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	var mu sync.Mutex
+	timedOut := 0
+	dst.ControlKey(int16(kmsg.CreateTopics), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		cr := req.(*kmsg.CreateTopicsRequest)
+		mu.Lock()
+		defer mu.Unlock()
+		if !cr.ValidateOnly || timedOut >= 3 {
+			return nil, nil, false
+		}
+		timedOut++
+		resp := cr.ResponseKind().(*kmsg.CreateTopicsResponse)
+		for _, rt := range cr.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic = rt.Topic
+			st.ErrorCode = kerr.RequestTimedOut.Code
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	if _, err := restorer.Run(context.Background(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store}); err != nil {
+		t.Fatalf("restore whose first validate-only CreateTopics requests time out: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if timedOut != 3 {
+		t.Fatalf("%d validate-only CreateTopics requests timed out, want 3", timedOut)
+	}
+}
