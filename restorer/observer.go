@@ -15,7 +15,7 @@ type Observer interface {
 	Restored(topic string, partition int32, n int64)
 	// RestoreEnd is called when the partition is done.
 	RestoreEnd(topic string, partition int32, total int64)
-	// PhaseDone is called at the end of each phase ("preflight", "topics",
+	// PhaseDone is called at the end of each phase ("preflight", "precheck", "topics",
 	// "records", "offsets") with its duration.
 	PhaseDone(phase string, d time.Duration)
 }

@@ -95,14 +95,14 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 		sel.records[t.Name] = map[int32]int64{}
 		for pi := range t.PartitionCuts {
 			p := &t.PartitionCuts[pi]
-			end, err := cutEnd(ctx, store, p, o.ToTime)
+			end, err := cutEnd(ctx, store, t.Name, p, o.ToTime)
 			if err != nil {
 				return nil, err
 			}
 			sel.cuts[t.Name][p.Partition] = end
 			n := p.Records
 			if end >= 0 {
-				if n, err = countBelow(ctx, store, p, end, -1); err != nil {
+				if n, err = countBelow(ctx, store, t.Name, p, end, -1); err != nil {
 					return nil, err
 				}
 			}
@@ -203,7 +203,7 @@ func predictOffsets(ctx context.Context, store storage.Backend, backupID string,
 		// Restored into an empty topic, the k-th restored record gets
 		// offset k: the translation is the count of restored records
 		// below the committed offset.
-		return countBelow(ctx, store, p, committed, sel.cuts[t.Name][p.Partition])
+		return countBelow(ctx, store, t.Name, p, committed, sel.cuts[t.Name][p.Partition])
 	}, func(string, int32) int64 { return 0 })
 	if err != nil {
 		return nil, err

@@ -104,7 +104,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	sel, err := selectTopics(ctx, o.Store, m, &o)
 	if err != nil {
-		return nil, err
+		return nil, allDamage(ctx, o.Store, m, nil, err)
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(o.Target),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -141,6 +141,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	preflightStarted := time.Now()
 	err = r.preflight(ctx)
 	o.Observer.PhaseDone("preflight", time.Since(preflightStarted))
+	err = allDamage(ctx, r.store, m, sel, err)
 	if err != nil {
 		var re *RefusedError
 		if errors.As(err, &re) {
@@ -152,7 +153,19 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if o.DryRun || r.plan.Complete {
 		return rep, nil
 	}
-	return r.restore(ctx, rep)
+	// Every object the restore reads is checked before the first write
+	// (issue 9): damage found half-way would leave a half-restored target.
+	precheckStarted := time.Now()
+	err = precheck(ctx, r.store, sel)
+	o.Observer.PhaseDone("precheck", time.Since(precheckStarted))
+	if err != nil {
+		return nil, fmt.Errorf("check the backup's segments before the first write: %w (%w)", err, ErrNothingWritten)
+	}
+	rep, err = r.restore(ctx, rep)
+	if de, ok := errors.AsType[*DamageError](err); ok {
+		de.BackupID, de.Written = m.BackupID, true // an object changed since the pre-check
+	}
+	return rep, err
 }
 
 func restoreLockKey(clusterID string) string {
@@ -216,17 +229,11 @@ func (r *restore) preflight(ctx context.Context) error {
 	}
 	existingConfigs := map[string]map[string]*string{}
 	if len(existing) > 0 {
-		starts, err := r.adm.ListStartOffsets(ctx, existing...)
-		if err == nil {
-			err = starts.Error()
-		}
+		starts, err := r.listStarts(ctx, existing...)
 		if err != nil {
 			return fmt.Errorf("list log start offsets on the target: %w", err)
 		}
-		ends, err := r.adm.ListEndOffsets(ctx, existing...)
-		if err == nil {
-			err = ends.Error()
-		}
+		ends, err := r.listEnds(ctx, existing...)
 		if err != nil {
 			return fmt.Errorf("list end offsets on the target: %w", err)
 		}
@@ -367,15 +374,12 @@ func (r *restore) preflight(ctx context.Context) error {
 
 	// The target accepts every topic as it will be created.
 	for _, tp := range toCreate {
-		resp, err := r.adm.ValidateCreateTopics(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)
+		why, err := r.validateCreate(ctx, tp)
 		if err != nil {
-			return fmt.Errorf("validate topic creation on the target: %w", err)
+			return err
 		}
-		for _, cr := range resp {
-			if cr.Err != nil {
-				refuse("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %s): %v %s",
-					cr.Topic, tp.Partitions, tp.ReplicationFactor, configString(tp.Configs), cr.Err, cr.ErrMessage)
-			}
+		if why != "" {
+			refuse("%s", why)
 		}
 	}
 
@@ -415,7 +419,7 @@ func (r *restore) preflight(ctx context.Context) error {
 			}
 		}
 		pg, err := planOffsets(sel, o, func(t *format.Topic, p *format.Partition, committed int64) (int64, error) {
-			n, err := countBelow(ctx, r.store, p, committed, sel.cuts[t.Name][p.Partition])
+			n, err := countBelow(ctx, r.store, t.Name, p, committed, sel.cuts[t.Name][p.Partition])
 			return r.targetStart[t.Name][p.Partition] + n, err
 		}, func(topic string, p int32) int64 { return r.targetStart[topic][p] })
 		if err != nil {
@@ -533,7 +537,8 @@ func recordBytes(r *format.Record) int64 {
 // name it in a refusal (-1 when none does).
 func (r *restore) findRecord(ctx context.Context, s format.Segment, match func(*format.Record) bool) (int64, error) {
 	found := int64(-1)
-	err := readSegment(ctx, r.store, s, func(rec *format.Record) error {
+	topic, partition := r.ownerOf(s.Key)
+	err := readSegment(ctx, r.store, topic, partition, s, func(rec *format.Record) error {
 		if match(rec) {
 			found = rec.Offset
 			return errStop
@@ -644,10 +649,10 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 		}
 	}
 	r.log.Debug("topics created", "topics", len(r.jour.Topics))
-	if err := r.waitLeaders(ctx); err != nil {
+	if err := r.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	r.log.Debug("every partition has a leader")
+	r.log.Debug("every partition has a leader and answers")
 	r.o.Observer.PhaseDone("topics", time.Since(phase))
 	phase = time.Now()
 
@@ -797,18 +802,13 @@ func (r *restore) checkEnds(ctx context.Context, reports []PartitionReport) erro
 	if len(names) == 0 {
 		return nil
 	}
-	ends, err := r.adm.ListEndOffsets(ctx, names...)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := r.listEnds(ctx, names...)
 	if err != nil {
-		return fmt.Errorf("list end offsets of the restored topics: %w", err)
+		return fmt.Errorf("check the end offsets of the restored topics: %w", err)
 	}
-	var bad []string
-	for _, pr := range reports {
-		if e, ok := ends.Lookup(pr.Topic, pr.Partition); !ok || e.Offset != pr.NewEnd {
-			bad = append(bad, fmt.Sprintf("%s/%d ends at %d, the restore wrote up to %d", pr.Topic, pr.Partition, e.Offset, pr.NewEnd))
-		}
+	bad, err := endsMoved(reports, ends)
+	if err != nil {
+		return err
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("another producer wrote to the restored topics during the restore (stop every writer, delete the topics and restore again): %s", strings.Join(bad, "; "))
@@ -896,13 +896,13 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		// Nobody else may write to the partition: the restored sequence
 		// and the offset map would break (the restore lock keeps other
 		// restores out; this catches any other producer).
-		ends, err := r.adm.ListEndOffsets(ctx, tp.Topic)
+		end, err := r.endOffset(ctx, tp.Topic, pp.Partition)
 		if err != nil {
-			return fmt.Errorf("topic %q partition %d: list end offset: %w", tp.Topic, pp.Partition, err)
+			return err
 		}
-		if e, ok := ends.Lookup(tp.Topic, pp.Partition); !ok || e.Err != nil || e.Offset != pr.Map.NewEnd {
+		if end != pr.Map.NewEnd {
 			return fmt.Errorf("topic %q partition %d ends at %d, but this restore wrote up to %d: another producer is writing to it; stop it, delete the topic and restore again",
-				tp.Topic, pp.Partition, e.Offset, pr.Map.NewEnd)
+				tp.Topic, pp.Partition, end, pr.Map.NewEnd)
 		}
 		results := r.cl.ProduceSync(ctx, batch...)
 		if err := results.FirstErr(); err != nil {
@@ -920,7 +920,7 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 	}
 	r.o.Observer.RestoreStart(tp.Topic, pp.Partition, pp.Records-pp.AlreadyThere)
 	defer func() { r.o.Observer.RestoreEnd(tp.Topic, pp.Partition, pr.Records) }()
-	err := eachRecord(ctx, r.store, p, cut, func(rec *format.Record) error {
+	err := eachRecord(ctx, r.store, tp.Topic, p, cut, func(rec *format.Record) error {
 		defer func() { i++ }()
 		if i < pp.AlreadyThere {
 			if i == pp.AlreadyThere-1 && !sameRecord(rec, lastExisting) {

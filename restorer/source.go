@@ -73,7 +73,7 @@ func loadBackup(ctx context.Context, store storage.Backend, id string) (*format.
 // or -1 when no record is after it (or there is no cut). Segment timestamp
 // ranges skip segments that cannot hold such a record; the first one that
 // can is decoded.
-func cutEnd(ctx context.Context, store storage.Backend, p *format.Partition, toTime *time.Time) (int64, error) {
+func cutEnd(ctx context.Context, store storage.Backend, topic string, p *format.Partition, toTime *time.Time) (int64, error) {
 	if toTime == nil {
 		return -1, nil
 	}
@@ -83,7 +83,7 @@ func cutEnd(ctx context.Context, store storage.Backend, p *format.Partition, toT
 			continue
 		}
 		var found int64 = -1
-		err := readSegment(ctx, store, s, func(r *format.Record) error {
+		err := readSegment(ctx, store, topic, p.Partition, s, func(r *format.Record) error {
 			if r.Timestamp > limit {
 				found = r.Offset
 				return errStop
@@ -102,39 +102,83 @@ func cutEnd(ctx context.Context, store storage.Backend, p *format.Partition, toT
 
 var errStop = errors.New("stop")
 
-// readSegment decodes one segment the manifest names, checking its size and
-// that it decodes to the records the manifest says. fn may return errStop
-// to end early.
-func readSegment(ctx context.Context, store storage.Backend, s format.Segment, fn func(*format.Record) error) error {
+// readSegment decodes one segment the manifest names for topic and
+// partition, checking that its header names them (before fn sees a record),
+// its size, SHA-256, record count and offsets. fn may return errStop to end
+// early (the checks of the whole object are then skipped). Damage is a
+// *DamageError; a storage read that fails is returned as it is.
+func readSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment, fn func(*format.Record) error) error {
 	rc, err := store.Get(ctx, s.Key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return &DamageError{Damaged: []Damage{{Key: s.Key, Topic: topic, Partition: partition, Problem: "missing: the manifest names it, the repository has no such object"}}}
+	}
 	if err != nil {
 		return fmt.Errorf("read segment %s: %w", s.Key, err)
 	}
 	defer rc.Close()
+	src := &readErrReader{r: rc}
 	hr := format.NewHashingWriter(io.Discard)
-	_, _, n, err := format.ReadSegment(io.TeeReader(rc, hr), fn)
-	if errors.Is(err, errStop) {
-		return err
+	damaged := func(problem string) error {
+		if src.err != nil {
+			return fmt.Errorf("read segment %s: %w", s.Key, src.err)
+		}
+		return &DamageError{Damaged: []Damage{{Key: s.Key, Topic: topic, Partition: partition, Problem: problem}}}
 	}
+	tee := io.TeeReader(src, hr)
+	sr, err := format.NewSegmentReader(tee)
 	if err != nil {
-		return fmt.Errorf("segment %s: %w", s.Key, err)
+		return damaged(fmt.Sprintf("does not decode: %v", err))
+	}
+	defer sr.Close()
+	if sr.Topic != topic || sr.Partition != partition {
+		return damaged(fmt.Sprintf("its header says topic %q partition %d, the manifest has it for topic %q partition %d (a segment of another partition)", sr.Topic, sr.Partition, topic, partition))
+	}
+	var n int64
+	first, last := int64(-1), int64(-1)
+	for {
+		var rec format.Record
+		err := sr.Next(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return damaged(fmt.Sprintf("does not decode after offset %d: %v", last, err))
+		}
+		n++
+		if first < 0 {
+			first = rec.Offset
+		}
+		last = rec.Offset
+		if err := fn(&rec); err != nil {
+			return err
+		}
+	}
+	if _, err := io.Copy(io.Discard, tee); err != nil || src.err != nil {
+		return fmt.Errorf("read segment %s: %w", s.Key, errors.Join(src.err, err))
 	}
 	sum, size := hr.Sum()
-	if n != s.Records || size != s.Size || sum != s.SHA256 {
-		return fmt.Errorf("segment %s: %d records, %d bytes, sha256 %s; the manifest says %d records, %d bytes, sha256 %s",
-			s.Key, n, size, sum, s.Records, s.Size, s.SHA256)
+	var problems []string
+	if size != s.Size {
+		problems = append(problems, fmt.Sprintf("size %d bytes, the manifest says %d", size, s.Size))
+	}
+	if sum != s.SHA256 {
+		problems = append(problems, fmt.Sprintf("SHA-256 %s, the manifest says %s", sum, s.SHA256))
+	}
+	problems = append(problems, headerProblems(topic, partition, s, sr.Topic, sr.Partition, n, first, last)...)
+	if len(problems) > 0 {
+		return damaged(strings.Join(problems, "; "))
 	}
 	return nil
 }
 
 // eachRecord calls fn for every record of the partition below end (an
 // original offset; -1 for no cut), in offset order.
-func eachRecord(ctx context.Context, store storage.Backend, p *format.Partition, end int64, fn func(*format.Record) error) error {
+func eachRecord(ctx context.Context, store storage.Backend, topic string, p *format.Partition, end int64, fn func(*format.Record) error) error {
 	for _, s := range p.Segments {
 		if end >= 0 && s.FirstOffset >= end {
 			return nil
 		}
-		err := readSegment(ctx, store, s, func(r *format.Record) error {
+		err := readSegment(ctx, store, topic, p.Partition, s, func(r *format.Record) error {
 			if end >= 0 && r.Offset >= end {
 				return errStop
 			}
@@ -156,7 +200,7 @@ func eachRecord(ctx context.Context, store storage.Backend, p *format.Partition,
 // countBelow counts the partition's records with an original offset below
 // o and below end (-1: no cut), decoding at most the one segment that
 // straddles the bound.
-func countBelow(ctx context.Context, store storage.Backend, p *format.Partition, o, end int64) (int64, error) {
+func countBelow(ctx context.Context, store storage.Backend, topic string, p *format.Partition, o, end int64) (int64, error) {
 	bound := o
 	if end >= 0 && end < bound {
 		bound = end
@@ -169,7 +213,7 @@ func countBelow(ctx context.Context, store storage.Backend, p *format.Partition,
 		case s.FirstOffset >= bound:
 			return n, nil
 		default:
-			err := readSegment(ctx, store, s, func(r *format.Record) error {
+			err := readSegment(ctx, store, topic, p.Partition, s, func(r *format.Record) error {
 				if r.Offset >= bound {
 					return errStop
 				}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -169,6 +170,23 @@ type Cut func(topic string, partition int32) int64
 // reads the target with read_committed up to its current end. Only the
 // topics in topics are compared (nil: every topic of the backup).
 func AgainstCluster(ctx context.Context, store storage.Backend, m *format.Manifest, target []kgo.Opt, topics []string, cut Cut) (*Result, error) {
+	return AgainstRestore(ctx, store, m, target, topics, cut, nil)
+}
+
+// OffsetMaps returns the offset map a restore recorded for one restored
+// partition (the report's offset_map: which original offset each restored
+// record had), or nil when there is none.
+type OffsetMaps func(topic string, partition int32) *offsets.Map
+
+// AgainstRestore is AgainstCluster for a known restore: with maps, each
+// restored record's original offset by the restore's offset map must be
+// the original offset of the backup's record it is compared with, so that
+// a record restored from another place of the log (or another partition)
+// is found even when its content is equal. maps nil checks no offsets.
+// Every segment's header must name the topic and partition the manifest
+// has it under, with or without maps: a segment of another partition is a
+// problem, not a source of records to compare.
+func AgainstRestore(ctx context.Context, store storage.Backend, m *format.Manifest, target []kgo.Opt, topics []string, cut Cut, maps OffsetMaps) (*Result, error) {
 	res := &Result{BackupID: m.BackupID, Problems: []Problem{}}
 	cl, err := kgo.NewClient(target...)
 	if err != nil {
@@ -199,7 +217,11 @@ func AgainstCluster(ctx context.Context, store storage.Backend, m *format.Manife
 			if cut != nil {
 				end = cut(t.Name, p.Partition)
 			}
-			if err := comparePartition(ctx, store, target, t.Name, p, end, so.Offset, eo.Offset, res); err != nil {
+			var om *offsets.Map
+			if maps != nil {
+				om = maps(t.Name, p.Partition)
+			}
+			if err := comparePartition(ctx, store, target, t.Name, p, end, so.Offset, eo.Offset, om, res); err != nil {
 				return res, err
 			}
 		}
@@ -207,7 +229,7 @@ func AgainstCluster(ctx context.Context, store storage.Backend, m *format.Manife
 	return res, nil
 }
 
-func comparePartition(ctx context.Context, store storage.Backend, target []kgo.Opt, topic string, p format.Partition, cut, start, end int64, res *Result) error {
+func comparePartition(ctx context.Context, store storage.Backend, target []kgo.Opt, topic string, p format.Partition, cut, start, end int64, om *offsets.Map, res *Result) error {
 	problem := func(off int64, format string, args ...any) {
 		res.Problems = append(res.Problems, Problem{Topic: topic, Partition: p.Partition, Offset: off, Message: fmt.Sprintf(format, args...)})
 	}
@@ -227,7 +249,7 @@ func comparePartition(ctx context.Context, store storage.Backend, target []kgo.O
 		if err != nil {
 			return fmt.Errorf("read segment %s: %w", s.Key, err)
 		}
-		_, _, _, err = format.ReadSegment(rc, func(want *format.Record) error {
+		err = readSegmentOf(rc, topic, p.Partition, func(want *format.Record) error {
 			if cut >= 0 && want.Offset >= cut {
 				return io.EOF
 			}
@@ -244,11 +266,20 @@ func comparePartition(ctx context.Context, store storage.Backend, target []kgo.O
 			if diff := differ(want, rec); diff != "" {
 				problem(rec.Offset, "changed: differs from the backup's record at original offset %d: %s", want.Offset, diff)
 				mismatch = true
+			} else if orig, ok := originalOf(om, rec.Offset); om != nil && (!ok || orig != want.Offset) {
+				problem(rec.Offset, "moved: equal to the backup's record at original offset %d, but the restore's offset map says it was restored from %s", want.Offset, orig2s(orig, ok))
+				mismatch = true
 			}
 			n++
 			return nil
 		})
 		rc.Close()
+		if he, ok := errors.AsType[*headerError](err); ok {
+			res.Problems = append(res.Problems, Problem{Object: s.Key, Topic: topic, Partition: p.Partition, Offset: -1,
+				Message: fmt.Sprintf("%v: the backup is damaged; the target cannot be compared with it", he)})
+			mismatch = true
+			continue
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("segment %s: %w", s.Key, err)
 		}
@@ -265,6 +296,55 @@ func comparePartition(ctx context.Context, store storage.Backend, target []kgo.O
 		return fmt.Errorf("read topic %q partition %d on the target: %w", topic, p.Partition, err)
 	}
 	return nil
+}
+
+// headerError is a segment whose header names another topic or partition
+// than the manifest has it under.
+type headerError struct {
+	gotTopic, wantTopic string
+	gotPart, wantPart   int32
+}
+
+func (e *headerError) Error() string {
+	return fmt.Sprintf("its header says topic %q partition %d, the manifest has it for topic %q partition %d (a segment of another partition)",
+		e.gotTopic, e.gotPart, e.wantTopic, e.wantPart)
+}
+
+// readSegmentOf decodes a segment the manifest has under topic and
+// partition, calling fn for each record; a header naming another topic or
+// partition is a *headerError before fn sees any record.
+func readSegmentOf(r io.Reader, topic string, partition int32, fn func(*format.Record) error) error {
+	sr, err := format.NewSegmentReader(r)
+	if err != nil {
+		return err
+	}
+	defer sr.Close()
+	if sr.Topic != topic || sr.Partition != partition {
+		return &headerError{gotTopic: sr.Topic, gotPart: sr.Partition, wantTopic: topic, wantPart: partition}
+	}
+	for {
+		var rec format.Record
+		if err := sr.Next(&rec); err != nil {
+			return err // io.EOF after the trailer
+		}
+		if err := fn(&rec); err != nil {
+			return err
+		}
+	}
+}
+
+func originalOf(om *offsets.Map, newOff int64) (int64, bool) {
+	if om == nil {
+		return 0, false
+	}
+	return om.Original(newOff)
+}
+
+func orig2s(orig int64, ok bool) string {
+	if !ok {
+		return "no original offset (the map has no record there)"
+	}
+	return fmt.Sprintf("original offset %d", orig)
 }
 
 // readPartition sends the partition's records in [start, end) to out with

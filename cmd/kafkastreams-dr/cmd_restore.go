@@ -58,7 +58,11 @@ byte for byte, then translates the committed offsets of the application.id group
 the new numbering, commits them through the group coordinator and reads them back.
 
 Everything is checked before the first write (preflight): a refused restore writes
-nothing and says why (exit 2). --dry-run shows the plan (topics, records per
+nothing and says why (exit 2). Before the first topic is created, every segment the
+restore will read is read in full and checked against the manifest (exists, size,
+SHA-256, the topic and partition in its header, record count and offsets): a damaged
+backup is refused (exit 2) naming every damaged object; run verify, or restore an
+older --backup-id (--dry-run does not read the segments in full: verify does). --dry-run shows the plan (topics, records per
 partition, the group's offsets before and after translation) and stops there.
 Without --yes the restore shows the plan and asks before writing when stdin is a
 terminal; when it is not (scripts, CI, Kubernetes jobs) it refuses: pass --yes, or
@@ -435,13 +439,17 @@ func confirm(s *iostreams, question string) (bool, error) {
 }
 
 // restoreError maps a failed restore to an exit code and the next thing to
-// do: refused (nothing written) and no such backup exit 2; another
-// restore holding the target's lock exits 11; anything else
-// exits 1 and, unless it was a dry run, says that running the same command
-// again resumes the restore.
+// do: refused (nothing written), a damaged backup found before the first
+// write and no such backup exit 2; another restore holding the target's lock
+// exits 11; anything else exits 1 and, unless it was a dry run or the backup
+// is damaged, says that running the same command again resumes the restore.
+// No hint sends the user round in a loop: a damaged backup never gets the
+// resume hint.
 func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 	var refused *restorer.RefusedError
-	switch {
+	switch damage, isDamage := errors.AsType[*restorer.DamageError](err); {
+	case isDamage:
+		return withCode(damageExit(damage), fmt.Errorf("restore: %w", err), damageHint(damage))
 	case errors.As(err, &refused):
 		return withCode(exitUsage, err, refused.Hint)
 	case errors.Is(err, restorer.ErrNoBackup):
@@ -455,6 +463,33 @@ func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 			"nothing was written; check target.bootstrap_servers and target.security, the repository (storage.*), and the message above")
 	}
 	return withCode(exitError, fmt.Errorf("restore: %w", err), "run the same command again: the restore resumes where it stopped")
+}
+
+// damageExit is 2 (refused) for damage the pre-check found before the
+// first write, 1 for damage found after it (an object changed since).
+func damageExit(e *restorer.DamageError) int {
+	if e.Written {
+		return exitError
+	}
+	return exitUsage
+}
+
+// damageHint is the next step after a restore found its backup damaged:
+// running it again cannot help; verify shows the damage, an older backup
+// may be whole.
+func damageHint(e *restorer.DamageError) string {
+	id := e.BackupID
+	if id == "" {
+		id = "ID"
+	}
+	h := fmt.Sprintf("the backup is damaged: the same restore fails again. See every problem with kafkastreams-dr verify -c FILE --deep --backup-id %s, "+
+		"and restore an older backup with --backup-id (kafkastreams-dr list -c FILE shows them)", id)
+	if e.Written {
+		h += "; the target holds part of this restore: delete its restored topics first (or restore into an empty cluster)"
+	} else {
+		h += "; nothing was written"
+	}
+	return h
 }
 
 // listBackupsHint tells how to see which backups a repository holds (a

@@ -326,6 +326,13 @@ func TestRestoreErrors(t *testing.T) {
 		{"cancelled", fmt.Errorf("produce: %w", context.Canceled), false, exitCancelled, []string{"produce"}, "", "resume"},
 		{"another restore holds the target's lock: exit 11", fmt.Errorf("take lock: %w (restores/locks/c1) by r-1", restorer.ErrLocked), false, 11,
 			[]string{"restores/locks/c1"}, "another restore into this target cluster is running", "resume"},
+		// Regression (issue 9): a damaged backup got the resume hint, a loop.
+		{"damaged backup found before the first write", fmt.Errorf("check: %w (%w)", damaged(false), restorer.ErrNothingWritten), false, exitUsage,
+			[]string{"segments/b/orders/0/1.kseg", "SHA-256"}, "verify -c FILE --deep --backup-id 20240501T120000.000Z-1a2b3c4d", "resume"},
+		{"damaged backup found after a write", damaged(true), false, exitError,
+			[]string{"segments/b/orders/0/1.kseg"}, "delete its restored topics", "resume"},
+		{"damaged backup found in a dry run", damaged(false), true, exitUsage,
+			[]string{"segments/b/orders/0/1.kseg"}, "older backup with --backup-id", "resume"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -491,4 +498,9 @@ func embeddedRepository(t *testing.T) string {
 		t.Fatalf("backup --embedded: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	return dir
+}
+
+func damaged(written bool) *restorer.DamageError {
+	return &restorer.DamageError{BackupID: "20240501T120000.000Z-1a2b3c4d", Written: written,
+		Damaged: []restorer.Damage{{Key: "segments/b/orders/0/1.kseg", Topic: "orders", Partition: 0, Problem: "SHA-256 00, the manifest says 11"}}}
 }

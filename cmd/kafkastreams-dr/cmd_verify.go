@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
@@ -39,9 +40,11 @@ each partition's segments add up to its record count inside its cut.
 --against-cluster compares a restored cluster (the config's target: section, or
 --target-bootstrap-servers) with the backup record by record: each restored partition
 must hold exactly the backup's records, in order, with equal key, value, headers and
-timestamp (offsets differ: a restore renumbers them). When the repository holds a
-report of a restore of this backup, the comparison stops at that restore's cut
-(--to-time).
+timestamp (offsets differ: a restore renumbers them), and every segment's header must
+name the topic and partition the manifest has it under. When the repository holds a
+report of a restore of this backup into this cluster, the comparison stops at that
+restore's cut (--to-time) and each restored record's original offset, by the
+restore's offset map, must be the backup record's.
 
 Every problem names the object, topic, partition and offset concerned. A manifest that
 does not decode (truncated, damaged, of a newer format) is named too.
@@ -124,6 +127,7 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 			return withCode(exitUsage, err, "")
 		}
 		var cut verify.Cut
+		var maps verify.OffsetMaps
 		var topics []string
 		// The cut of the latest restore of this backup into this cluster.
 		clusterID := ""
@@ -148,9 +152,17 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 				}
 				return -1
 			}
-			fmt.Fprintf(s.ErrOut, "comparing with the topics and cut of restore %s\n", rep.RestoreID)
+			restored := map[string]map[int32]*offsets.Map{}
+			for _, pr := range rep.Partitions {
+				if restored[pr.Topic] == nil {
+					restored[pr.Topic] = map[int32]*offsets.Map{}
+				}
+				restored[pr.Topic][pr.Partition] = pr.Map
+			}
+			maps = func(t string, p int32) *offsets.Map { return restored[t][p] }
+			fmt.Fprintf(s.ErrOut, "comparing with the topics, cut and offset maps of restore %s\n", rep.RestoreID)
 		}
-		res, err = verify.AgainstCluster(ctx, store, m, opts, topics, cut)
+		res, err = verify.AgainstRestore(ctx, store, m, opts, topics, cut, maps)
 		if err != nil {
 			return withCode(exitError, fmt.Errorf("verify against the cluster: %w", err), "check target.bootstrap_servers and target.security")
 		}

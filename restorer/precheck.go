@@ -1,0 +1,250 @@
+package restorer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// precheckWorkers is how many segments the pre-check reads at once. Each
+// worker holds one zstd decoder (the segment window, 1 MiB as written,
+// at most 64 MiB as read) and 64 KiB of buffers: the pre-check's memory
+// does not grow with the backup or a segment's size.
+const precheckWorkers = 8
+
+// Damage is one object of a backup that fails its check: missing, another
+// size or SHA-256 than the manifest records, not decoding, a header naming
+// another topic or partition, or other record counts or offsets.
+type Damage struct {
+	Key       string `json:"key"`
+	Topic     string `json:"topic"`     // as the manifest names it
+	Partition int32  `json:"partition"` // as the manifest names it
+	Problem   string `json:"problem"`
+}
+
+// DamageError is returned when the backup's objects disagree with its
+// manifest: the backup cannot be restored as it is, and running the same
+// restore again cannot help. The pre-check returns it before the first
+// write, naming every damaged object; a segment read during the restore
+// returns it for that segment. The remedies are `verify` and an older
+// --backup-id.
+type DamageError struct {
+	BackupID string
+	Damaged  []Damage // sorted by key
+	// Written is true when the restore had written to the target before
+	// the damage was found (an object changed after the pre-check).
+	Written bool
+}
+
+func (e *DamageError) Error() string {
+	lines := make([]string, len(e.Damaged))
+	for i, d := range e.Damaged {
+		lines[i] = fmt.Sprintf("%s (topic %q partition %d): %s", d.Key, d.Topic, d.Partition, d.Problem)
+	}
+	what := "backup " + e.BackupID + " is damaged"
+	if e.BackupID == "" {
+		what = "the backup is damaged"
+	}
+	if len(lines) == 1 {
+		return what + ": " + lines[0]
+	}
+	return fmt.Sprintf("%s: %d segments fail their check:\n  - %s", what, len(lines), strings.Join(lines, "\n  - "))
+}
+
+// precheck reads every segment the restore will read (those of the
+// selected partitions below each partition's cut), streaming, with
+// precheckWorkers at once, and checks each against the manifest: it exists
+// and has the recorded size and SHA-256, it decodes, its header names the
+// topic and partition the manifest has it under, and it holds the recorded
+// record count and first and last offsets. Damage found is returned as one
+// *DamageError naming every damaged object; an object that cannot be read
+// for another reason (the storage failed) is returned as that error.
+func precheck(ctx context.Context, store storage.Backend, sel *selection) error {
+	type job struct {
+		topic string
+		p     int32
+		s     format.Segment
+	}
+	var jobs []job
+	for _, t := range sel.topics {
+		for _, p := range t.PartitionCuts {
+			cut, ok := sel.cuts[t.Name][p.Partition]
+			if !ok {
+				cut = -1
+			}
+			for _, s := range p.Segments {
+				if cut >= 0 && s.FirstOffset >= cut {
+					break
+				}
+				jobs = append(jobs, job{t.Name, p.Partition, s})
+			}
+		}
+	}
+	var (
+		mu      sync.Mutex
+		damaged []Damage
+		failed  error
+		wg      sync.WaitGroup
+	)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queue := make(chan job)
+	for range min(precheckWorkers, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range queue {
+				problem, err := checkSegment(cctx, store, j.topic, j.p, j.s)
+				mu.Lock()
+				switch {
+				case err != nil && failed == nil:
+					failed = err
+					cancel()
+				case problem != "":
+					damaged = append(damaged, Damage{Key: j.s.Key, Topic: j.topic, Partition: j.p, Problem: problem})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		select {
+		case queue <- j:
+		case <-cctx.Done():
+		}
+	}
+	close(queue)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(damaged) > 0 {
+		sort.Slice(damaged, func(i, j int) bool { return damaged[i].Key < damaged[j].Key })
+		return &DamageError{BackupID: sel.m.BackupID, Damaged: damaged}
+	}
+	return failed
+}
+
+// readErrReader remembers the first error of the underlying reader other
+// than io.EOF: the segment decoder reports a read that fails midway as a
+// truncated (corrupt) segment, which it is not.
+type readErrReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErrReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// checkSegment reads one segment in full and returns what is wrong with it
+// ("" when nothing), or an error when it cannot be read.
+func checkSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment) (string, error) {
+	rc, err := store.Get(ctx, s.Key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "missing: the manifest names it, the repository has no such object", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read segment %s: %w", s.Key, err)
+	}
+	defer rc.Close()
+	src := &readErrReader{r: rc}
+	hw := format.NewHashingWriter(io.Discard)
+	tee := io.TeeReader(src, hw)
+	first, last := int64(-1), int64(-1)
+	gotTopic, gotPart, n, decodeErr := format.ReadSegment(tee, func(r *format.Record) error {
+		if first < 0 {
+			first = r.Offset
+		}
+		last = r.Offset
+		return nil
+	})
+	if _, err := io.Copy(io.Discard, tee); err != nil && src.err == nil {
+		src.err = err
+	}
+	if src.err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("read segment %s: %w", s.Key, src.err)
+	}
+	var problems []string
+	sum, size := hw.Sum()
+	if size != s.Size {
+		problems = append(problems, fmt.Sprintf("size %d bytes, the manifest says %d", size, s.Size))
+	}
+	if sum != s.SHA256 {
+		problems = append(problems, fmt.Sprintf("SHA-256 %s, the manifest says %s", sum, s.SHA256))
+	}
+	if decodeErr != nil {
+		problems = append(problems, fmt.Sprintf("does not decode: %v", decodeErr))
+	} else {
+		problems = append(problems, headerProblems(topic, partition, s, gotTopic, gotPart, n, first, last)...)
+	}
+	return strings.Join(problems, "; "), nil
+}
+
+// headerProblems compares what a segment decoded to with what the manifest
+// says of it: the header's topic and partition, the record count, the
+// first and last offsets.
+func headerProblems(topic string, partition int32, s format.Segment, gotTopic string, gotPart int32, n, first, last int64) []string {
+	var problems []string
+	if gotTopic != topic || gotPart != partition {
+		problems = append(problems, fmt.Sprintf("its header says topic %q partition %d, the manifest has it for topic %q partition %d (a segment of another partition)", gotTopic, gotPart, topic, partition))
+	}
+	if n != s.Records {
+		problems = append(problems, fmt.Sprintf("decodes to %d records, the manifest says %d", n, s.Records))
+	}
+	if n > 0 && (first != s.FirstOffset || last != s.LastOffset) {
+		problems = append(problems, fmt.Sprintf("holds offsets %d..%d, the manifest says %d..%d", first, last, s.FirstOffset, s.LastOffset))
+	}
+	return problems
+}
+
+// ownerOf returns the topic and partition the manifest names segment key
+// under ("", -1 when it names none).
+func (r *restore) ownerOf(key string) (string, int32) {
+	for _, t := range r.sel.m.Topics {
+		for _, p := range t.PartitionCuts {
+			for _, s := range p.Segments {
+				if s.Key == key {
+					return t.Name, p.Partition
+				}
+			}
+		}
+	}
+	return "", -1
+}
+
+// allDamage turns the damage a read of the plan found (in one segment) into
+// the pre-check's account of every damaged object of the selection (of the
+// whole backup when sel is nil). Other errors are returned as they are.
+func allDamage(ctx context.Context, store storage.Backend, m *format.Manifest, sel *selection, err error) error {
+	de, ok := errors.AsType[*DamageError](err)
+	if !ok {
+		return err
+	}
+	if sel == nil {
+		sel = &selection{m: m}
+		for i := range m.Topics {
+			sel.topics = append(sel.topics, &m.Topics[i])
+		}
+	}
+	full := precheck(ctx, store, sel)
+	if _, ok := errors.AsType[*DamageError](full); ok {
+		return full
+	}
+	de.BackupID = m.BackupID
+	return de
+}

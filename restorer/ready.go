@@ -1,0 +1,277 @@
+package restorer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Retries of per-partition errors. Right after CreateTopics a Kafka broker
+// answers ListOffsets (and Produce) with NOT_LEADER_OR_FOLLOWER for a while
+// although metadata already names a leader: the controller has chosen the
+// leader, the broker has not yet become it (KRaft: the broker applies the
+// PartitionRecord from the metadata log after the controller commits it).
+// kerr.IsRetriable tells which errors pass; every other error is reported
+// as the broker gave it.
+const (
+	// offsetsBudget bounds how long one listing retries retriable errors.
+	offsetsBudget = 2 * time.Minute
+	// firstBackoff and maxBackoff bound the wait between two tries; it
+	// doubles from the first to the max.
+	firstBackoff = 50 * time.Millisecond
+	maxBackoff   = 2 * time.Second
+)
+
+// PartitionError is a per-partition error a broker answered (a kerr.Error
+// from ListOffsets, CreateTopics, ...): Op says which request, Err is the
+// broker's error. Kafka's error code is in the message so that it can be
+// looked up (org.apache.kafka.common.protocol.Errors).
+type PartitionError struct {
+	Op        string // "list end offsets", "list log start offsets", ...
+	Topic     string
+	Partition int32 // -1 for a topic-level error
+	Err       error
+}
+
+func (e *PartitionError) Error() string {
+	where := fmt.Sprintf("topic %q partition %d", e.Topic, e.Partition)
+	if e.Partition < 0 {
+		where = fmt.Sprintf("topic %q", e.Topic)
+	}
+	var ke *kerr.Error
+	if errors.As(e.Err, &ke) {
+		return fmt.Sprintf("%s: %s: %s (Kafka error code %d): %s", where, e.Op, ke.Message, ke.Code, ke.Description)
+	}
+	return fmt.Sprintf("%s: %s: %v", where, e.Op, e.Err)
+}
+
+func (e *PartitionError) Unwrap() error { return e.Err }
+
+// backoff returns the wait before try n (1-based).
+func backoff(n int) time.Duration {
+	d := firstBackoff << min(n-1, 10)
+	return min(d, maxBackoff)
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryListed calls list until every listed partition answers without an
+// error. A retriable error (kerr.IsRetriable, for the whole request or any
+// partition) is retried with backoff for at most offsetsBudget, then
+// returned as a *PartitionError naming the last partition that failed; a
+// non-retriable partition error is returned at once as a *PartitionError.
+func retryListed(ctx context.Context, op string, list func(context.Context) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+	began := time.Now()
+	for n := 1; ; n++ {
+		listed, err := list(ctx)
+		if err == nil {
+			err = firstPartitionErr(op, listed)
+		}
+		if err == nil {
+			return listed, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !kerr.IsRetriable(err) {
+			return nil, err
+		}
+		if time.Since(began) > offsetsBudget {
+			return nil, fmt.Errorf("%w (still after retrying for %s)", err, offsetsBudget)
+		}
+		if err := sleep(ctx, backoff(n)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// firstPartitionErr returns a *PartitionError for the first partition (in
+// topic and partition order) whose answer is an error, preferring a
+// non-retriable one: it is what the user must see.
+func firstPartitionErr(op string, listed kadm.ListedOffsets) error {
+	var errs []*PartitionError
+	listed.Each(func(lo kadm.ListedOffset) {
+		if lo.Err != nil {
+			errs = append(errs, &PartitionError{Op: op, Topic: lo.Topic, Partition: lo.Partition, Err: lo.Err})
+		}
+	})
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.Slice(errs, func(i, j int) bool {
+		a, b := errs[i], errs[j]
+		if ra, rb := kerr.IsRetriable(a.Err), kerr.IsRetriable(b.Err); ra != rb {
+			return rb
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return errs[0]
+}
+
+// listEnds lists the log end offsets of every partition of topics, retrying
+// retriable errors (retryListed).
+func (r *restore) listEnds(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+	return retryListed(ctx, "list end offsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
+		return r.adm.ListEndOffsets(ctx, topics...)
+	})
+}
+
+// listStarts lists the log start offsets of every partition of topics,
+// retrying retriable errors (retryListed).
+func (r *restore) listStarts(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+	return retryListed(ctx, "list log start offsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
+		return r.adm.ListStartOffsets(ctx, topics...)
+	})
+}
+
+// endOffset returns the log end offset of one partition: one ListOffsets
+// request to its leader (kadm.ListEndOffsets would list every partition of
+// the topic, for each flush of each partition), retried like listEnds.
+func (r *restore) endOffset(ctx context.Context, topic string, partition int32) (int64, error) {
+	listed, err := retryListed(ctx, "list end offset", func(ctx context.Context) (kadm.ListedOffsets, error) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = partition
+		rp.Timestamp = -1 // latest: the log end offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, r.cl)
+		if err != nil {
+			return nil, err
+		}
+		listed := kadm.ListedOffsets{}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if listed[t.Topic] == nil {
+					listed[t.Topic] = map[int32]kadm.ListedOffset{}
+				}
+				listed[t.Topic][p.Partition] = kadm.ListedOffset{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, Err: kerr.ErrorForCode(p.ErrorCode)}
+			}
+		}
+		return listed, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	lo, ok := listed.Lookup(topic, partition)
+	if !ok {
+		return 0, fmt.Errorf("topic %q partition %d: the broker's ListOffsets answer does not name the partition", topic, partition)
+	}
+	return lo.Offset, nil
+}
+
+// waitReady waits until every partition of every planned topic has a leader
+// in metadata (case 05 A4) and, for the topics this run created, answers
+// ListOffsets for its log start and end: metadata naming a leader does not
+// mean the leader serves the partition yet (issue 9). A created topic must
+// be empty.
+func (r *restore) waitReady(ctx context.Context) error {
+	if err := r.waitLeaders(ctx); err != nil {
+		return err
+	}
+	var created []string
+	for _, tp := range r.plan.Topics {
+		if tp.Action == "create" {
+			created = append(created, tp.Topic)
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	starts, err := r.listStarts(ctx, created...)
+	if err != nil {
+		return fmt.Errorf("the topics this restore created do not answer: %w", err)
+	}
+	ends, err := r.listEnds(ctx, created...)
+	if err != nil {
+		return fmt.Errorf("the topics this restore created do not answer: %w", err)
+	}
+	var held []string
+	ends.Each(func(lo kadm.ListedOffset) {
+		if s, ok := starts.Lookup(lo.Topic, lo.Partition); ok && lo.Offset != s.Offset {
+			held = append(held, fmt.Sprintf("%s/%d holds offsets %d..%d", lo.Topic, lo.Partition, s.Offset, lo.Offset))
+		}
+	})
+	if len(held) > 0 {
+		sort.Strings(held)
+		return fmt.Errorf("topics created by this restore hold records before it wrote any (another producer is writing to them; stop it, delete the topics and restore again): %s", strings.Join(held, "; "))
+	}
+	return nil
+}
+
+// validateCreate runs a validate-only CreateTopics for tp (the request the
+// restore will make, without creating anything). A retriable error
+// (REQUEST_TIMED_OUT, NOT_CONTROLLER, ...) is retried like retryListed and
+// then returned as an error: the target is busy, not unwilling. A refusal
+// (any other error) is returned as refused, the reason for a RefusedError.
+func (r *restore) validateCreate(ctx context.Context, tp *TopicPlan) (refused string, err error) {
+	began := time.Now()
+	for n := 1; ; n++ {
+		resp, err := r.adm.ValidateCreateTopics(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)
+		if err != nil && !kerr.IsRetriable(err) {
+			return "", fmt.Errorf("validate topic creation on the target: %w", err)
+		}
+		if err == nil {
+			var retry error
+			for _, cr := range resp {
+				switch {
+				case cr.Err == nil:
+				case kerr.IsRetriable(cr.Err):
+					retry = &PartitionError{Op: "validate topic creation", Topic: cr.Topic, Partition: -1, Err: cr.Err}
+				default:
+					return fmt.Sprintf("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %s): %v %s",
+						cr.Topic, tp.Partitions, tp.ReplicationFactor, configString(tp.Configs), cr.Err, cr.ErrMessage), nil
+				}
+			}
+			if retry == nil {
+				return "", nil
+			}
+			err = retry
+		}
+		if time.Since(began) > offsetsBudget {
+			return "", fmt.Errorf("%w (still after retrying for %s: the target is busy, try again)", err, offsetsBudget)
+		}
+		if err := sleep(ctx, backoff(n)); err != nil {
+			return "", err
+		}
+	}
+}
+
+// endsMoved names the partitions of reports whose log end on the target is
+// not the end the restore wrote up to.
+func endsMoved(reports []PartitionReport, ends kadm.ListedOffsets) ([]string, error) {
+	var bad []string
+	for _, pr := range reports {
+		e, ok := ends.Lookup(pr.Topic, pr.Partition)
+		if !ok {
+			return nil, fmt.Errorf("topic %q partition %d: the broker's ListOffsets answer does not name the partition", pr.Topic, pr.Partition)
+		}
+		if e.Offset != pr.NewEnd {
+			bad = append(bad, fmt.Sprintf("%s/%d ends at %d, the restore wrote up to %d", pr.Topic, pr.Partition, e.Offset, pr.NewEnd))
+		}
+	}
+	return bad, nil
+}
