@@ -453,9 +453,9 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 					tp.Topic, pp.Partition, f.tooLarge, limit, f.firstTooLarge, f.largest, f.largest, kafkaConfigsCmd(tp.Topic, "max.message.bytes", ptrTo(fmt.Sprint(f.largest))))
 			}
 			if f.badTS > 0 {
-				refuse("topic %q partition %d: %d record(s) have a timestamp the target rejects: the first at offset %d has timestamp %s; the broker accepts CreateTime timestamps in [now - %s, now + %s] (%d, %d) and -1 (none): "+
-					"raise message.timestamp.before.max.ms / message.timestamp.after.max.ms on the topic (create it empty with them before the restore) or on the broker",
-					tp.Topic, pp.Partition, f.badTS, f.firstBadTS, fmtMillis(f.badTSValue), limitString(l.before), limitString(l.after), l.before.v, l.after.v)
+				refuse("topic %q partition %d: %d record(s) have a timestamp the target rejects: the first at offset %d has timestamp %s; the broker accepts CreateTime timestamps from now - %s to now + %s, and -1 (none): "+
+					"raise message.timestamp.before.max.ms / message.timestamp.after.max.ms on the topic (create it empty with them before the restore) or log.message.timestamp.before.max.ms / after.max.ms on the broker",
+					tp.Topic, pp.Partition, f.badTS, f.firstBadTS, fmtMillis(f.badTSValue), limitString(l.before), limitString(l.after))
 			}
 			if f.nullKeys > 0 {
 				refuse("topic %q partition %d: %d record(s) with a null key (the first at offset %d) cannot go to a compacted topic (cleanup.policy has compact; the broker rejects them): "+
@@ -503,17 +503,19 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 		for i, p := range past {
 			parts[i] = fmt.Sprintf("%s: %d record(s), the oldest %s, retention.ms=%d", p.topic, p.n, fmtMillis(p.oldest), p.ms)
 		}
-		refuse("records are already past the target's retention.ms, and the broker would delete them minutes after the restore (%s): "+
+		refuse("records are already past the target's retention.ms, and the broker would delete them at a retention check after the restore, as soon as their log segment holds nothing newer (%s): "+
 			"restore with --retention keep (the topics get retention.ms=-1 and the plan says how to set it back) or --retention accept-loss (they are deleted)", strings.Join(parts, "; "))
 	}
 	return refusals, nil
 }
 
+// limitString shows a timestamp limit and where it comes from, e.g.
+// "3600000 ms (broker log.message.timestamp.after.max.ms)".
 func limitString(l topicLimit) string {
 	if l.v == math.MaxInt64 {
-		return fmt.Sprintf("%s (Long.MAX_VALUE: no limit)", l.source)
+		return fmt.Sprintf("Long.MAX_VALUE, no limit (%s)", l.source)
 	}
-	return fmt.Sprintf("%s %d ms", l.source, l.v)
+	return fmt.Sprintf("%d ms (%s)", l.v, l.source)
 }
 
 func ptrTo(s string) *string { return &s }

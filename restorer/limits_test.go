@@ -274,7 +274,7 @@ func TestLimitsRealKafka(t *testing.T) {
 		dry := opts(store)
 		dry.DryRun = true
 		_, err := restorer.Run(ctx, dry)
-		wantReasons(t, refusal(t, err), `topic "ts-default" partition 0: 1 record(s)`, "offset 1", "broker log.message.timestamp.after.max.ms 3600000 ms")
+		wantReasons(t, refusal(t, err), `topic "ts-default" partition 0: 1 record(s)`, "offset 1", "now + 3600000 ms (broker log.message.timestamp.after.max.ms)")
 	})
 
 	// An existing empty LogAppendTime topic is filled as a created one

@@ -511,23 +511,6 @@ func recordBytes(r *format.Record) int64 {
 	return n
 }
 
-// findRecord returns the offset of the segment's first record matching, to
-// name it in a refusal (-1 when none does).
-func (r *restore) findRecord(ctx context.Context, s format.Segment, match func(*format.Record) bool) (int64, error) {
-	found := int64(-1)
-	err := readSegment(ctx, r.store, s, func(rec *format.Record) error {
-		if match(rec) {
-			found = rec.Offset
-			return errStop
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return -1, err
-	}
-	return found, nil
-}
-
 func kafkaTopicID(id kadm.TopicID) string {
 	if id == (kadm.TopicID{}) {
 		return ""
