@@ -128,6 +128,21 @@ func timestampRejected(now, ts, before, after int64) bool {
 	return diff > before || -1*diff > after
 }
 
+// timestampMargin is how far the broker's clock at validation may be from
+// this host's at preflight and still get the same verdict without a
+// warning: the broker checks each record when it is produced (its own
+// time.milliseconds()), later in a long restore, and its clock may be off.
+const timestampMargin = int64(time.Hour / time.Millisecond)
+
+// nearlyRejected reports whether the broker would reject ts at some time
+// within timestampMargin of now (the before limit at a later time, the
+// after limit at an earlier one).
+func nearlyRejected(now, ts int64, l topicLimits) bool {
+	return timestampRejected(now, ts, l.before.v, l.after.v) ||
+		timestampRejected(now+timestampMargin, ts, l.before.v, l.after.v) ||
+		timestampRejected(now-timestampMargin, ts, l.before.v, l.after.v)
+}
+
 // pastRetention reports whether time-based retention deletes a record with
 // timestamp ts at time now: UnifiedLog deletes a segment once now minus its
 // largest timestamp exceeds retention.ms; a segment whose timestamps are
@@ -259,6 +274,7 @@ func limitsOf(cfg func(key string) (string, bool, bool), bd brokerDefaults) topi
 type partitionFindings struct {
 	tooLarge, firstTooLarge, largest int64 // batch bytes of the largest
 	badTS, firstBadTS, badTSValue    int64
+	nearTS, firstNearTS              int64 // accepted now, rejected within timestampMargin
 	noTS                             int64
 	nullKeys, firstNullKey           int64
 	pastRetention, oldest            int64
@@ -280,7 +296,7 @@ func (r *restore) scanLimits(ctx context.Context, p *format.Partition, cut int64
 		mayNullKey := l.compacted && s.NullKeys > 0
 		// With both ends at or after 0, the accepted timestamps form
 		// one interval and the ends decide; otherwise read the records.
-		mayBadTS := s.MinTimestamp < 0 || timestampRejected(now, s.MinTimestamp, l.before.v, l.after.v) || timestampRejected(now, s.MaxTimestamp, l.before.v, l.after.v)
+		mayBadTS := s.MinTimestamp < 0 || nearlyRejected(now, s.MinTimestamp, l) || nearlyRejected(now, s.MaxTimestamp, l)
 		mayPast := l.retentionMs >= 0 && pastRetention(now, s.MinTimestamp, l.retentionMs) || s.MinTimestamp < 0 && l.retentionMs >= 0
 		if whole && mayPast && s.MinTimestamp >= 0 && pastRetention(now, s.MaxTimestamp, l.retentionMs) {
 			// Every record is past retention: no need to read them for that.
@@ -318,6 +334,11 @@ func (r *restore) scanLimits(ctx context.Context, p *format.Partition, cut int64
 						f.firstBadTS, f.badTSValue = rec.Offset, rec.Timestamp
 					}
 					f.badTS++
+				} else if nearlyRejected(now, rec.Timestamp, l) {
+					if f.nearTS == 0 {
+						f.firstNearTS = rec.Offset
+					}
+					f.nearTS++
 				}
 			}
 			if mayPast && pastRetention(now, rec.Timestamp, l.retentionMs) {
@@ -456,6 +477,11 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 				refuse("topic %q partition %d: %d record(s) have a timestamp the target rejects: the first at offset %d has timestamp %s; the broker accepts CreateTime timestamps from now - %s to now + %s, and -1 (none): "+
 					"raise message.timestamp.before.max.ms / message.timestamp.after.max.ms on the topic (create it empty with them before the restore) or log.message.timestamp.before.max.ms / after.max.ms on the broker",
 					tp.Topic, pp.Partition, f.badTS, f.firstBadTS, fmtMillis(f.badTSValue), limitString(l.before), limitString(l.after))
+			}
+			if f.nearTS > 0 {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q partition %d: %d record(s) (the first at offset %d) have a timestamp within 1 hour of the target's limits (before %s, after %s): "+
+					"the broker checks each record with its own clock when it is produced, so a restore that takes longer, or a broker clock that is off, gets them rejected midway; raise the limits on the topic first to be safe",
+					tp.Topic, pp.Partition, f.nearTS, f.firstNearTS, limitString(l.before), limitString(l.after)))
 			}
 			if f.nullKeys > 0 {
 				refuse("topic %q partition %d: %d record(s) with a null key (the first at offset %d) cannot go to a compacted topic (cleanup.policy has compact; the broker rejects them): "+

@@ -422,3 +422,27 @@ func TestNullKeysOnCompactedTopicRefusedWithCount(t *testing.T) {
 		t.Errorf("want one refusal (the plain topic takes null keys), got:\n%s", re)
 	}
 }
+
+// TestTimestampNearTheLimitIsWarned: a record the broker accepts now but
+// rejects if it validates an hour later (a long restore, a clock ahead) is
+// restored with a warning that counts it; one well inside is not counted.
+func TestTimestampNearTheLimitIsWarned(t *testing.T) {
+	now := time.Now().UnixMilli()
+	const day = int64(86_400_000)
+	store := writeBackup(t, testTopic{name: "near", configs: map[string]string{"message.timestamp.before.max.ms": fmt.Sprint(day)},
+		records: []format.Record{rec(now-day+1800_000, "a", "30 minutes inside the limit"), rec(now-day+3*3600_000, "b", "3 hours inside"), rec(now, "c", "now")}})
+	dst := testkit.StartKfake(t, 1)
+	rep, err := restorer.Run(context.Background(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "within 1 hour of the target's limits") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `topic "near" partition 0: 1 record(s) (the first at offset 0)`) {
+		t.Fatalf("warnings %q, want one naming 1 record at offset 0", rep.Warnings)
+	}
+}
