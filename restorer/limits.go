@@ -158,6 +158,7 @@ type brokerDefaults struct {
 	socketRequestMax   int64 // socket.request.max.bytes
 	tsBefore, tsAfter  int64 // log.message.timestamp.before/after.max.ms
 	retentionMs        int64 // log.retention.ms, else .minutes or .hours
+	retentionBytes     int64 // log.retention.bytes, -1 by default
 	cleanupPolicy      string
 	timestampType      string // log.message.timestamp.type
 	describeFailed     error
@@ -169,7 +170,7 @@ type brokerDefaults struct {
 // describeFailed.
 func (r *restore) brokerDefaultsOf(ctx context.Context) brokerDefaults {
 	d := brokerDefaults{messageMaxBytes: defaultMessageMaxBytes, socketRequestMax: defaultSocketRequestMaxBytes,
-		tsBefore: math.MaxInt64, tsAfter: 3600000, retentionMs: 7 * 24 * 3600000, cleanupPolicy: "delete", timestampType: "CreateTime"}
+		tsBefore: math.MaxInt64, tsAfter: 3600000, retentionMs: 7 * 24 * 3600000, retentionBytes: -1, cleanupPolicy: "delete", timestampType: "CreateTime"}
 	rcs, err := r.adm.DescribeBrokerConfigs(ctx, r.bm.Brokers[0].NodeID)
 	for _, rc := range rcs {
 		if err == nil && rc.Err != nil {
@@ -204,6 +205,8 @@ func (r *restore) brokerDefaultsOf(ctx context.Context) brokerDefaults {
 				ms = c.Value
 			case "log.retention.minutes":
 				minutes = c.Value
+			case "log.retention.bytes":
+				d.retentionBytes = parseInt64(c.Value, d.retentionBytes)
 			case "log.retention.hours":
 				hours = c.Value
 			}
@@ -235,7 +238,10 @@ type topicLimits struct {
 	maxMessage    topicLimit
 	before, after topicLimit
 	retentionMs   int64 // -1: no time-based deletion (no delete in cleanup.policy, or retention.ms=-1)
-	compacted     bool
+	// retentionBytes is retention.bytes per partition, -1 without a
+	// size limit (or without delete in cleanup.policy).
+	retentionBytes topicLimit
+	compacted      bool
 }
 
 // limitsOf resolves a topic's limits from the target's view of it: the
@@ -265,6 +271,9 @@ func limitsOf(cfg func(key string) (string, bool, bool), bd brokerDefaults) topi
 	l.retentionMs = -1
 	if strings.Contains(policy, "delete") {
 		l.retentionMs = get("retention.ms", "log.retention.ms", bd.retentionMs).v
+		l.retentionBytes = get("retention.bytes", "log.retention.bytes", bd.retentionBytes)
+	} else {
+		l.retentionBytes = topicLimit{-1, "cleanup.policy"}
 	}
 	return l
 }
@@ -487,6 +496,20 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 				refuse("topic %q partition %d: %d record(s) with a null key (the first at offset %d) cannot go to a compacted topic (cleanup.policy has compact; the broker rejects them): "+
 					"leave the topic out with --topics listing the other topics (none of its records is restored then); no compacted Kafka topic can hold them (the source kept them because they were written before the topic was compacted)",
 					tp.Topic, pp.Partition, f.nullKeys, f.firstNullKey)
+			}
+			if rb := l.retentionBytes.v; rb >= 0 {
+				// The segments' raw size approximates the records' size
+				// in the log (both a few bytes of framing per record).
+				var raw int64
+				for _, sg := range p.Segments {
+					if pp.CutAt < 0 || sg.FirstOffset < pp.CutAt {
+						raw += sg.RawSize
+					}
+				}
+				if raw > rb {
+					plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q partition %d: about %d bytes of records to restore, more than retention.bytes %d (%s): the broker deletes the oldest log segments beyond it after the restore; "+
+						"raise retention.bytes on the topic (create it empty with it before the restore) to keep them", tp.Topic, pp.Partition, raw, rb, l.retentionBytes.source))
+				}
 			}
 			if f.pastRetention > 0 {
 				pastN += f.pastRetention

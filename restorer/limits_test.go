@@ -446,3 +446,30 @@ func TestTimestampNearTheLimitIsWarned(t *testing.T) {
 		t.Fatalf("warnings %q, want one naming 1 record at offset 0", rep.Warnings)
 	}
 }
+
+// TestRetentionBytesIsWarned: a partition larger than the target topic's
+// retention.bytes loses its oldest segments after the restore; the plan
+// warns with the size.
+func TestRetentionBytesIsWarned(t *testing.T) {
+	now := time.Now().UnixMilli()
+	var records []format.Record
+	for i := range 100 {
+		records = append(records, rec(now, fmt.Sprint("k", i), strings.Repeat("v", 100)))
+	}
+	store := writeBackup(t, testTopic{name: "capped", configs: map[string]string{"retention.bytes": "4096"}, records: records},
+		testTopic{name: "uncapped", records: records})
+	dst := testkit.StartKfake(t, 1)
+	rep, err := restorer.Run(context.Background(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "retention.bytes") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `topic "capped" partition 0: about `) || !strings.Contains(warned[0], "more than retention.bytes 4096 (topic retention.bytes)") {
+		t.Fatalf("warnings %q, want one about topic capped", rep.Warnings)
+	}
+}
