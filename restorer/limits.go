@@ -128,6 +128,19 @@ func timestampRejected(now, ts, before, after int64) bool {
 	return diff > before || -1*diff > after
 }
 
+// The timestamps, in epoch milliseconds, the restore's producer can send:
+// franz-go computes a record's milliseconds as time.Time.UnixNano()/1e6,
+// which is only defined from 1677-09-21 to 2262-04-11; outside it the
+// record would be restored with another timestamp.
+const (
+	producerTimestampMin = math.MinInt64 / 1_000_000
+	producerTimestampMax = math.MaxInt64 / 1_000_000
+)
+
+func producerCanSend(ts int64) bool {
+	return ts >= producerTimestampMin && ts <= producerTimestampMax
+}
+
 // timestampMargin is how far the broker's clock at validation may be from
 // this host's at preflight and still get the same verdict without a
 // warning: the broker checks each record when it is produced (its own
@@ -284,6 +297,8 @@ type partitionFindings struct {
 	tooLarge, firstTooLarge, largest int64 // batch bytes of the largest
 	badTS, firstBadTS, badTSValue    int64
 	nearTS, firstNearTS              int64 // accepted now, rejected within timestampMargin
+	unsendable, firstUnsendable      int64 // outside producerTimestampMin..Max
+	unsendableValue                  int64
 	noTS                             int64
 	nullKeys, firstNullKey           int64
 	pastRetention, oldest            int64
@@ -305,7 +320,8 @@ func (r *restore) scanLimits(ctx context.Context, p *format.Partition, cut int64
 		mayNullKey := l.compacted && s.NullKeys > 0
 		// With both ends at or after 0, the accepted timestamps form
 		// one interval and the ends decide; otherwise read the records.
-		mayBadTS := s.MinTimestamp < 0 || nearlyRejected(now, s.MinTimestamp, l) || nearlyRejected(now, s.MaxTimestamp, l)
+		mayBadTS := s.MinTimestamp < 0 || nearlyRejected(now, s.MinTimestamp, l) || nearlyRejected(now, s.MaxTimestamp, l) ||
+			!producerCanSend(s.MinTimestamp) || !producerCanSend(s.MaxTimestamp)
 		mayPast := l.retentionMs >= 0 && pastRetention(now, s.MinTimestamp, l.retentionMs) || s.MinTimestamp < 0 && l.retentionMs >= 0
 		if whole && mayPast && s.MinTimestamp >= 0 && pastRetention(now, s.MaxTimestamp, l.retentionMs) {
 			// Every record is past retention: no need to read them for that.
@@ -336,6 +352,12 @@ func (r *restore) scanLimits(ctx context.Context, p *format.Partition, cut int64
 				f.nullKeys++
 			}
 			if mayBadTS {
+				if !producerCanSend(rec.Timestamp) {
+					if f.unsendable == 0 {
+						f.firstUnsendable, f.unsendableValue = rec.Offset, rec.Timestamp
+					}
+					f.unsendable++
+				}
 				if rec.Timestamp == noTimestamp {
 					f.noTS++
 				} else if timestampRejected(now, rec.Timestamp, l.before.v, l.after.v) {
@@ -486,6 +508,11 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 				refuse("topic %q partition %d: %d record(s) have a timestamp the target rejects: the first at offset %d has timestamp %s; the broker accepts CreateTime timestamps from now - %s to now + %s, and -1 (none): "+
 					"raise message.timestamp.before.max.ms / message.timestamp.after.max.ms on the topic (create it empty with them before the restore) or log.message.timestamp.before.max.ms / after.max.ms on the broker",
 					tp.Topic, pp.Partition, f.badTS, f.firstBadTS, fmtMillis(f.badTSValue), limitString(l.before), limitString(l.after))
+			}
+			if f.unsendable > 0 {
+				refuse("topic %q partition %d: %d record(s) have a timestamp the restore's producer cannot send: the first at offset %d has timestamp %d; "+
+					"franz-go carries record times as time.Time, whose nanoseconds since 1970 fit only from 1677-09-21 to 2262-04-11 (%d..%d ms), and would restore another timestamp: leave the topic out with --topics",
+					tp.Topic, pp.Partition, f.unsendable, f.firstUnsendable, f.unsendableValue, int64(producerTimestampMin), int64(producerTimestampMax))
 			}
 			if f.nearTS > 0 {
 				plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q partition %d: %d record(s) (the first at offset %d) have a timestamp within 1 hour of the target's limits (before %s, after %s): "+

@@ -3,6 +3,7 @@ package restorer
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 )
@@ -96,5 +97,21 @@ func TestIllegalTopicName(t *testing.T) {
 				t.Fatalf("illegalTopicName(%q) = %q, want bad=%v", tt.topic, got, tt.bad)
 			}
 		})
+	}
+}
+
+// TestProducerTimestampRange: the range producerCanSend accepts is exactly
+// the one whose milliseconds survive franz-go's time.Time.UnixNano()/1e6.
+func TestProducerTimestampRange(t *testing.T) {
+	survives := func(ms int64) bool { return time.UnixMilli(ms).UnixNano()/1e6 == ms }
+	for _, ms := range []int64{producerTimestampMin, producerTimestampMax, -1, 0, 1_764_000_000_000} {
+		if !producerCanSend(ms) || !survives(ms) {
+			t.Errorf("timestamp %d: producerCanSend %v, survives UnixNano %v; want both", ms, producerCanSend(ms), survives(ms))
+		}
+	}
+	for _, ms := range []int64{producerTimestampMin - 1, producerTimestampMax + 1, math.MaxInt64, math.MinInt64} {
+		if producerCanSend(ms) || survives(ms) {
+			t.Errorf("timestamp %d: producerCanSend %v, survives UnixNano %v; want neither", ms, producerCanSend(ms), survives(ms))
+		}
 	}
 }

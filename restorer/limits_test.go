@@ -266,6 +266,25 @@ func TestLimitsRealKafka(t *testing.T) {
 		}
 	})
 
+	// franz-go turns a record's time into milliseconds through
+	// time.Time.UnixNano, so a timestamp outside 1677..2262 (which Kafka
+	// accepts under Long.MAX limits) would be restored as another one.
+	t.Run("a timestamp the producer cannot carry is refused", func(t *testing.T) {
+		cfg := map[string]string{"message.timestamp.after.max.ms": "9223372036854775807"}
+		far := int64(9_000_000_000_000_000) // year ~285000
+		store := writeBackup(t, testTopic{name: "ts-far", configs: cfg, records: []format.Record{rec(now, "a", "now"), rec(far, "b", "far"), rec(far, "c", "far")}})
+		_, err := restorer.Run(ctx, opts(store))
+		var re *restorer.RefusedError
+		if !errors.As(err, &re) {
+			if err == nil {
+				got := consumeAll(t, addrs, "ts-far", 3)
+				t.Fatalf("restored without refusal: record 1 has timestamp %d, the backup %d", got[1].Timestamp.UnixMilli(), far)
+			}
+			t.Fatal(err)
+		}
+		wantReasons(t, re, `topic "ts-far" partition 0: 2 record(s) have a timestamp the restore's producer cannot send`, "offset 1", fmt.Sprint(far))
+	})
+
 	// A record further in the future than the broker default allows, on
 	// a topic without its own limit: the broker's
 	// log.message.timestamp.after.max.ms applies (1 hour since Kafka 4.0).
