@@ -322,7 +322,8 @@ func (r *restore) scanLimits(ctx context.Context, p *format.Partition, cut int64
 		// one interval and the ends decide; otherwise read the records.
 		mayBadTS := s.MinTimestamp < 0 || nearlyRejected(now, s.MinTimestamp, l) || nearlyRejected(now, s.MaxTimestamp, l) ||
 			!producerCanSend(s.MinTimestamp) || !producerCanSend(s.MaxTimestamp)
-		mayPast := l.retentionMs >= 0 && pastRetention(now, s.MinTimestamp, l.retentionMs) || s.MinTimestamp < 0 && l.retentionMs >= 0
+		// A negative minimum (no timestamp) hides the smallest real one.
+		mayPast := l.retentionMs >= 0 && (s.MinTimestamp < 0 || pastRetention(now, s.MinTimestamp, l.retentionMs))
 		if whole && mayPast && s.MinTimestamp >= 0 && pastRetention(now, s.MaxTimestamp, l.retentionMs) {
 			// Every record is past retention: no need to read them for that.
 			f.pastRetention += s.Records

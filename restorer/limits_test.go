@@ -492,3 +492,30 @@ func TestRetentionBytesIsWarned(t *testing.T) {
 		t.Fatalf("warnings %q, want one about topic capped", rep.Warnings)
 	}
 }
+
+// TestPastRetentionCountsRecordByRecord: in a segment that mixes old, new
+// and -1 timestamps, exactly the old records count (a record without
+// timestamp is judged by its log segment's file time, not as old), and
+// --retention accept-loss plans them with a warning.
+func TestPastRetentionCountsRecordByRecord(t *testing.T) {
+	now := time.Now().UnixMilli()
+	const day = int64(86_400_000)
+	store := writeBackup(t, testTopic{name: "mixed", configs: map[string]string{"retention.ms": fmt.Sprint(day)},
+		records: []format.Record{rec(now-3*day, "a", "old"), rec(-1, "b", "none"), rec(now, "c", "new"), rec(now-2*day, "d", "old")}})
+	dst := testkit.StartKfake(t, 1)
+	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, DryRun: true}
+	_, err := restorer.Run(context.Background(), o)
+	wantReasons(t, refusal(t, err), "mixed: 2 record(s), the oldest "+fmt.Sprint(now-3*day), "retention.ms=86400000")
+	o.Retention = restorer.RetentionAcceptLoss
+	rep, err := restorer.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := rep.Topics[0].PartitionPlans[0]
+	if pp.PastRetention != 2 || pp.NoTimestamp != 1 || rep.Topics[0].Retention == nil || rep.Topics[0].Retention.Choice != restorer.RetentionAcceptLoss {
+		t.Fatalf("partition plan %+v, retention %+v", pp, rep.Topics[0].Retention)
+	}
+	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, `topic "mixed": 2 restored record(s) are past retention.ms=86400000`) || !strings.Contains(w, "--retention accept-loss") {
+		t.Errorf("warnings:\n%s", w)
+	}
+}
