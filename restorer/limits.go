@@ -474,6 +474,7 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 			}
 			return "", false, false
 		}
+		r.keepTimestampsOnCreate(plan, tp, t, bd, validated[tp.Topic])
 		l := limitsOf(cfg, bd)
 		tp.MaxMessageBytes = l.maxMessage.v
 		r.batches.set(tp.Topic, l.maxMessage.v)
@@ -584,6 +585,35 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 			"restore with --retention keep (the topics get retention.ms=-1 and the plan says how to set it back) or --retention accept-loss (they are deleted)", strings.Join(parts, "; "))
 	}
 	return refusals, nil
+}
+
+// keepTimestampsOnCreate makes a topic to create CreateTime when it would
+// inherit LogAppendTime from the target broker
+// (log.message.timestamp.type), which would replace every restored
+// timestamp with the restore time: it stays CreateTime when the source
+// topic was (with a warning), and turns LogAppendTime after the records
+// when the source's was (as a backed-up LogAppendTime topic does).
+func (r *restore) keepTimestampsOnCreate(plan *Plan, tp *TopicPlan, t *format.Topic, bd brokerDefaults, validated map[string]kadm.Config) {
+	const key = "message.timestamp.type"
+	if tp.Action != "create" || tp.FinalConfigs != nil {
+		return
+	}
+	if _, explicit := tp.Configs[key]; explicit {
+		return
+	}
+	inherited := bd.timestampType
+	if c, ok := validated[key]; ok && c.Value != nil {
+		inherited = *c.Value
+	}
+	if inherited != "LogAppendTime" {
+		return
+	}
+	tp.Configs[key] = "CreateTime"
+	if c, ok := t.Configs[key]; ok && c.Value != nil && *c.Value == "LogAppendTime" {
+		tp.FinalConfigs = map[string]string{key: "LogAppendTime"}
+		return
+	}
+	plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q is created with message.timestamp.type=CreateTime, as it was on the source: the target broker's default (log.message.timestamp.type=LogAppendTime) would replace every restored timestamp with the restore time", tp.Topic))
 }
 
 // limitString shows a timestamp limit and where it comes from, e.g.

@@ -24,9 +24,10 @@ import (
 // DYNAMIC_TOPIC_CONFIG configs and partition 0's records (offsets 0, 1, ...
 // unless set).
 type testTopic struct {
-	name    string
-	configs map[string]string
-	records []format.Record
+	name     string
+	configs  map[string]string
+	defaults map[string]string // configs the source topic had from its broker (DEFAULT_CONFIG)
+	records  []format.Record
 }
 
 // writeBackup writes a complete backup of topics into a new repository
@@ -47,6 +48,9 @@ func writeBackup(t *testing.T, topics ...testTopic) storage.Backend {
 		BackupID: id, StartedAt: now, CutAt: now, FinishedAt: now}
 	for _, tt := range topics {
 		ft := format.Topic{Name: tt.name, Class: "external", Partitions: 1, ReplicationFactor: 1, Configs: map[string]format.TopicConfig{}}
+		for k, v := range tt.defaults {
+			ft.Configs[k] = format.TopicConfig{Value: &v, Source: "DEFAULT_CONFIG"}
+		}
 		for k, v := range tt.configs {
 			ft.Configs[k] = format.TopicConfig{Value: &v, Source: "DYNAMIC_TOPIC_CONFIG"}
 		}
@@ -517,5 +521,51 @@ func TestPastRetentionCountsRecordByRecord(t *testing.T) {
 	}
 	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, `topic "mixed": 2 restored record(s) are past retention.ms=86400000`) || !strings.Contains(w, "--retention accept-loss") {
 		t.Errorf("warnings:\n%s", w)
+	}
+}
+
+// TestCreatedTopicOnLogAppendTimeBroker: a created topic inherits the
+// target broker's log.message.timestamp.type; when that is LogAppendTime
+// the broker would replace every restored timestamp. The topic is created
+// CreateTime: it stays so when the source topic was CreateTime, and turns
+// LogAppendTime after the records when the source's was.
+func TestCreatedTopicOnLogAppendTimeBroker(t *testing.T) {
+	k := testkit.StartKafka(t, testkit.KafkaProperty("log.message.timestamp.type", "LogAppendTime"))
+	addrs := k.Addrs()
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+	ts := []int64{now - 3600_000, now - 1800_000}
+	records := []format.Record{rec(ts[0], "a", "1"), rec(ts[1], "b", "2")}
+	store := writeBackup(t,
+		testTopic{name: "was-create", defaults: map[string]string{"message.timestamp.type": "CreateTime"}, records: records},
+		testTopic{name: "was-append", defaults: map[string]string{"message.timestamp.type": "LogAppendTime"}, records: records})
+	rep, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(addrs...)}, Store: store, ReplicationFactor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := testkit.Admin(t, addrs)
+	for topic, wantType := range map[string]string{"was-create": "CreateTime", "was-append": "LogAppendTime"} {
+		got := consumeAll(t, addrs, topic, 2)
+		for i := range ts {
+			if g := got[i].Timestamp.UnixMilli(); g != ts[i] {
+				t.Errorf("%s record %d: timestamp %d, want the backed-up %d", topic, i, g, ts[i])
+			}
+		}
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On(topic, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "message.timestamp.type" && c.MaybeValue() != wantType {
+				t.Errorf("%s ends with message.timestamp.type=%s, want %s", topic, c.MaybeValue(), wantType)
+			}
+		}
+	}
+	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, `topic "was-create" is created with message.timestamp.type=CreateTime`) {
+		t.Errorf("no warning that was-create keeps CreateTime against the broker's LogAppendTime:\n%s", w)
 	}
 }
