@@ -380,6 +380,25 @@ func TestLimitsRealKafka(t *testing.T) {
 			!strings.Contains(rp.SetBack, "--entity-name old-keep --add-config retention.ms=604800000") {
 			t.Fatalf("retention plan = %+v", rp)
 		}
+		// An existing empty topic is altered before the records go in.
+		resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": ptr(fmt.Sprint(7 * day)), "cleanup.policy": ptr("compact,delete")}, "old-fill")
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		o = opts(mk("old-fill"))
+		o.Retention = restorer.RetentionKeep
+		rep, err = restorer.Run(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp := rep.Topics[0]; tp.Action != "fill" || tp.PreConfigs["retention.ms"] != "-1" || tp.Retention == nil ||
+			!strings.Contains(tp.Retention.SetBack, "--entity-name old-fill --add-config retention.ms=604800000") {
+			t.Fatalf("fill plan: action %s, pre-configs %v, retention %+v", tp.Action, tp.PreConfigs, tp.Retention)
+		}
+
 		o = opts(loss)
 		o.Retention = restorer.RetentionAcceptLoss
 		rep, err = restorer.Run(ctx, o)
@@ -406,15 +425,17 @@ func TestLimitsRealKafka(t *testing.T) {
 		}
 		// ... in the same retention passes that keep old-keep whole.
 		time.Sleep(2 * time.Second) // two more passes of log.retention.check.interval.ms=1000
-		starts, err := adm.ListStartOffsets(ctx, "old-keep")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, _ := starts.Lookup("old-keep", 0); s.Offset != 0 {
-			t.Fatalf("old-keep lost records to retention: log start %d", s.Offset)
-		}
-		if got := consumeAll(t, addrs, "old-keep", 100); len(got) != 100 {
-			t.Fatalf("old-keep has %d records", len(got))
+		for _, topic := range []string{"old-keep", "old-fill"} {
+			starts, err := adm.ListStartOffsets(ctx, topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, _ := starts.Lookup(topic, 0); s.Offset != 0 {
+				t.Fatalf("%s lost records to retention: log start %d", topic, s.Offset)
+			}
+			if got := consumeAll(t, addrs, topic, 100); len(got) != 100 {
+				t.Fatalf("%s has %d records", topic, len(got))
+			}
 		}
 	})
 }
