@@ -595,3 +595,58 @@ func TestClientOptionsReportsEveryFileProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestNameLengthsAgainstKafkaLimits: application_id prefixes every Streams
+// internal topic (<application.id>-<name>-changelog, -repartition), whose
+// names Kafka limits to 249 characters (org.apache.kafka.common.internals.Topic);
+// source_changelog_topics are topic names.
+func TestNameLengthsAgainstKafkaLimits(t *testing.T) {
+	id := func(n int) string { return strings.Repeat("a", n) }
+	withID := func(s string) string { return strings.Replace(base, "application_id: app", "application_id: "+s, 1) }
+	errTests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"no internal topic name fits", withID(id(238)), []string{"application_id is 238 characters long", "<application.id>-<name>-changelog", "249"}},
+		{"source changelog topic too long", base + "source_changelog_topics: [" + id(250) + "]\n", []string{"source_changelog_topics[0] is 250 characters long", "249"}},
+		{"source changelog topic dot dot", base + "source_changelog_topics: [\"..\"]\n", []string{`source_changelog_topics[0] ".." is not a legal topic name`}},
+	}
+	for _, tt := range errTests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "t.yaml")
+			if err == nil {
+				t.Fatalf("Parse succeeded, want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+	warnTests := []struct {
+		name, yaml string
+		want       string // "" means no warning about the length
+	}{
+		{"237 characters: only names of 1 character fit", withID(id(237)), "auto-generated internal topic names do not fit"},
+		{"196 characters: auto-generated names fit exactly", withID(id(196)), ""},
+		{"197 characters: the longest auto-generated names do not fit", withID(id(197)), "KSTREAM-AGGREGATE-STATE-STORE-0000000000-repartition"},
+		{"ordinary", base, ""},
+	}
+	for _, tt := range warnTests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "t.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := strings.Join(c.Warnings(), "\n")
+			if tt.want == "" {
+				if strings.Contains(w, "internal topic names") {
+					t.Errorf("unexpected warning: %s", w)
+				}
+			} else if !strings.Contains(w, tt.want) {
+				t.Errorf("warnings %q do not contain %q", w, tt.want)
+			}
+		})
+	}
+}

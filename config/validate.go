@@ -117,6 +117,13 @@ func (v *validator) validate() {
 		v.warnf("application_id", "application_id is not set: topics are classified by name suffix only and no consumer-group offsets are read; set it to the Kafka Streams application.id")
 	} else if bad := badTopicChars(c.ApplicationID); bad != "" {
 		v.errf("application_id", "application_id %q contains %s; a Kafka Streams application.id uses only letters, digits, '.', '_' and '-'", c.ApplicationID, bad)
+	} else if n := len(c.ApplicationID); n+len("-x-changelog") > maxTopicLength {
+		v.errf("application_id", "application_id is %d characters long: no Kafka Streams internal topic <application.id>-<name>-changelog fits Kafka's limit of %d characters (org.apache.kafka.common.internals.Topic); use an application.id of at most %d characters",
+			n, maxTopicLength, maxTopicLength-len("-x-changelog"))
+	} else if n+len(autoInternalSuffix) > maxTopicLength {
+		v.warnf("application_id", "application_id is %d characters long: auto-generated internal topic names do not fit Kafka's limit of %d characters (<application.id>%s adds %d); "+
+			"name every store and repartition topic (Materialized.as, Grouped.as, Repartitioned.as) so that <application.id>-<name>-repartition is at most %d, or use an application.id of at most %d characters",
+			n, maxTopicLength, autoInternalSuffix, len(autoInternalSuffix), maxTopicLength, maxTopicLength-len(autoInternalSuffix))
 	}
 	for i, t := range c.SourceChangelogTopics {
 		k := fmt.Sprintf("source_changelog_topics[%d]", i)
@@ -124,6 +131,10 @@ func (v *validator) validate() {
 			v.errf(k, "%s is empty", k)
 		} else if bad := badTopicChars(t); bad != "" {
 			v.errf(k, "%s %q is not a topic name: it contains %s", k, t, bad)
+		} else if t == "." || t == ".." {
+			v.errf(k, "%s %q is not a legal topic name (org.apache.kafka.common.internals.Topic)", k, t)
+		} else if len(t) > maxTopicLength {
+			v.errf(k, "%s is %d characters long: Kafka topic names have at most %d (org.apache.kafka.common.internals.Topic)", k, len(t), maxTopicLength)
 		}
 	}
 
@@ -432,6 +443,17 @@ func (v *validator) backup() {
 		v.errf("backup.concurrency", "backup.concurrency must be at least 1, not %d", b.Concurrency)
 	}
 }
+
+// maxTopicLength is Kafka's limit on topic names in characters
+// (org.apache.kafka.common.internals.Topic.MAX_NAME_LENGTH).
+const maxTopicLength = 249
+
+// autoInternalSuffix is the longest part Kafka Streams adds to the
+// application.id in an internal topic it names itself: the repartition
+// topic of a groupBy before an aggregation whose store has the
+// auto-generated name (InternalTopologyBuilder: <application.id>-<name>,
+// names from a 10-digit counter).
+const autoInternalSuffix = "-KSTREAM-AGGREGATE-STATE-STORE-0000000000-repartition"
 
 // badTopicChars describes the first character Kafka does not allow in a
 // topic name (or an application.id, which prefixes topic names), or "".

@@ -62,6 +62,11 @@ type Options struct {
 	// factor of every created topic (and caps min.insync.replicas at it).
 	ReplicationFactor int
 	DryRun            bool // plan and check only; write nothing
+	// Retention is what to do with records already past the target
+	// topic's retention.ms: RetentionUnset refuses the restore when there
+	// are any (RefusedError naming each topic's count and oldest
+	// timestamp); see RetentionKeep and RetentionAcceptLoss.
+	Retention RetentionChoice
 	// LockWait is how long to wait for another restore into the same
 	// target cluster to finish (or its lock to go stale); 0 refuses at
 	// once with ErrLocked.
@@ -100,7 +105,19 @@ type TopicPlan struct {
 	ReplicationFactor int               `json:"replication_factor"`
 	Configs           map[string]string `json:"configs"`                 // set at creation
 	FinalConfigs      map[string]string `json:"final_configs,omitempty"` // altered after the records are in (message.timestamp.type=LogAppendTime)
-	PartitionPlans    []PartitionPlan   `json:"partition_plans"`
+	// PreConfigs are altered on an existing ("fill") topic before the
+	// records go in: message.timestamp.type=CreateTime so the broker keeps
+	// the records' timestamps (LogAppendTime comes back in FinalConfigs),
+	// retention.ms=-1 with --retention keep.
+	PreConfigs map[string]string `json:"pre_configs,omitempty"`
+	// MaxMessageBytes is the target topic's effective max.message.bytes
+	// (topic config, else the broker's message.max.bytes): the largest
+	// record batch, in bytes, the broker accepts and the producer sends.
+	MaxMessageBytes int64 `json:"max_message_bytes"`
+	// Retention is set when records to restore are already past the
+	// target topic's retention.ms.
+	Retention      *RetentionPlan  `json:"retention,omitempty"`
+	PartitionPlans []PartitionPlan `json:"partition_plans"`
 }
 
 // PartitionPlan is one partition to restore.
@@ -110,6 +127,12 @@ type PartitionPlan struct {
 	SourceEnd    int64 `json:"source_end"`    // end offset of the backup's cut
 	CutAt        int64 `json:"cut_at"`        // original offset where a --to-time cut ends the partition; -1 without cut
 	AlreadyThere int64 `json:"already_there"` // records a resumed restore finds on the target
+	// NoTimestamp counts records with timestamp -1 (RecordBatch.NO_TIMESTAMP):
+	// the broker stores them without range check; consumers see -1.
+	NoTimestamp int64 `json:"no_timestamp"`
+	// PastRetention counts records older than the target topic's
+	// retention.ms at preflight (see TopicPlan.Retention).
+	PastRetention int64 `json:"past_retention,omitempty"`
 }
 
 // SkippedTopic is a backed-up topic the restore leaves out, and why.

@@ -227,35 +227,39 @@ func (r *restore) waitReady(ctx context.Context) error {
 // (REQUEST_TIMED_OUT, NOT_CONTROLLER, ...) is retried like retryListed and
 // then returned as an error: the target is busy, not unwilling. A refusal
 // (any other error) is returned as refused, the reason for a RefusedError.
-func (r *restore) validateCreate(ctx context.Context, tp *TopicPlan) (refused string, err error) {
+func (r *restore) validateCreate(ctx context.Context, tp *TopicPlan) (configs map[string]kadm.Config, refused string, err error) {
 	began := time.Now()
 	for n := 1; ; n++ {
 		resp, err := r.adm.ValidateCreateTopics(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)
 		if err != nil && !kerr.IsRetriable(err) {
-			return "", fmt.Errorf("validate topic creation on the target: %w", err)
+			return nil, "", fmt.Errorf("validate topic creation on the target: %w", err)
 		}
 		if err == nil {
 			var retry error
+			configs = map[string]kadm.Config{}
 			for _, cr := range resp {
+				if cr.Topic == tp.Topic {
+					configs = cr.Configs
+				}
 				switch {
 				case cr.Err == nil:
 				case kerr.IsRetriable(cr.Err):
 					retry = &PartitionError{Op: "validate topic creation", Topic: cr.Topic, Partition: -1, Err: cr.Err}
 				default:
-					return fmt.Sprintf("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %s): %v %s",
+					return nil, fmt.Sprintf("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %s): %v %s",
 						cr.Topic, tp.Partitions, tp.ReplicationFactor, configString(tp.Configs), cr.Err, cr.ErrMessage), nil
 				}
 			}
 			if retry == nil {
-				return "", nil
+				return configs, "", nil
 			}
 			err = retry
 		}
 		if time.Since(began) > offsetsBudget {
-			return "", fmt.Errorf("%w (still after retrying for %s: the target is busy, try again)", err, offsetsBudget)
+			return nil, "", fmt.Errorf("%w (still after retrying for %s: the target is busy, try again)", err, offsetsBudget)
 		}
 		if err := sleep(ctx, backoff(n)); err != nil {
-			return "", err
+			return nil, "", err
 		}
 	}
 }

@@ -27,12 +27,8 @@ import (
 // Kafka's defaults, used when the target does not report a setting.
 const (
 	defaultMessageMaxBytes = 1048588 // message.max.bytes
-	// recordOverhead bounds what a record batch adds to one record's key,
-	// value and headers (batch header 61 bytes, record framing, header
-	// framing): a record fits max.message.bytes when its bytes plus this do.
-	recordOverhead = 512
-	produceChunk   = 2000    // records per ProduceSync call and partition
-	produceBytes   = 4 << 20 // bytes per ProduceSync call and partition
+	produceChunk           = 2000    // records per ProduceSync call and partition
+	produceBytes           = 4 << 20 // bytes per ProduceSync call and partition
 )
 
 type restore struct {
@@ -46,6 +42,9 @@ type restore struct {
 	jour  *journal
 	other *journal // a journal of this backup and target with another strategy or cut
 	bm    kadm.Metadata
+	// batches caps the producer's record batches per topic at the
+	// target's max.message.bytes (limits.go).
+	batches *batchLimits
 	// target state found by preflight
 	targetStart map[string]map[int32]int64
 	targetEnd   map[string]map[int32]int64
@@ -106,16 +105,17 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, allDamage(ctx, o.Store, m, nil, err)
 	}
+	batches := &batchLimits{}
 	cl, err := kgo.NewClient(append(slices.Clone(o.Target),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordRetries(20),
 		kgo.MetadataMinAge(250*time.Millisecond), // see new topics quickly (waitLeaders)
-		kgo.ProducerBatchMaxBytes(1<<20))...)
+		kgo.ProducerBatchMaxBytesFn(batches.get))...)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster client: %w", err)
 	}
 	defer cl.Close()
-	r := &restore{o: o, log: log, store: o.Store, cl: cl, adm: kadm.NewClient(cl), sel: sel,
+	r := &restore{o: o, log: log, store: o.Store, cl: cl, adm: kadm.NewClient(cl), sel: sel, batches: batches,
 		targetStart: map[string]map[int32]int64{}, targetEnd: map[string]map[int32]int64{}}
 	if r.bm, err = r.adm.BrokerMetadata(ctx); err != nil {
 		return nil, fmt.Errorf("connect to the target cluster: %w (%w)", err, ErrNothingWritten)
@@ -194,22 +194,7 @@ func (r *restore) preflight(ctx context.Context) error {
 	}
 
 	// Broker-level limits (one broker's full config, defaults included).
-	maxMessage := int64(defaultMessageMaxBytes)
-	tsBefore, tsAfter := int64(-1), int64(-1)
-	if rcs, err := r.adm.DescribeBrokerConfigs(ctx, bm.Brokers[0].NodeID); err == nil {
-		for _, rc := range rcs {
-			for _, c := range rc.Configs {
-				switch c.Key {
-				case "message.max.bytes":
-					maxMessage = parseInt64(c.Value, maxMessage)
-				case "log.message.timestamp.before.max.ms":
-					tsBefore = parseInt64(c.Value, -1)
-				case "log.message.timestamp.after.max.ms":
-					tsAfter = parseInt64(c.Value, -1)
-				}
-			}
-		}
-	}
+	bd := r.brokerDefaultsOf(ctx)
 
 	names := make([]string, len(sel.topics))
 	for i, t := range sel.topics {
@@ -228,6 +213,7 @@ func (r *restore) preflight(ctx context.Context) error {
 		}
 	}
 	existingConfigs := map[string]map[string]*string{}
+	existingFull := map[string]map[string]kadm.Config{}
 	if len(existing) > 0 {
 		starts, err := r.listStarts(ctx, existing...)
 		if err != nil {
@@ -244,11 +230,11 @@ func (r *restore) preflight(ctx context.Context) error {
 			return fmt.Errorf("describe topic configs on the target: %w", err)
 		}
 		for _, rc := range rcs {
-			cs := map[string]*string{}
+			cs, full := map[string]*string{}, map[string]kadm.Config{}
 			for _, c := range rc.Configs {
-				cs[c.Key] = c.Value
+				cs[c.Key], full[c.Key] = c.Value, c
 			}
-			existingConfigs[rc.Name] = cs
+			existingConfigs[rc.Name], existingFull[rc.Name] = cs, full
 		}
 	}
 
@@ -306,10 +292,22 @@ func (r *restore) preflight(ctx context.Context) error {
 				}
 				sort.Strings(keys)
 				for _, k := range keys {
-					if have := deref(existingConfigs[t.Name][k]); k != "cleanup.policy" && have != tp.Configs[k] {
-						plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q exists (empty) on the target with %s=%s; the backup has %s: the target's value is kept", t.Name, k, have, tp.Configs[k]))
+					backedUp := tp.Configs[k]
+					if k == "message.timestamp.type" && tp.FinalConfigs != nil {
+						backedUp = tp.FinalConfigs[k] // the backup's, before the switch to CreateTime
+					}
+					if have := deref(existingConfigs[t.Name][k]); k != "cleanup.policy" && have != backedUp {
+						plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q exists (empty) on the target with %s=%s; the backup has %s: the target's value is kept", t.Name, k, have, backedUp))
 					}
 					tp.Configs[k] = deref(existingConfigs[t.Name][k]) // the plan shows what the topic will have
+				}
+				// The same timestamp care as a created topic: LogAppendTime
+				// would replace every record's timestamp with the restore
+				// time, so the topic is CreateTime while the records go in.
+				tp.FinalConfigs = nil
+				if deref(existingConfigs[t.Name]["message.timestamp.type"]) == "LogAppendTime" {
+					tp.PreConfigs = map[string]string{"message.timestamp.type": "CreateTime"}
+					tp.FinalConfigs = map[string]string{"message.timestamp.type": "LogAppendTime"}
 				}
 			}
 		} else {
@@ -332,10 +330,6 @@ func (r *restore) preflight(ctx context.Context) error {
 			}
 		}
 
-		limit := parseInt64(effective("max.message.bytes"), maxMessage)
-		compacted := strings.Contains(deref(effective("cleanup.policy")), "compact")
-		before, after := parseInt64(effective("message.timestamp.before.max.ms"), tsBefore), parseInt64(effective("message.timestamp.after.max.ms"), tsAfter)
-		now := time.Now().UnixMilli()
 		for pi := range t.PartitionCuts {
 			p := &t.PartitionCuts[pi]
 			cut := sel.cuts[t.Name][p.Partition]
@@ -347,41 +341,29 @@ func (r *restore) preflight(ctx context.Context) error {
 				}
 			}
 			tp.PartitionPlans = append(tp.PartitionPlans, pp)
-			for _, s := range p.Segments {
-				if cut >= 0 && s.FirstOffset >= cut {
-					break
-				}
-				if s.MaxRecordBytes+recordOverhead > limit {
-					off, _ := r.findRecord(ctx, s, func(rec *format.Record) bool { return recordBytes(rec) == s.MaxRecordBytes })
-					refuse("topic %q partition %d offset %d: a record of %d bytes does not fit the target's max.message.bytes %d: raise max.message.bytes (topic or broker message.max.bytes)", t.Name, p.Partition, off, s.MaxRecordBytes, limit)
-				}
-				if compacted && s.NullKeys > 0 {
-					off, _ := r.findRecord(ctx, s, func(rec *format.Record) bool { return rec.Key == nil })
-					refuse("topic %q partition %d offset %d: a record with a null key cannot go to a compacted topic", t.Name, p.Partition, off)
-				}
-				if before >= 0 && s.MinTimestamp < now-before {
-					off, _ := r.findRecord(ctx, s, func(rec *format.Record) bool { return rec.Timestamp < now-before })
-					refuse("topic %q partition %d offset %d: timestamp %s is older than the target allows (message.timestamp.before.max.ms=%d)", t.Name, p.Partition, off, time.UnixMilli(s.MinTimestamp).UTC().Format(time.RFC3339), before)
-				}
-				if after >= 0 && s.MaxTimestamp > now+after {
-					off, _ := r.findRecord(ctx, s, func(rec *format.Record) bool { return rec.Timestamp > now+after })
-					refuse("topic %q partition %d offset %d: timestamp %s is further in the future than the target allows (message.timestamp.after.max.ms=%d)", t.Name, p.Partition, off, time.UnixMilli(s.MaxTimestamp).UTC().Format(time.RFC3339), after)
-				}
-			}
 		}
 		plan.Topics = append(plan.Topics, tp)
 	}
 
 	// The target accepts every topic as it will be created.
+	validated := map[string]map[string]kadm.Config{}
 	for _, tp := range toCreate {
-		why, err := r.validateCreate(ctx, tp)
+		cfgs, why, err := r.validateCreate(ctx, tp)
 		if err != nil {
 			return err
 		}
+		validated[tp.Topic] = cfgs
 		if why != "" {
 			refuse("%s", why)
 		}
 	}
+
+	// Every record fits the target's limits (limits.go).
+	limitRefusals, err := r.checkLimits(ctx, plan, bd, existingFull, validated)
+	if err != nil {
+		return err
+	}
+	refusals = append(refusals, limitRefusals...)
 
 	// The application.id group on the target must have no members.
 	if m.Group != nil {
@@ -533,24 +515,6 @@ func recordBytes(r *format.Record) int64 {
 	return n
 }
 
-// findRecord returns the offset of the segment's first record matching, to
-// name it in a refusal (-1 when none does).
-func (r *restore) findRecord(ctx context.Context, s format.Segment, match func(*format.Record) bool) (int64, error) {
-	found := int64(-1)
-	topic, partition := r.ownerOf(s.Key)
-	err := readSegment(ctx, r.store, topic, partition, s, func(rec *format.Record) error {
-		if match(rec) {
-			found = rec.Offset
-			return errStop
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return -1, err
-	}
-	return found, nil
-}
-
 func kafkaTopicID(id kadm.TopicID) string {
 	if id == (kadm.TopicID{}) {
 		return ""
@@ -631,6 +595,9 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 	for i := range plan.Topics {
 		tp := &plan.Topics[i]
 		if tp.Action != "create" {
+			if err := r.applyPreConfigs(ctx, tp); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		resp, err := r.adm.CreateTopic(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)

@@ -26,12 +26,13 @@ import (
 // drillOptions are the flags of `drill`.
 type drillOptions struct {
 	ConfigFile        string
-	BackupID          string            // "": take a new backup; "latest" or an id: drill with that backup
-	Strategy          restorer.Strategy // changelog or rebuild
-	ToTime            *time.Time        // --to-time, parsed; nil without a cut
-	Topics            []string          // --topics patterns; empty means every backed-up topic
-	ReplicationFactor int               // 0 keeps the backed-up replication factor
-	TargetBootstrap   []string          // --target-bootstrap-servers
+	BackupID          string                   // "": take a new backup; "latest" or an id: drill with that backup
+	Strategy          restorer.Strategy        // changelog or rebuild
+	ToTime            *time.Time               // --to-time, parsed; nil without a cut
+	Topics            []string                 // --topics patterns; empty means every backed-up topic
+	ReplicationFactor int                      // 0 keeps the backed-up replication factor
+	TargetBootstrap   []string                 // --target-bootstrap-servers
+	Retention         restorer.RetentionChoice // --retention, as for restore
 	JSON              bool
 	JUnit             string // --junit FILE
 	NoDeep            bool   // verify the repository by size and SHA-256 only
@@ -113,6 +114,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.StringArrayVar(&topics, "topics", nil, "restore and verify only the backed-up topics matching `PATTERN`s, as for restore")
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one)")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the drill target cluster (default: target.bootstrap_servers)")
+	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep or accept-loss, for records already past the target topic's retention.ms, as for restore")
 	f.BoolVar(&o.JSON, "json", false, "print the drill report as JSON")
 	f.StringVar(&o.JUnit, "junit", "", "also write the drill report as JUnit XML to `FILE` (one test case per phase)")
 	f.BoolVar(&o.NoDeep, "no-deep", false, "check the backup's objects by size and SHA-256 only, without decoding their records")
@@ -196,6 +198,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	ro.ToTime = o.ToTime
 	ro.Topics = o.Topics
 	ro.ReplicationFactor = o.ReplicationFactor
+	ro.Retention = o.Retention
 	bo.Observer, ro.Observer = tel.backupObserver(), tel.restoreObserver()
 	do := drill.Options{Store: store, Backup: bo, BackupID: o.BackupID, Restore: ro, Shallow: o.NoDeep, Logger: o.Logger}
 

@@ -117,6 +117,14 @@ func TestDrillFlags(t *testing.T) {
 			t.Errorf("options = %+v", got)
 		}
 	})
+	t.Run("retention", func(t *testing.T) {
+		var got *drillOptions
+		cmd := newDrillCmd(g, s, func(_ context.Context, o *drillOptions, _ *iostreams) error { got = o; return nil })
+		parseOnly(t, cmd, "-c", "app.yaml", "--retention", "keep")
+		if got == nil || got.Retention != restorer.RetentionKeep {
+			t.Errorf("options = %+v", got)
+		}
+	})
 	t.Run("defaults", func(t *testing.T) {
 		var got *drillOptions
 		cmd := newDrillCmd(g, s, func(_ context.Context, o *drillOptions, _ *iostreams) error { got = o; return nil })

@@ -37,7 +37,8 @@ type restoreOptions struct {
 	TargetBootstrap   []string          // --target-bootstrap-servers
 	DryRun            bool
 	Yes               bool
-	LockWait          time.Duration // --lock-wait
+	LockWait          time.Duration            // --lock-wait
+	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
 	JSON              bool
 	Embedded          bool   // restore into a new in-process cluster
 	From              string // repository directory of --embedded
@@ -86,6 +87,24 @@ POINT-IN-TIME RESTORE (--to-time)
   topics, including input topics that a store reuses as its changelog: a changelog
   cut at a time does not match the input offsets and the outputs at that time. The
   safe point-in-time restore is --strategy rebuild --to-time T.
+
+RECORDS PAST RETENTION (--retention)
+  Records older than the target topic's retention.ms (cleanup.policy delete or
+  compact,delete) would be deleted by the broker minutes after the restore. When any
+  record is, the restore is refused (exit 2) with each topic's count and oldest
+  timestamp, until you choose:
+  keep         create the topics concerned with retention.ms=-1 (an existing empty
+               topic is altered before the records); the plan and the report give the
+               kafka-configs command that sets retention.ms back once they may go.
+  accept-loss  restore as configured: the broker deletes those records.
+
+BROKER LIMITS
+  Preflight checks every record against the target's limits as the broker computes
+  them: its record batch (61-byte header + record) against the topic's
+  max.message.bytes (the producer's batches follow each topic's limit), its
+  CreateTime timestamp against message.timestamp.before.max.ms and .after.max.ms
+  (timestamp -1 is never checked; the plan counts those records), and null keys
+  against a compacted topic. A refusal names the first record, the count and the fix.
 
 CONFIG KEYS USED
   target.bootstrap_servers, target.client_id, target.security: the cluster to restore
@@ -142,6 +161,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
+	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
 	f.DurationVar(&o.LockWait, "lock-wait", 0, "wait this long when another restore into the same target cluster holds its lock (0: refuse at once)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.BoolVar(&o.JSON, "json", false, "print the report (or with --dry-run the plan) as JSON")
@@ -341,6 +361,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.Topics = o.Topics
 	ro.ReplicationFactor = o.ReplicationFactor
 	ro.LockWait = o.LockWait
+	ro.Retention = o.Retention
 	ro.Logger = o.Logger
 	return restoreAndReport(ctx, o, s, ro, targetName, "list")
 }
@@ -566,6 +587,9 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 				n += pp.Records
 			}
 			cfgs := formatConfigs(t.Configs)
+			if len(t.PreConfigs) > 0 {
+				cfgs += "; before the records: " + formatConfigs(t.PreConfigs)
+			}
 			if len(t.FinalConfigs) > 0 {
 				cfgs += "; after the records: " + formatConfigs(t.FinalConfigs)
 			}
@@ -576,14 +600,14 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 
 		fmt.Fprintln(w, "\nrecords per partition:")
 		tw = newTable(w)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tRECORDS\tSOURCE_END\tCUT_AT\tON_TARGET")
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tRECORDS\tSOURCE_END\tCUT_AT\tON_TARGET\tNO_TIMESTAMP\tPAST_RETENTION")
 		for _, t := range p.Topics {
 			for _, pp := range t.PartitionPlans {
 				cut := "-"
 				if pp.CutAt >= 0 {
 					cut = strconv.FormatInt(pp.CutAt, 10)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\n", t.Topic, pp.Partition, pp.Records, pp.SourceEnd, cut, pp.AlreadyThere)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", t.Topic, pp.Partition, pp.Records, pp.SourceEnd, cut, pp.AlreadyThere, pp.NoTimestamp, pp.PastRetention)
 			}
 		}
 		tw.Flush()
@@ -836,4 +860,24 @@ func wrap(s string, width int) string {
 		n += len(word)
 	}
 	return b.String()
+}
+
+// retentionValue is the --retention flag, parsed when set so that a bad
+// value is a usage error naming the flag.
+type retentionValue struct{ c *restorer.RetentionChoice }
+
+func newRetentionValue(c *restorer.RetentionChoice) *retentionValue { return &retentionValue{c} }
+
+func (v *retentionValue) String() string { return string(*v.c) }
+func (v *retentionValue) Type() string   { return "string" }
+func (v *retentionValue) Set(s string) error {
+	c, err := restorer.ParseRetentionChoice(s)
+	if err == nil && c == restorer.RetentionUnset {
+		err = errors.New("want keep or accept-loss")
+	}
+	if err != nil {
+		return err
+	}
+	*v.c = c
+	return nil
 }

@@ -34,6 +34,10 @@ func TestRestoreFlagParsing(t *testing.T) {
 				TargetBootstrap: []string{"dr-1:9092", "dr-2:9092"}, DryRun: true, Yes: true, JSON: true, From: "./kdr-quickstart"}},
 		{"epoch milliseconds and -y", []string{"-c", "app.yaml", "--to-time", "1714564800000", "-y"},
 			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, ToTime: &toTime, Yes: true, From: "./kdr-quickstart"}},
+		{"--retention keep", []string{"-c", "app.yaml", "--retention", "keep"},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Retention: restorer.RetentionKeep, From: "./kdr-quickstart"}},
+		{"--retention accept-loss", []string{"-c", "app.yaml", "--retention=ACCEPT-LOSS"},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Retention: restorer.RetentionAcceptLoss, From: "./kdr-quickstart"}},
 		{"embedded", []string{"--embedded", "--from", "/tmp/repo", "--json"},
 			restoreOptions{BackupID: "latest", Strategy: restorer.StrategyChangelog, Embedded: true, From: "/tmp/repo", JSON: true}},
 	}
@@ -137,6 +141,8 @@ func TestRestoreUsageErrors(t *testing.T) {
 		{"bad --replication-factor", []string{"restore", "-c", noTarget, "--replication-factor", "-1"}, []string{"invalid --replication-factor -1"}, true},
 		{"bad --target-bootstrap-servers", []string{"restore", "-c", noTarget, "--target-bootstrap-servers", "kafka"}, []string{"--target-bootstrap-servers", `"kafka" is not host:port`}, true},
 		{"bad --topics", []string{"restore", "-c", noTarget, "--topics", "~("}, []string{"--topics"}, true},
+		{"bad --retention", []string{"restore", "-c", noTarget, "--retention", "forever"}, []string{`invalid argument "forever" for "--retention"`, "keep", "accept-loss"}, true},
+		{"empty --retention", []string{"restore", "-c", noTarget, "--retention", ""}, []string{`"--retention"`, "want keep or accept-loss"}, true},
 		{"--embedded with --config", []string{"restore", "--embedded", "-c", noTarget}, []string{"drop --config"}, true},
 		{"--embedded with --strategy", []string{"restore", "--embedded", "--strategy", "rebuild"}, []string{"--strategy does not go with --embedded"}, true},
 		{"--from without --embedded", []string{"restore", "-c", noTarget, "--from", "x"}, []string{"--from goes with --embedded"}, true},
@@ -269,6 +275,21 @@ func TestRestoreConfirmation(t *testing.T) {
 }
 
 var g0 = &globalOptions{}
+
+// TestRestoreRetentionReachesTheRestorer: --retention is what the restore
+// is run with (the choice preflight requires for records past retention.ms).
+func TestRestoreRetentionReachesTheRestorer(t *testing.T) {
+	cfg := restoreConfig(t, []string{"dr-kafka:9092"}, t.TempDir())
+	s, _, _ := testStreams()
+	fake := &fakeRestorer{rep: sampleReport()}
+	o := &restoreOptions{ConfigFile: cfg, BackupID: "latest", Strategy: restorer.StrategyChangelog, DryRun: true, Retention: restorer.RetentionKeep, Logger: g0.Logger(), restore: fake.run}
+	if err := runRestore(t.Context(), o, s); err != nil {
+		t.Fatal(err)
+	}
+	if len(fake.calls) != 1 || fake.calls[0].Retention != restorer.RetentionKeep {
+		t.Fatalf("restorer calls %+v, want one with Retention keep", fake.calls)
+	}
+}
 
 func TestRestoreWarnsWhenTargetIsSource(t *testing.T) {
 	cfg := restoreConfig(t, []string{"lost-kafka:9092"}, t.TempDir())
@@ -411,7 +432,7 @@ func TestPrintPlan(t *testing.T) {
 		"TOPIC                            CLASS      ACTION  PARTITIONS  RF  RECORDS  CONFIGS",
 		"orders                           external   create  2           3   27       cleanup.policy=delete, retention.ms=604800000",
 		"cleanup.policy=compact; after the records: message.timestamp.type=LogAppendTime",
-		"TOPIC                            PARTITION  RECORDS  SOURCE_END  CUT_AT  ON_TARGET",
+		"TOPIC                            PARTITION  RECORDS  SOURCE_END  CUT_AT  ON_TARGET  NO_TIMESTAMP  PAST_RETENTION",
 		"orders                           1          7        30          9       2",
 		"orders                           0          20       20          -       0",
 		"group order-processor (on the target: absent): 2 offsets to commit, 1 dropped",
@@ -477,7 +498,8 @@ func TestRestoreHelp(t *testing.T) {
 		want := []string{"EXIT STATUS", "130", "Usage:"}
 		if args[0] == "restore" {
 			want = append(want, "target.bootstrap_servers", "target.security", "storage.*", "application_id", "source_changelog_topics",
-				"STRATEGIES", "rebuild", "POINT-IN-TIME", "Refused for changelog", "--dry-run", "--yes", "--embedded")
+				"STRATEGIES", "rebuild", "POINT-IN-TIME", "Refused for changelog", "--dry-run", "--yes", "--embedded",
+				"RECORDS PAST RETENTION", "--retention", "accept-loss", "BROKER LIMITS", "max.message.bytes")
 		} else if len(args) == 3 {
 			want = append(want, "storage.*", "--backup-id")
 		}
