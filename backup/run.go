@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,7 @@ import (
 const (
 	DefaultSegmentMaxBytes = 64 << 20
 	DefaultConcurrency     = 4
+	DefaultRetryTimeout    = 2 * time.Minute
 )
 
 // ToolVersion is recorded in manifests; the command sets it from its
@@ -54,9 +57,10 @@ type runner struct {
 	progress chan struct{}
 	result   Result
 
-	metaMu sync.Mutex
-	leader map[string]map[int32]int32
-	ids    map[string]kadm.TopicID
+	metaMu  sync.Mutex
+	leader  map[string]map[int32]int32
+	ids     map[string]kadm.TopicID
+	brokers map[int32]string // node id -> host:port, from the latest metadata
 }
 
 type work struct {
@@ -84,6 +88,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
+	if o.RetryTimeout <= 0 {
+		o.RetryTimeout = DefaultRetryTimeout
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -101,7 +108,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	defer cl.Close()
 	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
-		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}}
+		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}, brokers: map[int32]string{}}
 
 	var rnd [4]byte
 	rand.Read(rnd[:])
@@ -220,8 +227,13 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	r.result.Manifest = key
 	r.result.Warnings = append(r.warnings, r.m.Warnings...)
-	log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
-		"records", r.result.Records, "bytes", r.result.Bytes)
+	if n := len(r.result.Unread); n > 0 {
+		log.Warn("backup partial: some partitions were not read to the captured end; the next backup reads the rest", "backup_id", r.m.BackupID,
+			"unread_partitions", n, "records", r.result.Records, "bytes", r.result.Bytes)
+	} else {
+		log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
+			"records", r.result.Records, "bytes", r.result.Bytes)
+	}
 	return &r.result, "", nil
 }
 
@@ -401,6 +413,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	}
 	if bm, err := r.adm.BrokerMetadata(ctx); err == nil {
 		m.KafkaClusterID = bm.Cluster
+		r.setBrokers(bm.Brokers)
 	}
 
 	// 1. The group's committed offsets, before any end offset.
@@ -610,6 +623,10 @@ func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 		r.setMeta(det)
 		for pi := range t.PartitionCuts {
 			p := &t.PartitionCuts[pi]
+			if p.Unread != nil {
+				// The interrupted run gave up on this range; try it again.
+				p.EndOffset, p.Unread = p.Unread.To, nil
+			}
 			from := p.StartOffset
 			if n := len(p.Segments); n > 0 {
 				from = max(from, p.Segments[n-1].LastOffset+1)
@@ -654,11 +671,36 @@ func (r *runner) leaderOf(topic string, p int32) (int32, kadm.TopicID) {
 	return l, r.ids[topic]
 }
 
+// setBrokers records the brokers' addresses, to name them in errors.
+func (r *runner) setBrokers(bs kadm.BrokerDetails) {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	for _, b := range bs {
+		r.brokers[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+}
+
+// brokerName names a broker for messages: "broker 2 (10.0.0.7:9092)", or
+// "no leader" for -1.
+func (r *runner) brokerName(node int32) string {
+	if node < 0 {
+		return "no leader (the partition has none in the latest metadata)"
+	}
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	if addr, ok := r.brokers[node]; ok {
+		return fmt.Sprintf("broker %d (%s)", node, addr)
+	}
+	return fmt.Sprintf("broker %d", node)
+}
+
 func (r *runner) refreshMeta(ctx context.Context, topic string) error {
-	ds, err := r.adm.ListTopics(ctx, topic)
+	md, err := r.adm.Metadata(ctx, topic)
 	if err != nil {
 		return err
 	}
+	r.setBrokers(md.Brokers)
+	ds := md.Topics
 	d, ok := ds[topic]
 	if !ok {
 		return fmt.Errorf("topic %q no longer exists", topic)
@@ -716,6 +758,22 @@ func (r *runner) segmentDone(w *work, s format.Segment) {
 	case r.progress <- struct{}{}:
 	default:
 	}
+}
+
+// stopUnread ends the partition's chain at pos for this run: the broker
+// kept answering below the captured end with no records and no progress
+// until the retry budget ran out (reason says what it answered). The
+// manifest's end_offset becomes pos, so the next backup reads
+// [pos, w.end); the range is named in the manifest (unread), the result
+// and a warning, and the run is partial.
+func (r *runner) stopUnread(w *work, pos int64, reason string) {
+	r.mu.Lock()
+	w.cut.EndOffset = pos
+	w.cut.Unread = &format.Gap{From: pos, To: w.end, BackupID: r.m.BackupID, Reason: reason}
+	r.result.Unread = append(r.result.Unread, Unread{Topic: w.topic, Partition: w.partition, From: pos, To: w.end, Reason: reason})
+	r.mu.Unlock()
+	r.warn(fmt.Sprintf("topic %q partition %d: offsets %d..%d were not read: %s; this backup ends the partition at %d and the next backup reads the rest",
+		w.topic, w.partition, pos, w.end-1, reason, pos))
 }
 
 func (r *runner) addGap(w *work, g format.Gap) {
