@@ -190,4 +190,3 @@ func TestEmptyFetchesWithoutProgressEndPartial(t *testing.T) {
 	}
 	backupcheck.MatchesCluster(t, store, m3, kf.Addrs())
 }
-
