@@ -214,7 +214,7 @@ copy:
 func retryBackoff(attempt int) time.Duration {
 	d := 5 * time.Second
 	if attempt < 6 {
-		d = 250 * time.Millisecond << (attempt - 1)
+		d = 250 * time.Millisecond << max(attempt-1, 0)
 	}
 	return d - time.Duration(rand.Int64N(int64(d)/5))
 }

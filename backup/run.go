@@ -176,7 +176,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		if errors.Is(err, ErrNothingSelected) {
 			return nil, "", err
 		}
-		return nil, PhaseCluster, err
+		return nil, PhaseCluster, fmt.Errorf("source cluster %s: %w", seedsOf(cl), err)
 	}
 	o.Observer.PhaseDone("cut", time.Since(cutStarted))
 	for _, w := range todo {
@@ -235,6 +235,13 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 			"records", r.result.Records, "bytes", r.result.Bytes)
 	}
 	return &r.result, "", nil
+}
+
+// seedsOf names the client's seed brokers, host:port joined by commas, for
+// errors: a cluster that does not answer is named by the endpoints tried.
+func seedsOf(cl *kgo.Client) string {
+	seeds, _ := cl.OptValue(kgo.SeedBrokers).([]string)
+	return strings.Join(seeds, ",")
 }
 
 // repoScan is what a run finds in the repository.
@@ -336,7 +343,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	o := r.o
 	details, err := r.adm.ListTopicsWithInternal(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list topics of the source cluster: %w", err)
+		return nil, fmt.Errorf("list topics: %w", err)
 	}
 	var names []string
 	for name, d := range details {

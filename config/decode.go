@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -59,7 +60,24 @@ func parseByteSize(s string) (ByteSize, error) {
 	return ByteSize(n * mult), nil
 }
 
-var byteSizeType = reflect.TypeFor[ByteSize]()
+var (
+	byteSizeType = reflect.TypeFor[ByteSize]()
+	durationType = reflect.TypeFor[time.Duration]()
+)
+
+// parseDuration parses a Go duration ("30s", "2m", "1m30s", "500ms"). A
+// bare number has no unit and is refused rather than guessed.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if isDigits(s) {
+			return 0, fmt.Errorf("%q has no unit (write e.g. \"%sms\" for milliseconds, as Kafka's *.ms settings count, or \"%ss\" for seconds)", s, s, s)
+		}
+		return 0, fmt.Errorf("%q is not a duration (want e.g. 30s, 2m, 1m30s or 500ms)", s)
+	}
+	return d, nil
+}
 
 // decoder fills a struct from a yaml.Node tree, recording the line of every
 // key path it sees and collecting every problem rather than stopping at the
@@ -114,6 +132,9 @@ func kindName(n *yaml.Node) string {
 func typeName(t reflect.Type) string {
 	if t == byteSizeType {
 		return `a size (bytes, or e.g. "64MiB")`
+	}
+	if t == durationType {
+		return `a duration (e.g. "30s" or "2m")`
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -245,6 +266,13 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 			return
 		}
 		v.SetInt(int64(b))
+	case t == durationType:
+		dur, err := parseDuration(s)
+		if err != nil {
+			d.fail(path, n.Line, "%s must be %s: %v", path, typeName(t), err)
+			return
+		}
+		v.SetInt(int64(dur))
 	case t.Kind() == reflect.String:
 		v.SetString(s)
 	case t.Kind() == reflect.Bool:

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// silentListener accepts TCP connections on 127.0.0.1 and never answers
+// (a broker that hangs); it returns the address and closes in t.Cleanup.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or written
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// faultConfig is a backup config of topic "events" on brokers, with the
+// given extra keys under source.
+func faultConfig(t *testing.T, brokers []string, sourceExtra string) string {
+	return writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+%s  topics:
+    include: [events]
+storage:
+  backend: filesystem
+  path: %s
+`, strings.Join(brokers, ", "), sourceExtra, t.TempDir()))
+}
+
+// TestBackupAgainstASilentBrokerFailsNamingIt: a broker that accepts
+// connections and never answers does not hang the backup: it fails with
+// exit 1 after source.retry_timeout, naming the endpoint (issue 9, "no
+// hangs").
+func TestBackupAgainstASilentBrokerFailsNamingIt(t *testing.T) {
+	addr := silentListener(t)
+	cfg := faultConfig(t, []string{addr}, "  request_timeout: 500ms\n  retry_timeout: 2s\n")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	s, out, errOut := testStreams()
+	err := run(ctx, []string{"--log-level", "error", "backup", "-c", cfg}, s)
+	if ctx.Err() != nil {
+		t.Fatalf("backup against a silent broker still running after 60s (retry_timeout 2s): %v", err)
+	}
+	if code := exitCode(ctx, err); code != exitError {
+		t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, exitError, out, errOut)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "source cluster "+addr) {
+		t.Errorf("error does not name the broker %s: %s", addr, msg)
+	}
+}
+
+// TestBackupWithUnreadPartitionIsPartial: a partition whose fetches are
+// answered with no records below the end makes the run exit 3, saying
+// partial on stdout and naming the unread range; never "complete".
+func TestBackupWithUnreadPartitionIsPartial(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p := range int32(2) {
+		for i := range 10 {
+			if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "events", Partition: p, Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		if len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].Partition != 1 {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = req.Topics[0].Topic, req.Topics[0].TopicID
+		sp := kmsg.NewFetchResponseTopicPartition()
+		sp.Partition, sp.HighWatermark, sp.LastStableOffset = 1, 10, 10
+		st.Partitions = append(st.Partitions, sp)
+		resp.Topics = append(resp.Topics, st)
+		return resp, nil, true
+	})
+	cfg := faultConfig(t, c.ListenAddrs(), "  retry_timeout: 1s\n")
+
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg)
+	if code != exitPartial {
+		t.Fatalf("exit code %d, want %d (partial)\nstdout: %s\nstderr: %s", code, exitPartial, stdout, stderr)
+	}
+	first, _, _ := strings.Cut(stdout, "\n")
+	if !strings.Contains(first, "partial") || strings.Contains(first, "complete") {
+		t.Errorf("summary line says %q; want partial, not complete", first)
+	}
+	if !strings.Contains(stderr, `topic "events" partition 1 offsets 0..9`) {
+		t.Errorf("stderr does not name the unread range:\n%s", stderr)
+	}
+
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "backup", "-c", cfg, "--json")
+	if code != exitPartial {
+		t.Fatalf("--json: exit code %d, want %d\nstderr: %s", code, exitPartial, stderr)
+	}
+	var res backupJSON
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if len(res.Unread) != 1 || res.Unread[0].Partition != 1 || res.Unread[0].From != 0 || res.Unread[0].To != 10 {
+		t.Errorf("--json unread = %+v; want partition 1 offsets [0, 10)", res.Unread)
+	}
+}
