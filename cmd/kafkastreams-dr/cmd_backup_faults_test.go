@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,17 +52,17 @@ func silentListener(t *testing.T) string {
 }
 
 // faultConfig is a backup config of topic "events" on brokers, with the
-// given extra keys under source.
-func faultConfig(t *testing.T, brokers []string, sourceExtra string) string {
+// given extra lines under source (and source.topics, if any).
+func faultConfig(t *testing.T, brokers []string, sourceExtra string, topicsExtra ...string) string {
 	return writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
 source:
   bootstrap_servers: [%s]
 %s  topics:
     include: [events]
-storage:
+%sstorage:
   backend: filesystem
   path: %s
-`, strings.Join(brokers, ", "), sourceExtra, t.TempDir()))
+`, strings.Join(brokers, ", "), sourceExtra, strings.Join(topicsExtra, ""), t.TempDir()))
 }
 
 // TestBackupAgainstASilentBrokerFailsNamingIt: a broker that accepts
@@ -146,5 +147,66 @@ func TestBackupWithUnreadPartitionIsPartial(t *testing.T) {
 	}
 	if len(res.Unread) != 1 || res.Unread[0].Partition != 1 || res.Unread[0].From != 0 || res.Unread[0].To != 10 {
 		t.Errorf("--json unread = %+v; want partition 1 offsets [0, 10)", res.Unread)
+	}
+}
+
+// TestTopicsAndBackupRetryLeaderNotAvailable: one metadata answer with
+// LEADER_NOT_AVAILABLE on a topic does not make it "not exist": topics
+// selects it and backup copies it, with and without allow_missing (issue 9:
+// refused with exit 2, or completed without the topic).
+func TestTopicsAndBackupRetryLeaderNotAvailable(t *testing.T) {
+	for _, allowMissing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow_missing=%v", allowMissing), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			var injected int // control functions run one at a time
+			c.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				req := kr.(*kmsg.MetadataRequest)
+				if req.Topics != nil || injected%2 == 1 { // every other listing of all topics
+					if req.Topics == nil {
+						injected++
+					}
+					return nil, nil, false
+				}
+				injected++
+				resp := req.ResponseKind().(*kmsg.MetadataResponse)
+				host, port, _ := net.SplitHostPort(c.ListenAddrs()[0])
+				b := kmsg.NewMetadataResponseBroker()
+				b.Host = host
+				fmt.Sscan(port, &b.Port)
+				resp.Brokers = append(resp.Brokers, b)
+				st := kmsg.NewMetadataResponseTopic()
+				st.Topic, st.ErrorCode = kmsg.StringPtr("events"), kerr.LeaderNotAvailable.Code
+				resp.Topics = append(resp.Topics, st)
+				return resp, nil, true
+			})
+			cfg := faultConfig(t, c.ListenAddrs(), "  retry_timeout: 20s\n", fmt.Sprintf("    allow_missing: %v\n", allowMissing))
+
+			code, stdout, stderr := runCLI(t, "--log-level", "error", "topics", "-c", cfg, "--json")
+			if code != exitOK {
+				t.Fatalf("topics: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, `"topic": "events"`) || strings.Contains(stderr, "missing") {
+				t.Errorf("topics does not select events:\nstdout: %s\nstderr: %s", stdout, stderr)
+			}
+			code, stdout, stderr = runCLI(t, "--log-level", "error", "backup", "-c", cfg, "--json")
+			if code != exitOK {
+				t.Fatalf("backup: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			var res backupJSON
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+			}
+			if res.Topics != 1 || len(res.BackedUp) != 1 || res.BackedUp[0].Topic != "events" {
+				t.Errorf("backup = %+v; want topic events backed up", res)
+			}
+			if injected < 2 {
+				t.Errorf("%d metadata listings; the fault was not injected", injected)
+			}
+		})
 	}
 }
