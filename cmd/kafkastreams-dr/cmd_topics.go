@@ -51,8 +51,10 @@ include names a topic that does not exist, or no topic is selected at all.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.bootstrap_servers,
-  source.client_id, source.security, source.topics.include, source.topics.exclude,
-  source.topics.allow_missing. See "kafkastreams-dr config validate --help".`,
+  source.client_id, source.request_timeout, source.retry_timeout (a transient
+  LEADER_NOT_AVAILABLE is retried, not taken as a missing topic), source.security,
+  source.topics.include, source.topics.exclude, source.topics.allow_missing.
+  See "kafkastreams-dr config validate --help".`,
 		Example: `  kafkastreams-dr topics -c order-processor.yaml
   kafkastreams-dr topics -c order-processor.yaml --json | jq '.[] | select(.selected)'`,
 		Args: usageArgs(cobra.NoArgs),
