@@ -403,3 +403,51 @@ func TestLeaderlessFor20SecondsIsSurvived(t *testing.T) {
 	}
 	backupcheck.MatchesCluster(t, store, backupcheck.Latest(t, store, res.BackupID), kf.Addrs())
 }
+
+// TestOffsetsWithoutRecordsAreNotUnread: offsets that carry no record
+// (transaction markers, an aborted transaction at the end of the log,
+// compacted-away records) move the fetch position, so they are neither a
+// gap nor unread: the distinction the empty-fetch budget relies on.
+func TestOffsetsWithoutRecordsAreNotUnread(t *testing.T) {
+	kf := seededKfake(t) // compacted customers, committed and aborted transactions
+	tp := testkit.Client(t, kf.Addrs(), kgo.TransactionalID("tail-abort"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if _, err := testkit.Admin(t, kf.Addrs()).CreateTopic(t.Context(), 1, 1, nil, eventsTopic); err != nil {
+		t.Fatal(err)
+	}
+	for _, commit := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {
+		if err := tp.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if err := tp.ProduceSync(t.Context(), &kgo.Record{Topic: eventsTopic, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tp.EndTransaction(t.Context(), commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, _ := storage.NewFilesystem(t.TempDir())
+	o := sampleOptions(kf.Addrs(), store)
+	o.Include = append(o.Include, eventsTopic)
+	o.RetryTimeout = 2 * time.Second
+	res, err := backup.Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Unread) != 0 || res.NewGaps != 0 {
+		t.Fatalf("unread %+v, %d new gaps; want none", res.Unread, res.NewGaps)
+	}
+	m := backupcheck.Latest(t, store, res.BackupID)
+	if c := findCut(m, eventsTopic, 0); c.EndOffset != 12 || c.Records != 5 || c.Unread != nil {
+		t.Errorf("events ending in an aborted transaction: end %d, %d records, unread %+v; want end 12 (5 records, 5 aborted, 2 markers), 5 records", c.EndOffset, c.Records, c.Unread)
+	}
+	for _, tp := range m.Topics {
+		for _, c := range tp.PartitionCuts {
+			if c.Unread != nil {
+				t.Errorf("%s/%d: unread %+v", tp.Name, c.Partition, c.Unread)
+			}
+		}
+	}
+	backupcheck.MatchesCluster(t, store, m, kf.Addrs())
+}
