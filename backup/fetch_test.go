@@ -3,6 +3,7 @@ package backup_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -448,6 +449,58 @@ func TestOffsetsWithoutRecordsAreNotUnread(t *testing.T) {
 				t.Errorf("%s/%d: unread %+v", tp.Name, c.Partition, c.Unread)
 			}
 		}
+	}
+	backupcheck.MatchesCluster(t, store, m, kf.Addrs())
+}
+
+// manifestFailingStore fails the first write of a complete manifest.
+type manifestFailingStore struct {
+	storage.Backend
+	failed atomic.Bool
+}
+
+func (s *manifestFailingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.HasSuffix(key, "/manifest.json") && !s.failed.Swap(true) {
+		return errors.New("injected storage failure")
+	}
+	return s.Backend.Put(ctx, key, r, size)
+}
+
+// TestResumedBackupReadsAnUnreadPartition: a run that gave up on a
+// partition and then died before its manifest is resumed by the next run,
+// which reads the partition to the cut's end instead of keeping it unread.
+func TestResumedBackupReadsAnUnreadPartition(t *testing.T) {
+	kf, topicID := eventsKfake(t)
+	produceEvents(t, kf.Addrs(), 100, 100)
+	var blocked atomic.Bool
+	blocked.Store(true)
+	kf.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		if p, _, ok := fetchOf(req, topicID); !ok || p != 1 || !blocked.Load() {
+			return nil, nil, false
+		}
+		return emptyFetch(req, 100), nil, true
+	})
+	fs, _ := storage.NewFilesystem(t.TempDir())
+	store := &manifestFailingStore{Backend: fs}
+	o := eventsOptions(kf.Addrs(), store)
+	o.Concurrency = 1
+	o.SegmentMaxRecords = 10 // segments complete after partition 1 gave up: progress names its unread range
+	if _, err := backup.Run(t.Context(), o); err == nil || !strings.Contains(err.Error(), "injected storage failure") {
+		t.Fatalf("first run: %v; want the injected manifest failure", err)
+	}
+	blocked.Store(false)
+	res, err := backup.Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed || len(res.Unread) != 0 {
+		t.Fatalf("second run: resumed %v, unread %+v; want a resumed run with nothing unread", res.Resumed, res.Unread)
+	}
+	m := backupcheck.Latest(t, store, res.BackupID)
+	if c := findCut(m, eventsTopic, 1); c.EndOffset != 100 || c.Records != 100 || c.Unread != nil {
+		t.Errorf("partition 1 after the resumed run: %+v; want end 100 and 100 records", c)
 	}
 	backupcheck.MatchesCluster(t, store, m, kf.Addrs())
 }
