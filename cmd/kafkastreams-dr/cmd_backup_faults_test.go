@@ -65,28 +65,6 @@ source:
 `, strings.Join(brokers, ", "), sourceExtra, strings.Join(topicsExtra, ""), t.TempDir()))
 }
 
-// TestBackupAgainstASilentBrokerFailsNamingIt: a broker that accepts
-// connections and never answers does not hang the backup: it fails with
-// exit 1 after source.retry_timeout, naming the endpoint (issue 9, "no
-// hangs").
-func TestBackupAgainstASilentBrokerFailsNamingIt(t *testing.T) {
-	addr := silentListener(t)
-	cfg := faultConfig(t, []string{addr}, "  request_timeout: 500ms\n  retry_timeout: 2s\n")
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	s, out, errOut := testStreams()
-	err := run(ctx, []string{"--log-level", "error", "backup", "-c", cfg}, s)
-	if ctx.Err() != nil {
-		t.Fatalf("backup against a silent broker still running after 60s (retry_timeout 2s): %v", err)
-	}
-	if code := exitCode(ctx, err); code != exitError {
-		t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, exitError, out, errOut)
-	}
-	if msg := err.Error(); !strings.Contains(msg, "source cluster "+addr) {
-		t.Errorf("error does not name the broker %s: %s", addr, msg)
-	}
-}
-
 // TestBackupWithUnreadPartitionIsPartial: a partition whose fetches are
 // answered with no records below the end makes the run exit 3, saying
 // partial on stdout and naming the unread range; never "complete".
@@ -206,6 +184,75 @@ func TestTopicsAndBackupRetryLeaderNotAvailable(t *testing.T) {
 			}
 			if injected < 2 {
 				t.Errorf("%d metadata listings; the fault was not injected", injected)
+			}
+		})
+	}
+}
+
+// TestCommandsAgainstASilentBrokerFailNamingIt: every command that talks to
+// Kafka is bounded by the cluster's request_timeout and retry_timeout: with
+// a broker that accepts connections and never answers, topics, backup and
+// restore (the target) exit 1 well within a minute, naming the broker's
+// host:port, and estimate goes on without log sizes (issue 9, "no hangs").
+func TestCommandsAgainstASilentBrokerFailNamingIt(t *testing.T) {
+	silent := silentListener(t)
+	timeouts := "  request_timeout: 500ms\n  retry_timeout: 2s\n"
+
+	// A repository with one backup, for the restore into the silent target.
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	repo := t.TempDir()
+	restoreCfg := writeFile(t, "restore.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [events]
+target:
+  bootstrap_servers: [%s]
+%sstorage:
+  backend: filesystem
+  path: %s
+`, c.ListenAddrs()[0], silent, timeouts, repo))
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", restoreCfg); code != exitOK {
+		t.Fatalf("backup for the restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	silentCfg := faultConfig(t, []string{silent}, timeouts)
+	estimateCfg := writeFile(t, "estimate.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+%s  topics:
+    include: [events]
+storage:
+  backend: filesystem
+  path: %s
+`, silent, timeouts, repo))
+
+	tests := []struct {
+		args []string
+		code int // estimate reads the cluster only for log sizes: it goes on without them
+	}{
+		{[]string{"topics", "-c", silentCfg}, exitError},
+		{[]string{"backup", "-c", silentCfg}, exitError},
+		{[]string{"restore", "-c", restoreCfg, "--yes"}, exitError},
+		{[]string{"estimate", "-c", estimateCfg}, exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			s, out, errOut := testStreams()
+			err := run(ctx, append([]string{"--log-level", "error"}, tt.args...), s)
+			if ctx.Err() != nil {
+				t.Fatalf("%s against a silent broker still running after a minute (retry_timeout 2s): %v", tt.args[0], err)
+			}
+			if code := exitCode(ctx, err); code != tt.code {
+				t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
+			}
+			if tt.code == exitError && !strings.Contains(err.Error(), silent) || tt.args[0] == "backup" && !strings.Contains(err.Error(), "source cluster "+silent) {
+				t.Errorf("error does not name the broker %s: %v", silent, err)
 			}
 		})
 	}
