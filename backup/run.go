@@ -345,7 +345,6 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	if err != nil {
 		return nil, err
 	}
-	r.setBrokersFromTopics(ctx)
 	var names []string
 	for name, d := range details {
 		if !d.IsInternal && !strings.HasPrefix(name, "__") {
@@ -804,11 +803,11 @@ func (r *runner) setBrokers(bs kadm.BrokerDetails) {
 	}
 }
 
-// brokerName names a broker for messages: "broker 2 (10.0.0.7:9092)", or
-// "no leader" for -1.
+// brokerName names a broker for messages: "broker 2 (10.0.0.7:9092)"; for
+// -1, the partition's missing leader and the cluster's seed brokers.
 func (r *runner) brokerName(node int32) string {
 	if node < 0 {
-		return "no leader (the partition has none in the latest metadata)"
+		return fmt.Sprintf("its leader (none in the latest metadata of source cluster %s)", seedsOf(r.cl))
 	}
 	r.metaMu.Lock()
 	defer r.metaMu.Unlock()
