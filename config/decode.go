@@ -60,24 +60,9 @@ func parseByteSize(s string) (ByteSize, error) {
 	return ByteSize(n * mult), nil
 }
 
-var (
-	byteSizeType = reflect.TypeFor[ByteSize]()
-	durationType = reflect.TypeFor[time.Duration]()
-)
+var byteSizeType = reflect.TypeFor[ByteSize]()
 
-// parseDuration parses a Go duration ("30s", "2m", "1m30s", "500ms"). A
-// bare number has no unit and is refused rather than guessed.
-func parseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		if isDigits(s) {
-			return 0, fmt.Errorf("%q has no unit (write e.g. \"%sms\" for milliseconds, as Kafka's *.ms settings count, or \"%ss\" for seconds)", s, s, s)
-		}
-		return 0, fmt.Errorf("%q is not a duration (want e.g. 30s, 2m, 1m30s or 500ms)", s)
-	}
-	return d, nil
-}
+var durationType = reflect.TypeFor[time.Duration]()
 
 // decoder fills a struct from a yaml.Node tree, recording the line of every
 // key path it sees and collecting every problem rather than stopping at the
@@ -134,7 +119,7 @@ func typeName(t reflect.Type) string {
 		return `a size (bytes, or e.g. "64MiB")`
 	}
 	if t == durationType {
-		return `a duration (e.g. "30s" or "2m")`
+		return `a duration (e.g. "30s", "2m")`
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -267,9 +252,9 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 		}
 		v.SetInt(int64(b))
 	case t == durationType:
-		dur, err := parseDuration(s)
-		if err != nil {
-			d.fail(path, n.Line, "%s must be %s: %v", path, typeName(t), err)
+		dur, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || dur <= 0 {
+			d.fail(path, n.Line, "%s must be %s greater than zero, not %q", path, typeName(t), s)
 			return
 		}
 		v.SetInt(int64(dur))

@@ -170,21 +170,17 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 // a restarting broker's partitions are led elsewhere after it at the latest.
 const kraftSessionTimeout = 9 * time.Second
 
-// timeouts fills the defaults of request_timeout and retry_timeout and
-// checks that they are positive; a retry_timeout that a broker restart
-// outlasts is a warning.
+// timeouts fills the defaults of request_timeout and retry_timeout (the
+// decoder refuses a value that is not a positive duration); a retry_timeout
+// that a broker restart outlasts is a warning.
 func (v *validator) timeouts(key string, cl *Cluster) {
 	for _, f := range []struct {
 		name string
 		d    *time.Duration
 		def  time.Duration
 	}{{"request_timeout", &cl.RequestTimeout, DefaultRequestTimeout}, {"retry_timeout", &cl.RetryTimeout, DefaultRetryTimeout}} {
-		k := key + "." + f.name
-		switch {
-		case !v.has(k) || v.bad[k]:
+		if k := key + "." + f.name; !v.has(k) || v.bad[k] {
 			*f.d = f.def
-		case *f.d <= 0:
-			v.errf(k, "%s must be a positive duration (default %s), not %s", k, f.def, *f.d)
 		}
 	}
 	if k := key + ".retry_timeout"; v.has(k) && cl.RetryTimeout > 0 && cl.RetryTimeout <= kraftSessionTimeout {
