@@ -54,6 +54,15 @@ type Options struct {
 	SegmentMaxRecords int64  // records per segment before it is closed; 0: no limit
 	Concurrency       int    // partitions copied at once; default 4
 
+	// RetryTimeout bounds how long one partition may go without progress
+	// (retriable fetch errors such as NOT_LEADER_OR_FOLLOWER or a broker
+	// that does not answer, and fetches answered with no records below the
+	// captured end) before the run gives up on it; default
+	// DefaultRetryTimeout (2 minutes, longer than a KRaft broker's
+	// restart). Errors then fail the run; empty answers end the partition
+	// where reading stopped (Result.Unread).
+	RetryTimeout time.Duration
+
 	Logger   *slog.Logger // nil: discard
 	Observer Observer     // nil: none
 }
@@ -75,7 +84,22 @@ type Result struct {
 	// NewGaps counts the offset ranges this run found deleted by the
 	// broker before any backup read them: data the backup chain lacks.
 	NewGaps int
+	// Unread lists the partitions this run could not read to the captured
+	// end: the broker answered with no records and no progress until
+	// Options.RetryTimeout ran out. Each manifest partition ends where
+	// reading stopped, so the next backup reads the rest; a run with
+	// Unread ranges is partial, not complete.
+	Unread  []Unread
 	Resumed bool // the run completed an interrupted backup
+}
+
+// Unread is an offset range [From, To) of one partition that a run could
+// not read (see Result.Unread).
+type Unread struct {
+	Topic     string
+	Partition int32
+	From, To  int64
+	Reason    string
 }
 
 // Phase names the step of a run that failed; see PhaseError.

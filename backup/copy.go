@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,7 +22,6 @@ const (
 	fetchMaxBytes          = 2 << 20
 	fetchPartitionMaxBytes = 2 << 20
 	fetchMaxWait           = 500 * time.Millisecond
-	maxRetries             = 20 // retriable fetch errors in a row before the partition fails
 )
 
 // segmentUpload streams one segment: records -> SegmentWriter (zstd) ->
@@ -77,7 +77,15 @@ func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
 // read_committed Fetch requests to the partition leader. The partition is
 // done when the fetch position reaches w.end, never when "last record ==
 // end-1": transaction markers, aborted records and compaction leave offsets
-// that carry no record (DOMAIN.md §3, case 14).
+// that carry no record (DOMAIN.md §3, case 14), and the position steps over
+// them.
+//
+// A fetch that does not move the position (a retriable error, or an answer
+// with no records below w.end, which a healthy leader never gives) is
+// retried with backoff for up to Options.RetryTimeout without progress.
+// Then an error fails the run, naming the broker; empty answers end the
+// partition where reading stopped (r.stopUnread): the manifest does not
+// claim the rest, and the next backup reads it.
 func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	log := r.log.With("topic", w.topic, "partition", w.partition)
 	pos := w.from
@@ -87,8 +95,10 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 			seg.abort(errors.Join(err, errors.New("backup stopped")))
 		}
 	}()
-	retries := 0
+	var stalledSince time.Time // when the position last stopped moving; zero while it moves
+	attempts := 0              // fetches in a row without progress
 	var copied, copiedBytes int64
+copy:
 	for pos < w.end {
 		if err := r.lock.Err(); err != nil {
 			return err
@@ -98,89 +108,93 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 		if ferr == nil {
 			ferr = kerr.ErrorForCode(rp.ErrorCode)
 		}
-		if ferr != nil {
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
+		var empty string // why an answer without error made no progress
+		switch {
+		case ferr != nil && ctx.Err() != nil:
+			return context.Cause(ctx)
+		case errors.Is(ferr, kerr.OffsetOutOfRange):
+			// A real gap: retention or DeleteRecords moved the log start.
+			next, gerr := r.outOfRange(ctx, w, pos)
+			if gerr != nil {
+				return gerr
 			}
-			switch {
-			case errors.Is(ferr, kerr.OffsetOutOfRange):
-				next, gerr := r.outOfRange(ctx, w, pos)
-				if gerr != nil {
-					return gerr
+			pos, stalledSince, attempts = next, time.Time{}, 0
+			continue
+		case ferr != nil && !isRetriable(ferr):
+			return fmt.Errorf("fetch topic %q partition %d at offset %d from %s: %w", w.topic, w.partition, pos, r.brokerName(leader), ferr)
+		case ferr == nil:
+			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+				Offset: pos, IsolationLevel: kgo.ReadCommitted(), Topic: w.topic, Partition: w.partition,
+			}, rp, kgo.DefaultDecompressor(), nil)
+			if fp.Err != nil {
+				return fmt.Errorf("decode fetch of topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, fp.Err)
+			}
+			for _, rec := range fp.Records {
+				if rec.Offset < pos || rec.Offset >= w.end {
+					continue
 				}
-				pos = next
+				copied++
+				copiedBytes += int64(len(rec.Key) + len(rec.Value))
+				if seg == nil {
+					if seg, err = r.openSegment(ctx, w, rec.Offset); err != nil {
+						return err
+					}
+				}
+				fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UnixMilli(),
+					TimestampType: format.TimestampType(max(rec.Attrs.TimestampType(), 0)), Key: rec.Key, Value: rec.Value}
+				if len(rec.Headers) > 0 {
+					fr.Headers = make([]format.Header, len(rec.Headers))
+					for i, h := range rec.Headers {
+						fr.Headers[i] = format.Header{Key: h.Key, Value: h.Value}
+					}
+				}
+				if err := seg.sw.Write(&fr); err != nil {
+					return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
+				}
+				if seg.sw.Stats().RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && seg.sw.Stats().Records >= r.o.SegmentMaxRecords) {
+					s, err := seg.finish(r.m.BackupID)
+					seg = nil
+					if err != nil {
+						return err
+					}
+					r.segmentDone(w, s)
+				}
+			}
+			if next > pos {
+				// Progress, with or without records: markers, aborted
+				// batches and compacted-away offsets move the position too.
+				r.o.Observer.Copied(w.topic, w.partition, copied, copiedBytes, min(next, w.end))
+				copied, copiedBytes = 0, 0
+				pos, stalledSince, attempts = next, time.Time{}, 0
 				continue
-			case isRetriable(ferr) && retries < maxRetries:
-				retries++
-				r.o.Observer.Retried("fetch")
-				log.Debug("retrying fetch", "offset", pos, "err", ferr)
-				if merr := r.refreshMeta(ctx, w.topic); merr != nil {
-					log.Debug("metadata refresh failed", "err", merr)
-				}
-				select {
-				case <-ctx.Done():
-					return context.Cause(ctx)
-				case <-time.After(time.Duration(min(retries, 10)) * 100 * time.Millisecond):
-				}
-				continue
 			}
-			return fmt.Errorf("fetch topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, ferr)
+			empty = fmt.Sprintf("%s answered fetches at offset %d with no records and no error (high watermark %d, last stable offset %d, log start %d)",
+				r.brokerName(leader), pos, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset)
 		}
-		retries = 0
-		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Offset: pos, IsolationLevel: kgo.ReadCommitted(), Topic: w.topic, Partition: w.partition,
-		}, rp, kgo.DefaultDecompressor(), nil)
-		if fp.Err != nil {
-			return fmt.Errorf("decode fetch of topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, fp.Err)
+
+		// No progress: retry within the budget.
+		if stalledSince.IsZero() {
+			stalledSince = time.Now()
 		}
-		if len(rp.RecordBatches) == 0 {
-			// Nothing at or after pos below the last stable offset, which
-			// is at least w.end: the rest of the range holds no record
-			// (a compaction hole or a removed marker at the end of the log).
-			if rp.LastStableOffset >= w.end || rp.HighWatermark >= w.end {
-				log.Debug("no records left below the captured end", "offset", pos, "end", w.end)
-				break
+		attempts++
+		if stalled := time.Since(stalledSince); stalled >= r.o.RetryTimeout {
+			if ferr != nil {
+				return fmt.Errorf("fetch topic %q partition %d at offset %d from %s: no progress for %s (%d attempts; the source's retry_timeout is %s): %w",
+					w.topic, w.partition, pos, r.brokerName(leader), stalled.Round(time.Millisecond), attempts, r.o.RetryTimeout, ferr)
 			}
-			return fmt.Errorf("topic %q partition %d: fetch at offset %d returned nothing but the partition's last stable offset is %d, below the captured end %d (log truncated?)",
-				w.topic, w.partition, pos, rp.LastStableOffset, w.end)
+			r.stopUnread(w, pos, fmt.Sprintf("%s for %s (%d attempts)", empty, stalled.Round(time.Millisecond), attempts))
+			break copy
 		}
-		for _, rec := range fp.Records {
-			if rec.Offset < pos || rec.Offset >= w.end {
-				continue
-			}
-			copied++
-			copiedBytes += int64(len(rec.Key) + len(rec.Value))
-			if seg == nil {
-				if seg, err = r.openSegment(ctx, w, rec.Offset); err != nil {
-					return err
-				}
-			}
-			fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UnixMilli(),
-				TimestampType: format.TimestampType(max(rec.Attrs.TimestampType(), 0)), Key: rec.Key, Value: rec.Value}
-			if len(rec.Headers) > 0 {
-				fr.Headers = make([]format.Header, len(rec.Headers))
-				for i, h := range rec.Headers {
-					fr.Headers[i] = format.Header{Key: h.Key, Value: h.Value}
-				}
-			}
-			if err := seg.sw.Write(&fr); err != nil {
-				return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
-			}
-			if seg.sw.Stats().RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && seg.sw.Stats().Records >= r.o.SegmentMaxRecords) {
-				s, err := seg.finish(r.m.BackupID)
-				seg = nil
-				if err != nil {
-					return err
-				}
-				r.segmentDone(w, s)
-			}
+		r.o.Observer.Retried("fetch")
+		log.Debug("retrying fetch", "offset", pos, "attempt", attempts, "err", ferr, "empty", empty)
+		if merr := r.refreshMeta(ctx, w.topic); merr != nil {
+			log.Debug("metadata refresh failed", "err", merr)
 		}
-		if next <= pos {
-			return fmt.Errorf("topic %q partition %d: fetch at offset %d made no progress", w.topic, w.partition, pos)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(retryBackoff(attempts)):
 		}
-		r.o.Observer.Copied(w.topic, w.partition, copied, copiedBytes, min(next, w.end))
-		copied, copiedBytes = 0, 0
-		pos = next
 	}
 	if seg != nil {
 		s, err := seg.finish(r.m.BackupID)
@@ -190,8 +204,19 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 		}
 		r.segmentDone(w, s)
 	}
-	log.Debug("partition copied", "from", w.from, "end", w.end)
+	log.Debug("partition copied", "from", w.from, "end", w.end, "reached", pos)
 	return nil
+}
+
+// retryBackoff is the wait before retry number attempt (1, 2, ...): 250ms
+// doubling to at most 5s, with up to 20% jitter, like franz-go's default
+// and Kafka's retry.backoff.ms / retry.backoff.max.ms (KIP-580).
+func retryBackoff(attempt int) time.Duration {
+	d := 5 * time.Second
+	if attempt < 6 {
+		d = 250 * time.Millisecond << max(attempt-1, 0)
+	}
+	return d - time.Duration(rand.Int64N(int64(d)/5))
 }
 
 // fetch sends one read_committed Fetch request for a single partition to

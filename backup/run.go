@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,7 @@ import (
 const (
 	DefaultSegmentMaxBytes = 64 << 20
 	DefaultConcurrency     = 4
+	DefaultRetryTimeout    = 2 * time.Minute
 )
 
 // ToolVersion is recorded in manifests; the command sets it from its
@@ -54,9 +57,10 @@ type runner struct {
 	progress chan struct{}
 	result   Result
 
-	metaMu sync.Mutex
-	leader map[string]map[int32]int32
-	ids    map[string]kadm.TopicID
+	metaMu  sync.Mutex
+	leader  map[string]map[int32]int32
+	ids     map[string]kadm.TopicID
+	brokers map[int32]string // node id -> host:port, from the latest metadata
 }
 
 type work struct {
@@ -84,6 +88,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
+	if o.RetryTimeout <= 0 {
+		o.RetryTimeout = DefaultRetryTimeout
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -101,7 +108,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	defer cl.Close()
 	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
-		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}}
+		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}, brokers: map[int32]string{}}
 
 	var rnd [4]byte
 	rand.Read(rnd[:])
@@ -169,7 +176,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		if errors.Is(err, ErrNothingSelected) {
 			return nil, "", err
 		}
-		return nil, PhaseCluster, err
+		return nil, PhaseCluster, fmt.Errorf("source cluster %s: %w", seedsOf(cl), err)
 	}
 	o.Observer.PhaseDone("cut", time.Since(cutStarted))
 	for _, w := range todo {
@@ -220,9 +227,21 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	r.result.Manifest = key
 	r.result.Warnings = append(r.warnings, r.m.Warnings...)
-	log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
-		"records", r.result.Records, "bytes", r.result.Bytes)
+	if n := len(r.result.Unread); n > 0 {
+		log.Warn("backup partial: some partitions were not read to the captured end; the next backup reads the rest", "backup_id", r.m.BackupID,
+			"unread_partitions", n, "records", r.result.Records, "bytes", r.result.Bytes)
+	} else {
+		log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
+			"records", r.result.Records, "bytes", r.result.Bytes)
+	}
 	return &r.result, "", nil
+}
+
+// seedsOf names the client's seed brokers, host:port joined by commas, for
+// errors: a cluster that does not answer is named by the endpoints tried.
+func seedsOf(cl *kgo.Client) string {
+	seeds, _ := cl.OptValue(kgo.SeedBrokers).([]string)
+	return strings.Join(seeds, ",")
 }
 
 // repoScan is what a run finds in the repository.
@@ -322,15 +341,12 @@ func kafkaTopicID(id kadm.TopicID) string {
 // (in that order, DOMAIN.md §5), and builds the manifest of a new run.
 func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filter, parent *format.Manifest, selection *format.Selection) ([]*work, error) {
 	o := r.o
-	details, err := r.adm.ListTopicsWithInternal(ctx)
+	details, err := ListTopics(ctx, r.adm, o.RetryTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("list topics of the source cluster: %w", err)
+		return nil, err
 	}
 	var names []string
 	for name, d := range details {
-		if d.Err != nil {
-			return nil, fmt.Errorf("topic %q metadata: %w", name, d.Err)
-		}
 		if !d.IsInternal && !strings.HasPrefix(name, "__") {
 			names = append(names, name)
 		}
@@ -338,19 +354,29 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	sort.Strings(names)
 	configs := map[string][]kadm.Config{}
 	if len(names) > 0 {
-		rcs, err := r.adm.DescribeTopicConfigs(ctx, names...)
-		if err != nil {
-			return nil, fmt.Errorf("describe topic configs: %w", err)
-		}
-		for _, rc := range rcs {
-			if rc.Err != nil {
-				return nil, fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
+		err := retrying(ctx, o.RetryTimeout, func() error {
+			rcs, err := r.adm.DescribeTopicConfigs(ctx, names...)
+			if err != nil {
+				return fmt.Errorf("describe topic configs: %w", err)
 			}
-			configs[rc.Name] = rc.Configs
+			for _, rc := range rcs {
+				if rc.Err != nil {
+					return fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
+				}
+				configs[rc.Name] = rc.Configs
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	var others []string
-	groups, gerr := r.adm.ListGroups(ctx)
+	var groups kadm.ListedGroups
+	gerr := retrying(ctx, o.RetryTimeout, func() (err error) {
+		groups, err = r.adm.ListGroups(ctx)
+		return err
+	})
 	if gerr != nil {
 		r.log.Warn("could not list consumer groups; prefix collisions with other application.ids cannot be detected", "err", gerr)
 	}
@@ -407,6 +433,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	}
 	if bm, err := r.adm.BrokerMetadata(ctx); err == nil {
 		m.KafkaClusterID = bm.Cluster
+		r.setBrokers(bm.Brokers)
 	}
 
 	// 1. The group's committed offsets, before any end offset.
@@ -415,16 +442,30 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 		if lg, ok := groups[o.ApplicationID]; ok {
 			g.State, g.Type, g.Protocol = lg.State, lg.GroupType, lg.ProtocolType
 		}
-		offs, err := r.adm.FetchOffsets(ctx, o.ApplicationID)
-		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-			return nil, fmt.Errorf("read committed offsets of group %q (the application.id): %w", o.ApplicationID, err)
+		var offs kadm.OffsetResponses
+		err := retrying(ctx, o.RetryTimeout, func() (err error) {
+			// COORDINATOR_NOT_AVAILABLE while a fresh cluster creates
+			// __consumer_offsets, COORDINATOR_LOAD_IN_PROGRESS while a
+			// new coordinator loads it: retried.
+			offs, err = r.adm.FetchOffsets(ctx, o.ApplicationID)
+			if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+				return fmt.Errorf("read committed offsets of group %q (the application.id): %w", o.ApplicationID, err)
+			}
+			for topic, ps := range offs {
+				for p, or := range ps {
+					if or.Err != nil {
+						return fmt.Errorf("committed offset of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		for topic, ps := range offs {
 			class, _, _ := classifier.Classify(topic)
 			for p, or := range ps {
-				if or.Err != nil {
-					return nil, fmt.Errorf("committed offset of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
-				}
 				if or.At < 0 {
 					continue
 				}
@@ -443,26 +484,30 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	for i, d := range selected {
 		topics[i] = d.Topic
 	}
-	starts, err := r.adm.ListStartOffsets(ctx, topics...)
-	if err == nil {
-		err = starts.Error()
+	listOffsets := func(what string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+		var l kadm.ListedOffsets
+		err := retrying(ctx, o.RetryTimeout, func() (err error) {
+			if l, err = list(ctx, topics...); err == nil {
+				err = l.Error()
+			}
+			if err != nil {
+				return fmt.Errorf("list %s: %w", what, err)
+			}
+			return nil
+		})
+		return l, err
 	}
+	starts, err := listOffsets("log start offsets", r.adm.ListStartOffsets)
 	if err != nil {
-		return nil, fmt.Errorf("list log start offsets: %w", err)
+		return nil, err
 	}
-	ends, err := r.adm.ListCommittedOffsets(ctx, topics...)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := listOffsets("last stable offsets", r.adm.ListCommittedOffsets)
 	if err != nil {
-		return nil, fmt.Errorf("list last stable offsets: %w", err)
+		return nil, err
 	}
-	hws, err := r.adm.ListEndOffsets(ctx, topics...)
-	if err == nil {
-		err = hws.Error()
-	}
+	hws, err := listOffsets("high watermarks", r.adm.ListEndOffsets)
 	if err != nil {
-		return nil, fmt.Errorf("list high watermarks: %w", err)
+		return nil, err
 	}
 	m.CutAt = time.Now().UTC()
 	if m.Group != nil {
@@ -597,10 +642,24 @@ func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 	for _, t := range r.m.Topics {
 		names = append(names, t.Name)
 	}
-	details, err := r.adm.ListTopics(ctx, names...)
+	var details kadm.TopicDetails
+	tries := 0
+	err := retrying(ctx, r.o.RetryTimeout, func() (err error) {
+		tries++
+		if details, err = r.adm.ListTopics(uncachedAfterFirst(ctx, tries), names...); err != nil {
+			return fmt.Errorf("list topics: %w", err)
+		}
+		for _, d := range details {
+			if d.Err != nil && retriable(d.Err) {
+				return fmt.Errorf("topic %q metadata: %w", d.Topic, d.Err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list topics of the source cluster: %w", err)
+		return nil, err
 	}
+	r.setBrokersFromTopics(ctx)
 	var todo []*work
 	for ti := range r.m.Topics {
 		t := &r.m.Topics[ti]
@@ -616,6 +675,10 @@ func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 		r.setMeta(det)
 		for pi := range t.PartitionCuts {
 			p := &t.PartitionCuts[pi]
+			if p.Unread != nil {
+				// The interrupted run gave up on this range; try it again.
+				p.EndOffset, p.Unread = p.Unread.To, nil
+			}
 			from := p.StartOffset
 			if n := len(p.Segments); n > 0 {
 				from = max(from, p.Segments[n-1].LastOffset+1)
@@ -660,11 +723,113 @@ func (r *runner) leaderOf(topic string, p int32) (int32, kadm.TopicID) {
 	return l, r.ids[topic]
 }
 
+// ListTopics lists every topic of the cluster, internal ones included, as
+// a backup sees them. A retriable error of the listing or of any topic
+// (LEADER_NOT_AVAILABLE while a leader is elected, ...) is retried with
+// backoff for up to retryTimeout, so that a topic is never taken as missing
+// because of one transient answer (issue 9); then, or on any other topic
+// error, the error names the topic. Shared by backup and the topics
+// command, so that both see the same topics.
+func ListTopics(ctx context.Context, adm *kadm.Client, retryTimeout time.Duration) (kadm.TopicDetails, error) {
+	var details kadm.TopicDetails
+	tries := 0
+	err := retrying(ctx, retryTimeout, func() (err error) {
+		tries++
+		if details, err = adm.ListTopicsWithInternal(uncachedAfterFirst(ctx, tries)); err != nil {
+			return fmt.Errorf("list topics: %w", err)
+		}
+		for _, d := range details.Sorted() {
+			if d.Err != nil {
+				return fmt.Errorf("topic %q metadata: %w", d.Topic, d.Err)
+			}
+		}
+		return nil
+	})
+	return details, err
+}
+
+// uncachedAfterFirst returns the context for try number tries of a kadm
+// metadata call: from the second try on, one that makes kadm send a fresh
+// Metadata request (kadm.WithAuthorizedOps bypasses franz-go's metadata
+// cache, which would otherwise hand back the same erroring answer for
+// MetadataMinAge, 5s).
+func uncachedAfterFirst(ctx context.Context, tries int) context.Context {
+	if tries > 1 {
+		return kadm.WithAuthorizedOps(ctx)
+	}
+	return ctx
+}
+
+// retriable reports whether err carries a Kafka error code worth asking
+// again (kerr's retriable codes), other than the unknown-topic ones: a
+// topic the cluster answers it lacks is missing, not transient.
+func retriable(err error) bool {
+	return kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.UnknownTopicID)
+}
+
+// retrying calls fn until it returns nil or an error that is not
+// retriable, waiting retryBackoff between tries, for at most budget
+// (Options.RetryTimeout); it returns fn's last error. franz-go already
+// retries a request that fails as a whole for the client's retry timeout;
+// this covers the per-topic, per-partition and per-group error codes inside
+// a response, which it hands back as is.
+func retrying(ctx context.Context, budget time.Duration, fn func() error) error {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !retriable(err) || ctx.Err() != nil {
+			return err
+		}
+		wait := retryBackoff(attempt)
+		if time.Since(start)+wait > budget {
+			return fmt.Errorf("%w (still failing after %s; the source's retry_timeout is %s)", err, time.Since(start).Round(time.Millisecond), budget)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// setBrokersFromTopics records the brokers' addresses from a metadata
+// request without topics; a failure only leaves errors without addresses.
+func (r *runner) setBrokersFromTopics(ctx context.Context) {
+	if bm, err := r.adm.BrokerMetadata(ctx); err == nil {
+		r.setBrokers(bm.Brokers)
+	}
+}
+
+// setBrokers records the brokers' addresses, to name them in errors.
+func (r *runner) setBrokers(bs kadm.BrokerDetails) {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	for _, b := range bs {
+		r.brokers[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+}
+
+// brokerName names a broker for messages: "broker 2 (10.0.0.7:9092)"; for
+// -1, the partition's missing leader and the cluster's seed brokers.
+func (r *runner) brokerName(node int32) string {
+	if node < 0 {
+		return fmt.Sprintf("its leader (none in the latest metadata of source cluster %s)", seedsOf(r.cl))
+	}
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	if addr, ok := r.brokers[node]; ok {
+		return fmt.Sprintf("broker %d (%s)", node, addr)
+	}
+	return fmt.Sprintf("broker %d", node)
+}
+
 func (r *runner) refreshMeta(ctx context.Context, topic string) error {
-	ds, err := r.adm.ListTopics(ctx, topic)
+	md, err := r.adm.Metadata(kadm.WithAuthorizedOps(ctx), topic) // uncached: see uncachedAfterFirst
 	if err != nil {
 		return err
 	}
+	r.setBrokers(md.Brokers)
+	ds := md.Topics
 	d, ok := ds[topic]
 	if !ok {
 		return fmt.Errorf("topic %q no longer exists", topic)
@@ -722,6 +887,22 @@ func (r *runner) segmentDone(w *work, s format.Segment) {
 	case r.progress <- struct{}{}:
 	default:
 	}
+}
+
+// stopUnread ends the partition's chain at pos for this run: the broker
+// kept answering below the captured end with no records and no progress
+// until the retry budget ran out (reason says what it answered). The
+// manifest's end_offset becomes pos, so the next backup reads
+// [pos, w.end); the range is named in the manifest (unread), the result
+// and a warning, and the run is partial.
+func (r *runner) stopUnread(w *work, pos int64, reason string) {
+	r.mu.Lock()
+	w.cut.EndOffset = pos
+	w.cut.Unread = &format.Gap{From: pos, To: w.end, BackupID: r.m.BackupID, Reason: reason}
+	r.result.Unread = append(r.result.Unread, Unread{Topic: w.topic, Partition: w.partition, From: pos, To: w.end, Reason: reason})
+	r.mu.Unlock()
+	r.warn(fmt.Sprintf("topic %q partition %d: offsets %d..%d were not read: %s; this backup ends the partition at %d and the next backup reads the rest",
+		w.topic, w.partition, pos, w.end-1, reason, pos))
 }
 
 func (r *runner) addGap(w *work, g format.Gap) {

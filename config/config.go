@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Defaults applied by Load and Parse when the key is absent.
@@ -38,6 +39,16 @@ const (
 	DefaultSegmentMaxBytes = 64 << 20 // 64 MiB
 	DefaultConcurrency     = 4
 	DefaultClientID        = "kafkastreams-dr"
+
+	// DefaultRequestTimeout bounds one request to a broker, like the Java
+	// client's request.timeout.ms (30s); see Cluster.RequestTimeout.
+	DefaultRequestTimeout = 30 * time.Second
+	// DefaultRetryTimeout is how long retriable failures are retried
+	// before a run fails: 2 minutes, as the Java producer's
+	// delivery.timeout.ms, and well past a KRaft broker's restart (its
+	// broker.session.timeout.ms is 9s; a broker away for 20s must be
+	// survived, issue 9); see Cluster.RetryTimeout.
+	DefaultRetryTimeout = 2 * time.Minute
 )
 
 // Storage backends (storage.backend).
@@ -105,6 +116,23 @@ type Cluster struct {
 	Security Security `yaml:"security"`
 	// Topics selects topics. For the source, Include is required.
 	Topics Topics `yaml:"topics"`
+
+	// RequestTimeout bounds one request to a broker, from when it is
+	// written until its response is read (Kafka's request.timeout.ms);
+	// default 30s. A request whose own timeout field says how long the
+	// broker may take (a Fetch's max wait, a Produce's acks timeout) gets
+	// that much more. It also bounds a connection attempt (at most 10s,
+	// Kafka's socket.connection.setup.timeout.ms). In the file: a Go
+	// duration such as "30s" or "1m".
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// RetryTimeout is how long a request that fails retriably (a broker
+	// that does not answer or refuses connections, LEADER_NOT_AVAILABLE,
+	// NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, ...) is retried,
+	// with backoff from 250ms to 5s, before the run fails naming the
+	// broker; default 2m. It is also how long a backup retries a
+	// partition whose fetches make no progress. In the file: a Go
+	// duration such as "2m" or "90s".
+	RetryTimeout time.Duration `yaml:"retry_timeout"`
 }
 
 // Security is TLS and SASL for one cluster (Kafka's security.protocol is

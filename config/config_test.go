@@ -399,7 +399,7 @@ func TestClientOptions(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				eq(t, "number of options", len(opts), tt.nOpts)
+				eq(t, "number of options", len(opts), tt.nOpts+len(Cluster{}.timeoutOptions()))
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -16,8 +19,30 @@ import (
 )
 
 // ClientOptions returns the franz-go options that connect to the cluster:
-// seed brokers, client ID (default "kafkastreams-dr"), TLS and SASL.
-// Callers add their own options (logger, consumer settings) after these.
+// seed brokers, client ID (default "kafkastreams-dr"), TLS, SASL, and the
+// timeouts every client of the tool gets (backup, restore, verify, drill,
+// topics, estimate, state), so that no Kafka call can hang:
+//
+//   - RequestTimeout (default 30s): kgo.RequestTimeoutOverhead (a request's
+//     own timeout field, e.g. Fetch max wait, is added on top),
+//     kgo.ProduceRequestTimeout (the Produce acks timeout, Kafka's
+//     request.timeout.ms), and kgo.DialTimeout of at most 10s (Kafka's
+//     socket.connection.setup.timeout.ms).
+//   - RetryTimeout (default 2m): kgo.RetryTimeout for every retried
+//     request (metadata, ListOffsets, FindCoordinator, OffsetFetch,
+//     OffsetCommit, admin requests), with kgo.RequestRetries unbounded so
+//     that time, not a count, decides; and backoff between tries of 250ms
+//     doubling to 5s with jitter (kgo.RetryBackoffFn, Kafka's
+//     retry.backoff.ms and retry.backoff.max.ms, KIP-580).
+//
+// kgo.RecordDeliveryTimeout is deliberately not set: franz-go measures it
+// from each record's Timestamp, and a restore produces records with their
+// original (past) timestamps, so every one of them would time out at once.
+// Produce retries are bounded by the producer's own options (the restorer
+// sets kgo.RecordRetries).
+//
+// A zero timeout takes its default. Callers add their own options (logger,
+// consumer settings) after these.
 //
 // It reads the TLS files and the SASL password file now; every unreadable
 // or malformed file is reported (errors.Join), each naming the file. The
@@ -31,6 +56,7 @@ func (c Cluster) ClientOptions() ([]kgo.Opt, error) {
 		id = DefaultClientID
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...), kgo.ClientID(id)}
+	opts = append(opts, c.timeoutOptions()...)
 
 	var errs []error
 	if t := c.Security.TLS; t.Enabled {
@@ -51,6 +77,46 @@ func (c Cluster) ClientOptions() ([]kgo.Opt, error) {
 		return nil, errors.Join(errs...)
 	}
 	return opts, nil
+}
+
+// maxDialTimeout caps the connection timeout: Kafka's
+// socket.connection.setup.timeout.ms default.
+const maxDialTimeout = 10 * time.Second
+
+// Timeouts returns the cluster's request and retry timeouts with their
+// defaults applied (a Cluster built in code may leave them zero).
+func (c Cluster) Timeouts() (request, retry time.Duration) {
+	request, retry = c.RequestTimeout, c.RetryTimeout
+	if request <= 0 {
+		request = DefaultRequestTimeout
+	}
+	if retry <= 0 {
+		retry = DefaultRetryTimeout
+	}
+	return request, retry
+}
+
+func (c Cluster) timeoutOptions() []kgo.Opt {
+	request, retry := c.Timeouts()
+	return []kgo.Opt{
+		kgo.RequestTimeoutOverhead(request),
+		kgo.DialTimeout(min(request, maxDialTimeout)),
+		kgo.RetryTimeout(retry),
+		kgo.RequestRetries(math.MaxInt32), // RetryTimeout decides
+		kgo.RetryBackoffFn(RetryBackoff),
+		kgo.ProduceRequestTimeout(request),
+	}
+}
+
+// RetryBackoff is the wait before retry number attempt (1, 2, ...): 250ms
+// doubling to at most 5s, less up to 20% jitter (Kafka's retry.backoff.ms
+// and retry.backoff.max.ms, KIP-580; franz-go's default range).
+func RetryBackoff(attempt int) time.Duration {
+	d := 5 * time.Second
+	if attempt < 6 {
+		d = 250 * time.Millisecond << max(attempt-1, 0)
+	}
+	return d - time.Duration(rand.Int64N(int64(d)/5))
 }
 
 // tlsConfig builds the TLS configuration, reading every file it names; the

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -221,6 +222,7 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 			}
 		}
 	}
+	v.timeouts(key, cl)
 	v.tls(key+".security.tls", &cl.Security.TLS)
 	v.sasl(key+".security.sasl", &cl.Security.SASL, cl.Security.TLS)
 	if v.checkFiles {
@@ -232,6 +234,30 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 		v.errf(k, "%s is required: list the topics to back up (globs like \"order-processor-*-changelog\" or ~regex)", k)
 	}
 	v.patterns(key+".topics", cl.Topics)
+}
+
+// kraftSessionTimeout is a KRaft broker's default broker.session.timeout.ms:
+// the controller fences a broker that has not heartbeated for this long, so
+// a restarting broker's partitions are led elsewhere after it at the latest.
+const kraftSessionTimeout = 9 * time.Second
+
+// timeouts fills the defaults of request_timeout and retry_timeout (the
+// decoder refuses a value that is not a positive duration); a retry_timeout
+// that a broker restart outlasts is a warning.
+func (v *validator) timeouts(key string, cl *Cluster) {
+	for _, f := range []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{{"request_timeout", &cl.RequestTimeout, DefaultRequestTimeout}, {"retry_timeout", &cl.RetryTimeout, DefaultRetryTimeout}} {
+		if k := key + "." + f.name; !v.has(k) || v.bad[k] {
+			*f.d = f.def
+		}
+	}
+	if k := key + ".retry_timeout"; v.has(k) && cl.RetryTimeout > 0 && cl.RetryTimeout <= kraftSessionTimeout {
+		v.warnf(k, "%s %s is not longer than a KRaft broker's session timeout (broker.session.timeout.ms, 9s): a run fails when a broker restarts; the default is %s",
+			k, cl.RetryTimeout, DefaultRetryTimeout)
+	}
 }
 
 // patterns compiles the topic filters with topicfilter.NewFilter and

@@ -126,6 +126,13 @@ type Partition struct {
 	Records        int64     `json:"records"`          // records held for [start_offset, end_offset); not end-start (holes, markers, aborted records)
 	Gaps           []Gap     `json:"gaps,omitempty"`
 	Segments       []Segment `json:"segments"`
+
+	// Unread, when set, is the range [EndOffset, Unread.To) below the last
+	// stable offset at the cut that this run could not read: the broker
+	// kept answering fetches there with no records and no progress until
+	// the run's retry budget ran out. EndOffset is where the chain stops,
+	// so the next backup reads the range; it is not a Gap.
+	Unread *Gap `json:"unread,omitempty"`
 }
 
 // Gap is an offset range [From, To) inside [start_offset, end_offset) whose

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -43,6 +44,14 @@ partition of the selected topics up to the end captured after those offsets
 interrupted backup is resumed by the next run. Repartition topics are never
 backed up; see "kafkastreams-dr topics -c FILE" for what is selected and why.
 
+Every Kafka request is bounded by source.request_timeout (default 30s); retriable
+failures (a broker that does not answer or restarts, LEADER_NOT_AVAILABLE,
+COORDINATOR_NOT_AVAILABLE) are retried with backoff for source.retry_timeout
+(default 2m), then the run fails (exit 1) naming the broker. A partition whose
+fetches the broker keeps answering with no records below the captured end is
+not taken as done: after source.retry_timeout the backup ends it where reading
+stopped, names the range, and exits 3 (partial); the next backup reads the rest.
+
 Prints a summary of the backup on stdout (--json for machines); logs go to stderr,
 with progress bars when stderr is a terminal and one summary line at the end.
 --metrics-addr serves the run's Prometheus metrics while it lasts; --push-gateway
@@ -51,7 +60,8 @@ pushes them when it ends (see "kafkastreams-dr --help").
 CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,
   internal_topic_prefixes, source.* (bootstrap_servers, client_id,
-  security, topics.include, topics.exclude, topics.allow_missing), storage.*
+  request_timeout, retry_timeout, security, topics.include, topics.exclude,
+  topics.allow_missing), storage.*
   (backend, bucket, prefix, region, endpoint, path_style, path), backup.*
   (compression, source_cluster_id, segment_max_bytes, concurrency).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
@@ -107,6 +117,7 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		SourceClusterID:       cfg.Backup.SourceClusterID,
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
+		RetryTimeout:          cfg.Source.RetryTimeout,
 	}
 }
 
@@ -171,9 +182,25 @@ func backupError(err error, file string) error {
 	return withCode(exitError, fmt.Errorf("backup: %w", err), "")
 }
 
-// gapsError makes a backup that found records deleted before any backup
-// read them exit with 3 (partial): its data was not all captured.
+// gapsError makes a backup exit with 3 (partial) when its data was not all
+// captured: partitions it could not read to the captured end (the broker
+// answered with no records and no progress until source.retry_timeout ran
+// out; the next backup reads the rest), or records deleted by the broker
+// before any backup read them.
 func gapsError(res *backup.Result) error {
+	if len(res.Unread) > 0 {
+		ranges := make([]string, len(res.Unread))
+		for i, u := range res.Unread {
+			ranges[i] = fmt.Sprintf("topic %q partition %d offsets %d..%d", u.Topic, u.Partition, u.From, u.To-1)
+		}
+		msg := fmt.Sprintf("backup %s is partial: %s not read to the captured end: %s (see the warnings)",
+			res.BackupID, plural(len(res.Unread), "partition was", "partitions were"), strings.Join(ranges, "; "))
+		if res.NewGaps > 0 {
+			msg += fmt.Sprintf("; and %s deleted by the broker before any backup read them", plural(res.NewGaps, "offset range was", "offset ranges were"))
+		}
+		return withCode(exitPartial, errors.New(msg),
+			"run the backup again: it continues each partition where this one stopped; if the same partitions stay unread, check their leader's logs (the warning names the broker and what it answered)")
+	}
 	if res.NewGaps == 0 {
 		return nil
 	}
@@ -195,6 +222,9 @@ func reportBackup(ctx context.Context, s *iostreams, asJSON bool, store storage.
 			BackupID: res.BackupID, ParentID: res.ParentID, Resumed: res.Resumed, Repository: store.Location(),
 			Manifest: res.Manifest, Topics: res.Topics, Partitions: res.Partitions,
 			Records: res.Records, Bytes: res.Bytes, Warnings: res.Warnings,
+		}
+		for _, u := range res.Unread {
+			out.Unread = append(out.Unread, unreadJSON{Topic: u.Topic, Partition: u.Partition, From: u.From, To: u.To, Reason: u.Reason})
 		}
 		for _, t := range m.Topics {
 			bt := backupTopicJSON{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Partitions: t.Partitions}
@@ -239,6 +269,17 @@ type backupJSON struct {
 	BackedUp     []backupTopicJSON      `json:"backed_up"`
 	NotBackedUp  []topicfilter.Decision `json:"not_backed_up,omitempty"`
 	Warnings     []string               `json:"warnings,omitempty"`
+	// Unread are the partitions not read to the captured end (exit 3).
+	Unread []unreadJSON `json:"unread,omitempty"`
+}
+
+// unreadJSON is an offset range [from, to) a partial backup did not read.
+type unreadJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	From      int64  `json:"from"`
+	To        int64  `json:"to"`
+	Reason    string `json:"reason"`
 }
 
 // backupTopicJSON is one backed-up topic: the whole chain's records,
@@ -254,10 +295,14 @@ type backupTopicJSON struct {
 }
 
 func printBackupResult(s *iostreams, r *backup.Result, location string, m *format.Manifest) {
+	state := "complete"
+	if len(r.Unread) > 0 {
+		state = fmt.Sprintf("partial (%s not read to the captured end; the next backup reads the rest)", plural(len(r.Unread), "partition", "partitions"))
+	}
 	if r.Resumed {
-		fmt.Fprintf(s.Out, "backup %s complete (resumed: an earlier run of it was interrupted)\n", r.BackupID)
+		fmt.Fprintf(s.Out, "backup %s %s (resumed: an earlier run of it was interrupted)\n", r.BackupID, state)
 	} else {
-		fmt.Fprintf(s.Out, "backup %s complete\n", r.BackupID)
+		fmt.Fprintf(s.Out, "backup %s %s\n", r.BackupID, state)
 	}
 	if r.ParentID != "" {
 		fmt.Fprintf(s.Out, "  parent       %s (incremental: only records after it were copied)\n", r.ParentID)

@@ -28,6 +28,12 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
   source:                   the cluster to back up (required)
     bootstrap_servers       list of host:port (required)
     client_id               Kafka client.id (default kafkastreams-dr)
+    request_timeout         bound on one broker request, a Go duration (default 30s,
+                            Kafka's request.timeout.ms); connecting: at most 10s
+    retry_timeout           how long retriable failures (broker away, no leader, no
+                            coordinator, empty fetches) are retried before the run
+                            fails naming the broker (default 2m; keep it above a
+                            broker restart)
     security:
       tls:                  enabled, ca_file, cert_file, key_file, server_name,
                             insecure_skip_verify (any file turns TLS on)

@@ -110,6 +110,8 @@ CONFIG KEYS USED
   target.bootstrap_servers, target.client_id, target.security: the cluster to restore
     into. --target-bootstrap-servers replaces target.bootstrap_servers and keeps
     target.security and target.client_id when the config has a target section.
+  target.request_timeout (default 30s), target.retry_timeout (default 2m): the bound
+    on one request and how long retriable failures are retried.
   storage.* (backend, bucket, prefix, region, endpoint, path_style, path): the
     repository. S3 credentials come from the AWS default chain.
   application_id: must equal the backup's.

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -53,9 +54,11 @@ include names a topic that does not exist, or no topic is selected at all.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,
-  internal_topic_prefixes, source.bootstrap_servers,
-  source.client_id, source.security, source.topics.include, source.topics.exclude,
-  source.topics.allow_missing. See "kafkastreams-dr config validate --help".`,
+  internal_topic_prefixes, source.bootstrap_servers, source.client_id,
+  source.request_timeout, source.retry_timeout (a transient
+  LEADER_NOT_AVAILABLE is retried, not taken as a missing topic), source.security,
+  source.topics.include, source.topics.exclude, source.topics.allow_missing.
+  See "kafkastreams-dr config validate --help".`,
 		Example: `  kafkastreams-dr topics -c order-processor.yaml
   kafkastreams-dr topics -c order-processor.yaml --json | jq '.[] | select(.selected)'`,
 		Args: usageArgs(cobra.NoArgs),
@@ -163,16 +166,14 @@ func nothingSelectedError(cfg *config.Config) error {
 // the internal flag and whether cleanup.policy contains compact) and the
 // consumer groups other than the application's own.
 func describeSource(ctx context.Context, adm *kadm.Client, cfg *config.Config, log *slog.Logger) ([]topicfilter.TopicInfo, []string, error) {
-	details, err := adm.ListTopicsWithInternal(ctx)
+	// The backup's own listing: a transient LEADER_NOT_AVAILABLE is retried
+	// for source.retry_timeout rather than making the topic look missing.
+	details, err := backup.ListTopics(ctx, adm, cfg.Source.RetryTimeout)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list topics of source cluster %s: %w", strings.Join(cfg.Source.BootstrapServers, ","), err)
+		return nil, nil, fmt.Errorf("source cluster %s: %w", strings.Join(cfg.Source.BootstrapServers, ","), err)
 	}
 	var topics []topicfilter.TopicInfo
 	for _, d := range details.Sorted() {
-		if d.Err != nil {
-			log.Warn("skipping topic whose metadata could not be loaded", "topic", d.Topic, "err", d.Err)
-			continue
-		}
 		topics = append(topics, topicfilter.TopicInfo{Name: d.Topic, Partitions: len(d.Partitions), Internal: d.IsInternal})
 	}
 

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// silentListener accepts TCP connections on 127.0.0.1 and never answers
+// (a broker that hangs); it returns the address and closes in t.Cleanup.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or written
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// faultConfig is a backup config of topic "events" on brokers, with the
+// given extra lines under source (and source.topics, if any).
+func faultConfig(t *testing.T, brokers []string, sourceExtra string, topicsExtra ...string) string {
+	return writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+%s  topics:
+    include: [events]
+%sstorage:
+  backend: filesystem
+  path: %s
+`, strings.Join(brokers, ", "), sourceExtra, strings.Join(topicsExtra, ""), t.TempDir()))
+}
+
+// TestBackupWithUnreadPartitionIsPartial: a partition whose fetches are
+// answered with no records below the end makes the run exit 3, saying
+// partial on stdout and naming the unread range; never "complete".
+func TestBackupWithUnreadPartitionIsPartial(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p := range int32(2) {
+		for i := range 10 {
+			if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "events", Partition: p, Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		if len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].Partition != 1 {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = req.Topics[0].Topic, req.Topics[0].TopicID
+		sp := kmsg.NewFetchResponseTopicPartition()
+		sp.Partition, sp.HighWatermark, sp.LastStableOffset = 1, 10, 10
+		st.Partitions = append(st.Partitions, sp)
+		resp.Topics = append(resp.Topics, st)
+		return resp, nil, true
+	})
+	cfg := faultConfig(t, c.ListenAddrs(), "  retry_timeout: 1s\n")
+
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg)
+	if code != exitPartial {
+		t.Fatalf("exit code %d, want %d (partial)\nstdout: %s\nstderr: %s", code, exitPartial, stdout, stderr)
+	}
+	first, _, _ := strings.Cut(stdout, "\n")
+	if !strings.Contains(first, "partial") || strings.Contains(first, "complete") {
+		t.Errorf("summary line says %q; want partial, not complete", first)
+	}
+	if !strings.Contains(stderr, `topic "events" partition 1 offsets 0..9`) {
+		t.Errorf("stderr does not name the unread range:\n%s", stderr)
+	}
+
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "backup", "-c", cfg, "--json")
+	if code != exitPartial {
+		t.Fatalf("--json: exit code %d, want %d\nstderr: %s", code, exitPartial, stderr)
+	}
+	var res backupJSON
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if len(res.Unread) != 1 || res.Unread[0].Partition != 1 || res.Unread[0].From != 0 || res.Unread[0].To != 10 {
+		t.Errorf("--json unread = %+v; want partition 1 offsets [0, 10)", res.Unread)
+	}
+}
+
+// TestTopicsAndBackupRetryLeaderNotAvailable: one metadata answer with
+// LEADER_NOT_AVAILABLE on a topic does not make it "not exist": topics
+// selects it and backup copies it, with and without allow_missing (issue 9:
+// refused with exit 2, or completed without the topic).
+func TestTopicsAndBackupRetryLeaderNotAvailable(t *testing.T) {
+	for _, allowMissing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow_missing=%v", allowMissing), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			var injected int // control functions run one at a time
+			c.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				req := kr.(*kmsg.MetadataRequest)
+				if req.Topics != nil || injected%2 == 1 { // every other listing of all topics
+					if req.Topics == nil {
+						injected++
+					}
+					return nil, nil, false
+				}
+				injected++
+				resp := req.ResponseKind().(*kmsg.MetadataResponse)
+				host, port, _ := net.SplitHostPort(c.ListenAddrs()[0])
+				b := kmsg.NewMetadataResponseBroker()
+				b.Host = host
+				fmt.Sscan(port, &b.Port)
+				resp.Brokers = append(resp.Brokers, b)
+				st := kmsg.NewMetadataResponseTopic()
+				st.Topic, st.ErrorCode = kmsg.StringPtr("events"), kerr.LeaderNotAvailable.Code
+				resp.Topics = append(resp.Topics, st)
+				return resp, nil, true
+			})
+			cfg := faultConfig(t, c.ListenAddrs(), "  retry_timeout: 20s\n", fmt.Sprintf("    allow_missing: %v\n", allowMissing))
+
+			code, stdout, stderr := runCLI(t, "--log-level", "error", "topics", "-c", cfg, "--json")
+			if code != exitOK {
+				t.Fatalf("topics: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, `"topic": "events"`) || strings.Contains(stderr, "missing") {
+				t.Errorf("topics does not select events:\nstdout: %s\nstderr: %s", stdout, stderr)
+			}
+			code, stdout, stderr = runCLI(t, "--log-level", "error", "backup", "-c", cfg, "--json")
+			if code != exitOK {
+				t.Fatalf("backup: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			var res backupJSON
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+			}
+			if res.Topics != 1 || len(res.BackedUp) != 1 || res.BackedUp[0].Topic != "events" {
+				t.Errorf("backup = %+v; want topic events backed up", res)
+			}
+			if injected < 2 {
+				t.Errorf("%d metadata listings; the fault was not injected", injected)
+			}
+		})
+	}
+}
+
+// TestCommandsAgainstASilentBrokerFailNamingIt: every command that talks to
+// Kafka is bounded by the cluster's request_timeout and retry_timeout: with
+// a broker that accepts connections and never answers, topics, backup and
+// restore (the target) exit 1 well within a minute, naming the broker's
+// host:port, and estimate goes on without log sizes (issue 9, "no hangs").
+func TestCommandsAgainstASilentBrokerFailNamingIt(t *testing.T) {
+	silent := silentListener(t)
+	timeouts := "  request_timeout: 500ms\n  retry_timeout: 2s\n"
+
+	// A repository with one backup, for the restore into the silent target.
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	repo := t.TempDir()
+	restoreCfg := writeFile(t, "restore.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [events]
+target:
+  bootstrap_servers: [%s]
+%sstorage:
+  backend: filesystem
+  path: %s
+`, c.ListenAddrs()[0], silent, timeouts, repo))
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", restoreCfg); code != exitOK {
+		t.Fatalf("backup for the restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	silentCfg := faultConfig(t, []string{silent}, timeouts)
+	estimateCfg := writeFile(t, "estimate.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+%s  topics:
+    include: [events]
+storage:
+  backend: filesystem
+  path: %s
+`, silent, timeouts, repo))
+
+	tests := []struct {
+		args []string
+		code int // estimate reads the cluster only for log sizes: it goes on without them
+	}{
+		{[]string{"topics", "-c", silentCfg}, exitError},
+		{[]string{"backup", "-c", silentCfg}, exitError},
+		{[]string{"restore", "-c", restoreCfg, "--yes"}, exitError},
+		{[]string{"estimate", "-c", estimateCfg}, exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			s, out, errOut := testStreams()
+			err := run(ctx, append([]string{"--log-level", "error"}, tt.args...), s)
+			if ctx.Err() != nil {
+				t.Fatalf("%s against a silent broker still running after a minute (retry_timeout 2s): %v", tt.args[0], err)
+			}
+			if code := exitCode(ctx, err); code != tt.code {
+				t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
+			}
+			if tt.code == exitError && !strings.Contains(err.Error(), silent) || tt.args[0] == "backup" && !strings.Contains(err.Error(), "source cluster "+silent) {
+				t.Errorf("error does not name the broker %s: %v", silent, err)
+			}
+		})
+	}
+}
