@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -61,6 +62,8 @@ func parseByteSize(s string) (ByteSize, error) {
 
 var byteSizeType = reflect.TypeFor[ByteSize]()
 
+var durationType = reflect.TypeFor[time.Duration]()
+
 // decoder fills a struct from a yaml.Node tree, recording the line of every
 // key path it sees and collecting every problem rather than stopping at the
 // first.
@@ -114,6 +117,9 @@ func kindName(n *yaml.Node) string {
 func typeName(t reflect.Type) string {
 	if t == byteSizeType {
 		return `a size (bytes, or e.g. "64MiB")`
+	}
+	if t == durationType {
+		return `a duration (e.g. "30s", "2m")`
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -245,6 +251,13 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 			return
 		}
 		v.SetInt(int64(b))
+	case t == durationType:
+		dur, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || dur <= 0 {
+			d.fail(path, n.Line, "%s must be %s greater than zero, not %q", path, typeName(t), s)
+			return
+		}
+		v.SetInt(int64(dur))
 	case t.Kind() == reflect.String:
 		v.SetString(s)
 	case t.Kind() == reflect.Bool:

@@ -274,6 +274,9 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 			Region:    s.Region,
 			Endpoint:  s.Endpoint,
 			PathStyle: s.PathStyle,
+			// Zero means the storage package's defaults.
+			RequestTimeout: s.RequestTimeout,
+			RetryTimeout:   s.RetryTimeout,
 		})
 	case config.BackendFilesystem:
 		b, err := storage.NewFilesystem(s.FilesystemDir())
