@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ErrTransient marks (wrapped, test with errors.Is or IsTransient) a
@@ -44,4 +45,22 @@ func markTransient(err error) error {
 // commands to print after it.
 func TransientHint(location string) string {
 	return fmt.Sprintf("this is a storage or network failure, not damage to the backups: run the command again once %s answers (the storage retries and timeouts are storage.request_timeout and storage.retry_timeout)", location)
+}
+
+// ReadTracker wraps the body of a Get and keeps its first read error other
+// than io.EOF. A decoder reading a body that failed reports the failure as
+// its own verdict (a zstd or segment decoder says "corrupt", a JSON decoder
+// "unexpected EOF"); the caller checks Err first and reports the storage
+// failure it was (transient or not) instead of damage.
+type ReadTracker struct {
+	R   io.Reader
+	Err error
+}
+
+func (t *ReadTracker) Read(p []byte) (int, error) {
+	n, err := t.R.Read(p)
+	if err != nil && err != io.EOF && t.Err == nil {
+		t.Err = err
+	}
+	return n, err
 }

@@ -160,6 +160,9 @@ func backupError(err error, file string) error {
 		case backup.PhaseCluster:
 			return withCode(exitError, fmt.Errorf("backup: %w", err), fmt.Sprintf("check source.bootstrap_servers and source.security, and that the brokers are reachable: kafkastreams-dr topics -c %s", file))
 		case backup.PhaseRepository:
+			if storage.IsTransient(err) {
+				return withCode(exitError, fmt.Errorf("backup: %w", err), "nothing was copied; "+storage.TransientHint("the storage"))
+			}
 			return withCode(exitError, fmt.Errorf("backup: %w", err), "check the repository (storage.* in the config) and the message above; nothing was copied")
 		default:
 			return withCode(exitError, fmt.Errorf("backup: %w", err), "run the same command again: it resumes this backup where it stopped")

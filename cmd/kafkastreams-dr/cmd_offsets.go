@@ -184,7 +184,9 @@ func openRepository(ctx context.Context, file string, s *iostreams) (storage.Bac
 }
 
 // repositoryError maps an error reading a backup: no such backup exits 2
-// with how to list the backups; anything else exits 1.
+// with how to list the backups; anything else exits 1, with the next step
+// when the error is a transient storage failure or a damaged manifest
+// (repositoryHint).
 func repositoryError(err error, location string) error {
 	var refused *restorer.RefusedError
 	switch {
@@ -195,7 +197,11 @@ func repositoryError(err error, location string) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	}
-	return withCode(exitError, err, "")
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		return err
+	}
+	return withCode(exitError, err, repositoryHint(err, location))
 }
 
 // offsetsShowJSON is the --json output of offsets show.

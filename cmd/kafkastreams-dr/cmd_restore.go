@@ -22,7 +22,9 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
@@ -449,6 +451,10 @@ func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 		return err
 	case errors.Is(err, restorer.ErrLocked):
 		return withCode(exitUsage, err, "another restore into this target cluster is running: wait for it (nothing was written)")
+	case errors.Is(err, repository.ErrDamaged):
+		return withCode(exitError, fmt.Errorf("restore: %w", err), repositoryHint(err, location))
+	case (dryRun || errors.Is(err, restorer.ErrNothingWritten)) && storage.IsTransient(err):
+		return withCode(exitError, fmt.Errorf("restore plan: %w", err), "nothing was written; "+storage.TransientHint(location))
 	case dryRun || errors.Is(err, restorer.ErrNothingWritten):
 		return withCode(exitError, fmt.Errorf("restore plan: %w", err),
 			"nothing was written; check target.bootstrap_servers and target.security, the repository (storage.*), and the message above")

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// faultyRepo is an S3 repository of three backups, written directly to
+// versitygw, and a config that reads it through a fault proxy with small
+// storage budgets.
+type faultyRepo struct {
+	srv    testkit.S3Server
+	proxy  *testkit.S3Proxy
+	store  storage.Backend // direct, no faults
+	ids    []string        // oldest first
+	cfg    string
+	target string // a kfake cluster to restore into
+}
+
+const faultyPrefix = "apps/order-processor"
+
+func newFaultyRepo(t *testing.T) *faultyRepo {
+	t.Helper()
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	store, err := storage.NewS3(t.Context(), storage.S3Options{Bucket: srv.Bucket, Prefix: faultyPrefix,
+		Region: srv.Region, Endpoint: srv.Endpoint, PathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testkit.StartS3Proxy(t, srv.Endpoint)
+	yaml := fmt.Sprintf("storage:\n  backend: s3\n  bucket: %s\n  prefix: %s\n  region: %s\n  endpoint: %s\n  path_style: true\n  request_timeout: 500ms\n  retry_timeout: 1500ms\n",
+		srv.Bucket, faultyPrefix, srv.Region, proxy.Endpoint)
+	ids, cfg := threeBackups(t, store, yaml)
+	return &faultyRepo{srv: srv, proxy: proxy, store: store, ids: ids, cfg: cfg, target: testkit.StartKfake(t, 1).Addrs()[0]}
+}
+
+// damage overwrites the stored object at key with its first half.
+func (r *faultyRepo) damage(t *testing.T, key string) {
+	t.Helper()
+	rc, err := r.store.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	_, err = r.srv.Client().PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(r.srv.Bucket),
+		Key: aws.String(faultyPrefix + "/" + key), Body: bytes.NewReader(b[:len(b)/2])})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runBounded runs the CLI and fails the test if it does not end within
+// a minute (the budgets above are 1.5 s).
+func runBounded(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, out, errOut := testStreams()
+	err := run(ctx, args, s)
+	if ctx.Err() != nil {
+		t.Fatalf("%q hung for a minute\nstderr:\n%s", args, errOut.String())
+	}
+	return exitCode(ctx, err), out.String(), errOut.String()
+}
+
+// TestLatestIsTheNewestCompleteBackup is issue 9's first fault: restore
+// and drill of "latest" restored an older backup, exit 0, after HTTP 500s
+// on the newest manifest or with a truncated newest manifest. Now each
+// reader of "latest" fails naming the newest manifest's key, exit 1, with
+// the fix for the kind of failure (re-run for a store that failed;
+// verify, an explicit older --backup-id or backup --full for damage), and
+// never reads the older backup in its place.
+func TestLatestIsTheNewestCompleteBackup(t *testing.T) {
+	r := newFaultyRepo(t)
+	newest, older := r.ids[2], r.ids[1]
+	key := format.ManifestKey(newest)
+	commands := map[string][]string{
+		"restore":  {"restore", "-c", r.cfg, "--dry-run", "--target-bootstrap-servers", r.target},
+		"describe": {"describe", "-c", r.cfg},
+		"verify":   {"verify", "-c", r.cfg},
+	}
+	faults := []struct {
+		name   string
+		fault  *testkit.Fault
+		damage bool
+		want   []string // in stderr
+	}{
+		{"newest manifest answers 500", &testkit.Fault{Method: http.MethodGet, PathContains: key, Action: testkit.FaultStatus500}, false,
+			[]string{"InternalError", "storage.retry_timeout", "run the command again"}},
+		{"newest manifest download cut short", &testkit.Fault{Method: http.MethodGet, PathContains: key, Ranged: true, Action: testkit.FaultTruncate}, false,
+			[]string{"the download failed after", "storage.retry_timeout", "run the command again"}},
+		{"newest manifest download reset", &testkit.Fault{Method: http.MethodGet, PathContains: key, Ranged: true, Action: testkit.FaultResetMidBody}, false,
+			[]string{"storage.retry_timeout", "run the command again"}},
+		{"newest manifest truncated in storage", nil, true,
+			[]string{"verify", "--backup-id", "backup", "--full"}},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			r.proxy.Clear()
+			if f.fault != nil {
+				r.proxy.Fault(*f.fault)
+			}
+			if f.damage {
+				r.damage(t, key)
+			}
+			for name, args := range commands {
+				code, stdout, stderr := runBounded(t, args...)
+				t.Logf("%s: exit %d\n%s", name, code, stderr)
+				if code != exitError {
+					t.Errorf("%s: exit %d, want %d\nstdout:\n%s", name, code, exitError, stdout)
+				}
+				if !strings.Contains(stderr, key) {
+					t.Errorf("%s: stderr does not name %s", name, key)
+				}
+				for _, w := range f.want {
+					if !strings.Contains(stderr, w) {
+						t.Errorf("%s: stderr does not say %q", name, w)
+					}
+				}
+				if f.damage && name != "verify" && !strings.Contains(stderr, older) {
+					t.Errorf("%s: stderr does not name the older backup %s to restore explicitly", name, older)
+				}
+				if f.fault != nil && strings.Contains(stderr, "damaged") {
+					t.Errorf("%s: a storage failure is called damage", name)
+				}
+				if strings.Contains(stdout, older) {
+					t.Errorf("%s: the output names the older backup %s: it was used in place of the latest\n%s", name, older, stdout)
+				}
+			}
+			if f.fault != nil && len(r.proxy.Injected()) == 0 {
+				t.Fatal("no fault injected: the test shows nothing")
+			}
+		})
+	}
+
+	// An older backup is used when it is asked for by id.
+	r.proxy.Clear()
+	code, stdout, stderr := runBounded(t, "describe", "-c", r.cfg, "--backup-id", older)
+	if code != exitOK || !strings.Contains(stdout, older) {
+		t.Errorf("describe --backup-id %s: exit %d\n%s\n%s", older, code, stdout, stderr)
+	}
+}
+
+// TestBackupParentIsNotAnOlderBackupAfterAStorageFailure: the parent of a
+// backup is the latest backup; when the store fails to deliver its
+// manifest the backup fails (exit 1, naming the key, re-run) instead of
+// starting its chain from an older backup. A damaged newest manifest is
+// skipped with a warning, as before (TestDamagedManifestOrSegment...).
+func TestBackupParentIsNotAnOlderBackupAfterAStorageFailure(t *testing.T) {
+	r := newFaultyRepo(t)
+	key := format.ManifestKey(r.ids[2])
+	r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: key, Ranged: true, Action: testkit.FaultResetMidBody})
+	code, stdout, stderr := runBounded(t, "backup", "-c", r.cfg)
+	t.Logf("exit %d\n%s", code, stderr)
+	if code != exitError || !strings.Contains(stderr, key) || strings.Contains(stderr, "damaged") {
+		t.Errorf("exit %d, want 1 naming %s and no damage\nstdout:\n%s", code, key, stdout)
+	}
+	if !strings.Contains(stderr, "run the command again") && !strings.Contains(stderr, "re-run") {
+		t.Errorf("stderr does not say to run the backup again")
+	}
+	if len(r.proxy.Injected()) == 0 {
+		t.Fatal("no fault injected: the test shows nothing")
+	}
+	ids, err := repositoryIDs(t, r.store)
+	if err != nil || len(ids) != 3 {
+		t.Errorf("the repository holds %d complete backups (%v), want the 3 it had", len(ids), err)
+	}
+}
+
+func repositoryIDs(t *testing.T, store storage.Backend) ([]string, error) {
+	t.Helper()
+	var ids []string
+	err := store.List(t.Context(), format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
+		if strings.HasSuffix(oi.Key, "/manifest.json") {
+			ids = append(ids, oi.Key)
+		}
+		return nil
+	})
+	return ids, err
+}
