@@ -125,7 +125,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	defer func() { tel.finish(ctx, err) }()
 	bo.Observer = tel.backupObserver()
 	if bo.Store, err = openStorage(ctx, cfg.Storage); err != nil {
-		return withCode(exitError, err, "")
+		return storageError(err)
 	}
 	backup.ToolVersion = version
 

@@ -186,7 +186,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	}
 	store, err := openStorage(ctx, cfg.Storage)
 	if err != nil {
-		return withCode(exitError, err, "")
+		return storageError(err)
 	}
 	backup.ToolVersion = version
 

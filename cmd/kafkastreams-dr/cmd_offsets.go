@@ -173,12 +173,8 @@ func openRepository(ctx context.Context, file string, s *iostreams) (storage.Bac
 		return nil, err
 	}
 	store, err := openExistingStorage(ctx, cfg.Storage)
-	var ee *exitErr
-	if errors.As(err, &ee) {
-		return nil, err
-	}
 	if err != nil {
-		return nil, withCode(exitError, err, "")
+		return nil, storageError(err)
 	}
 	return store, nil
 }

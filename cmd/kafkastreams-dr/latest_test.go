@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -192,4 +197,123 @@ func repositoryIDs(t *testing.T, store storage.Backend) ([]string, error) {
 		return nil
 	})
 	return ids, err
+}
+
+// TestStorageThatNeverAnswers is issue 9's "no hangs", the S3 half: an
+// endpoint that accepts connections and never answers, and one that
+// answers the bucket check but then never answers a read, make backup,
+// list, restore and verify exit 1 within the (test-set) budget, naming the
+// endpoint, with the re-run hint.
+func TestStorageThatNeverAnswers(t *testing.T) {
+	r := newFaultyRepo(t)
+	silent := "http://" + testkit.StartSilentListener(t)
+	silentCfg := writeFile(t, "silent.yaml", strings.Replace(readFile(t, r.cfg), r.proxy.Endpoint, silent, 1))
+	r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: "/" + faultyPrefix + "/", Ranged: true, Action: testkit.FaultHang})
+	for _, tc := range []struct {
+		name     string
+		cfg      string
+		endpoint string
+	}{
+		{"accepts and never answers", silentCfg, silent},
+		{"answers the bucket check, then never answers", r.cfg, r.proxy.Endpoint},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, args := range map[string][]string{
+				"backup":  {"backup", "-c", tc.cfg},
+				"list":    {"list", "-c", tc.cfg},
+				"restore": {"restore", "-c", tc.cfg, "--yes", "--target-bootstrap-servers", r.target},
+				"verify":  {"verify", "-c", tc.cfg},
+			} {
+				code, stdout, stderr := runBounded(t, args...)
+				t.Logf("%s: exit %d\n%s", name, code, stderr)
+				if code != exitError {
+					t.Errorf("%s: exit %d, want 1\nstdout:\n%s", name, code, stdout)
+				}
+				if !strings.Contains(stderr, tc.endpoint) {
+					t.Errorf("%s: stderr does not name the endpoint %s", name, tc.endpoint)
+				}
+				if !strings.Contains(stderr, "storage.retry_timeout") || !strings.Contains(stderr, "again") {
+					t.Errorf("%s: stderr does not say which budget ran out and to run again", name)
+				}
+			}
+		})
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRestoreSurvivesCutDownloads is issue 9's "with 5% of downloads cut
+// short 13 restore runs in a row failed": with the default budgets, 5% of
+// the segment and manifest downloads cut short, reset or answered 500,
+// restores into empty clusters succeed, and a second reader sees every
+// record.
+func TestRestoreSurvivesCutDownloads(t *testing.T) {
+	r := newFaultyRepo(t)
+	cfg := writeFile(t, "default-budgets.yaml", strings.NewReplacer("  request_timeout: 500ms\n", "", "  retry_timeout: 1500ms\n", "").Replace(readFile(t, r.cfg)))
+	for _, action := range []testkit.FaultAction{testkit.FaultTruncate, testkit.FaultResetMidBody, testkit.FaultStatus500} {
+		r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: "/" + faultyPrefix + "/", Ranged: true, Action: action, Rate: 0.05})
+	}
+	m := backupcheck.Latest(t, r.store, r.ids[2])
+	for run := range 3 {
+		target := testkit.StartKfake(t, 3).Addrs()
+		code, stdout, stderr := runBounded(t, "restore", "-c", cfg, "--yes", "--target-bootstrap-servers", strings.Join(target, ","))
+		if code != exitOK {
+			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", run, code, stdout, stderr)
+		}
+		sameRecords(t, r.store, m, target)
+	}
+	if len(r.proxy.Injected()) == 0 {
+		t.Fatal("no fault injected: the test shows nothing")
+	}
+	t.Logf("%d faults injected: %q", len(r.proxy.Injected()), r.proxy.Injected())
+}
+
+// sameRecords asserts that each partition of the cluster at seeds holds
+// the backup's records in order, compared by key, value, headers and
+// timestamp (a restore assigns new offsets), read by an independent
+// read_committed consumer.
+func sameRecords(t *testing.T, store storage.Backend, m *format.Manifest, seeds []string) {
+	t.Helper()
+	adm := kadm.NewClient(testkit.Client(t, seeds))
+	compared := 0
+	for _, tp := range m.Topics {
+		listed, err := adm.ListEndOffsets(t.Context(), tp.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends := map[int32]int64{}
+		listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+		got, err := sample.ReadCommitted(t.Context(), seeds, tp.Name, ends)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byPart := map[int32][]string{}
+		for _, rec := range got {
+			byPart[rec.Partition] = append(byPart[rec.Partition], recordText(rec))
+		}
+		for _, p := range tp.PartitionCuts {
+			var want []string
+			for _, rec := range backupcheck.Records(t, store, m, tp.Name, p.Partition) {
+				want = append(want, recordText(rec))
+			}
+			compared += len(want)
+			if !slices.Equal(byPart[p.Partition], want) {
+				t.Errorf("topic %q partition %d: the target holds %d records, the backup %d, or they differ", tp.Name, p.Partition, len(byPart[p.Partition]), len(want))
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("the backup holds no record: the comparison shows nothing")
+	}
+}
+
+func recordText(r format.Record) string {
+	return fmt.Sprintf("%q=%q %d %q", r.Key, r.Value, r.Timestamp, fmt.Sprint(r.Headers))
 }
