@@ -51,8 +51,9 @@ pushes them when it ends (see "kafkastreams-dr --help").
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.* (bootstrap_servers, client_id,
   security, topics.include, topics.exclude, topics.allow_missing), storage.*
-  (backend, bucket, prefix, region, endpoint, path_style, path), backup.*
-  (compression, source_cluster_id, segment_max_bytes, concurrency).
+  (backend, bucket, prefix, region, endpoint, path_style, request_timeout,
+  retry_timeout, path), backup.* (compression, source_cluster_id, segment_max_bytes,
+  concurrency).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
   shared config and credentials files, web identity / IRSA, instance roles).
   See "kafkastreams-dr config validate --help" for every key.`,

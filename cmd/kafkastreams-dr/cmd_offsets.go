@@ -37,8 +37,9 @@ type offsetsTranslateOptions struct {
 }
 
 const offsetsKeysHelp = `CONFIG KEYS USED
-  storage.* (backend, bucket, prefix, region, endpoint, path_style, path): the
-  repository. S3 credentials come from the AWS default chain. No cluster is contacted.`
+  storage.* (backend, bucket, prefix, region, endpoint, path_style, request_timeout,
+  retry_timeout, path): the repository. S3 credentials come from the AWS default chain.
+  No cluster is contacted.`
 
 func newOffsetsCmd(g *globalOptions, s *iostreams,
 	showF func(context.Context, *offsetsShowOptions, *iostreams) error,

@@ -89,8 +89,8 @@ CONFIG KEYS USED
   target.bootstrap_servers, target.client_id, target.security: the cluster to restore
     into. --target-bootstrap-servers replaces target.bootstrap_servers and keeps
     target.security and target.client_id when the config has a target section.
-  storage.* (backend, bucket, prefix, region, endpoint, path_style, path): the
-    repository. S3 credentials come from the AWS default chain.
+  storage.* (backend, bucket, prefix, region, endpoint, path_style, request_timeout,
+    retry_timeout, path): the repository. S3 credentials come from the AWS default chain.
   application_id: must equal the backup's.
   source_changelog_topics: input topics that are also store changelogs, in addition
     to those the backup marked.
