@@ -157,7 +157,7 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	} else {
 		res, err = verify.Repository(ctx, store, m, o.Deep)
 		if err != nil {
-			return withCode(exitError, fmt.Errorf("verify: %w", err), "")
+			return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
 		}
 	}
 	if o.JSON {

@@ -317,3 +317,34 @@ func sameRecords(t *testing.T, store storage.Backend, m *format.Manifest, seeds 
 func recordText(r format.Record) string {
 	return fmt.Sprintf("%q=%q %d %q", r.Key, r.Value, r.Timestamp, fmt.Sprint(r.Headers))
 }
+
+// TestSegmentStorageFailureIsNotCorruption is issue 9's "a reset segment
+// download said corrupt segment": a segment download that keeps failing
+// past the budget makes restore and verify exit 1 saying the storage
+// failed and to run again, not that the segment is corrupt or damaged.
+func TestSegmentStorageFailureIsNotCorruption(t *testing.T) {
+	r := newFaultyRepo(t)
+	r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: "/segments/", Ranged: true, Action: testkit.FaultResetMidBody})
+	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
+	for name, args := range map[string][]string{
+		"restore": {"restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target},
+		"verify":  {"verify", "-c", r.cfg},
+	} {
+		code, stdout, stderr := runBounded(t, args...)
+		t.Logf("%s: exit %d\n%s\n%s", name, code, stdout, stderr)
+		if code != exitError {
+			t.Errorf("%s: exit %d, want 1", name, code)
+		}
+		for _, word := range []string{"corrupt", "damaged", "--full"} {
+			if strings.Contains(stdout+stderr, word) {
+				t.Errorf("%s: a storage failure is reported as damage (%q)", name, word)
+			}
+		}
+		if !strings.Contains(stderr, "storage.retry_timeout") || !strings.Contains(stderr, "again") || !strings.Contains(stderr, "/segments/") {
+			t.Errorf("%s: stderr does not name the segment, the budget, and say to run again", name)
+		}
+	}
+	if len(r.proxy.Injected()) == 0 {
+		t.Fatal("no fault injected: the test shows nothing")
+	}
+}
