@@ -93,6 +93,12 @@ type Phase struct {
 	// Refused is set when the restore was refused before writing anything
 	// (its reasons are the Problems).
 	Refused bool `json:"refused,omitempty"`
+	// Transient is set when Error is a storage failure that outlasted the
+	// storage retries (storage.IsTransient): a re-run may pass.
+	Transient bool `json:"transient,omitempty"`
+	// Damaged is set when Error is a manifest that was read in full and
+	// does not decode (repository.ErrDamaged).
+	Damaged bool `json:"damaged,omitempty"`
 }
 
 // OK reports whether the phase passed.

@@ -19,6 +19,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -406,6 +407,10 @@ func drillOutcome(rep *drill.Report, file string) error {
 		cfg = "FILE"
 	}
 	switch {
+	case p.Transient:
+		return withCode(exitError, err, storage.TransientHint("the storage"))
+	case p.Damaged:
+		return withCode(exitError, err, repositoryHint(repository.ErrDamaged, ""))
 	case p.Refused:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
 	case p.Name == drill.PhaseBackup:

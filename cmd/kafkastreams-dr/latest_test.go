@@ -98,6 +98,7 @@ func TestLatestIsTheNewestCompleteBackup(t *testing.T) {
 		"restore":  {"restore", "-c", r.cfg, "--dry-run", "--target-bootstrap-servers", r.target},
 		"describe": {"describe", "-c", r.cfg},
 		"verify":   {"verify", "-c", r.cfg},
+		"drill":    {"drill", "-c", r.cfg, "--backup-id", "latest", "--target-bootstrap-servers", r.target},
 	}
 	faults := []struct {
 		name   string
@@ -140,10 +141,13 @@ func TestLatestIsTheNewestCompleteBackup(t *testing.T) {
 				if f.damage && name != "verify" && !strings.Contains(stderr, older) {
 					t.Errorf("%s: stderr does not name the older backup %s to restore explicitly", name, older)
 				}
+				if strings.Contains(stderr, "check the drill target") {
+					t.Errorf("%s: a repository failure is blamed on the drill target", name)
+				}
 				if f.fault != nil && strings.Contains(stderr, "damaged") {
 					t.Errorf("%s: a storage failure is called damage", name)
 				}
-				if strings.Contains(stdout, older) {
+				if strings.Contains(strings.ReplaceAll(stdout, "--backup-id "+older, ""), older) {
 					t.Errorf("%s: the output names the older backup %s: it was used in place of the latest\n%s", name, older, stdout)
 				}
 			}
