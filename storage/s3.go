@@ -318,7 +318,12 @@ func (s *S3) abortUpload(ctx context.Context, fullKey, uploadID string) error {
 // (S3 conditional writes), so the server refuses to replace an existing
 // object: HTTP 412 PreconditionFailed, or 409 ConditionalRequestConflict
 // when a concurrent write to the same key is in flight, both returned as
-// ErrExists (callers wanting the key may retry after a conflict).
+// ErrExists (callers wanting the key may retry after a conflict). When the
+// object found holds exactly data, PutIfAbsent returns nil: a retried
+// attempt (S3Options.RetryTimeout) met the object an earlier attempt of the
+// same call stored before its response was lost. Callers must therefore
+// put content no other writer can produce (the repository lock names its
+// owner, host, process and time).
 //
 // Limitation: this is only as atomic as the server's conditional writes.
 // AWS S3 (since 2024-08), MinIO and versitygw (v1.8.0, checked by this
@@ -338,10 +343,23 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		IfNoneMatch:       aws.String("*"),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 	})
-	if err != nil {
-		return s.mapError(ctx, "put-if-absent", key, err)
+	if err = s.mapError(ctx, "put-if-absent", key, err); errors.Is(err, ErrExists) && s.holds(ctx, key, data) {
+		// An earlier attempt of this call stored the object and its
+		// response was lost; the SDK's retry then met our own object.
+		return nil
 	}
-	return nil
+	return err
+}
+
+// holds reports whether the object at key holds exactly data.
+func (s *S3) holds(ctx context.Context, key string, data []byte) bool {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(io.LimitReader(rc, int64(len(data))+1))
+	return err == nil && bytes.Equal(got, data)
 }
 
 // CheckConditionalWrites verifies that the store honours If-None-Match:

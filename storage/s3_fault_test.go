@@ -220,3 +220,28 @@ func TestS3SilentEndpoint(t *testing.T) {
 		t.Errorf("error does not name %s or is not transient: %v", endpoint, err)
 	}
 }
+
+// TestS3PutIfAbsentSurvivesALostResponse: when the response to a
+// PutIfAbsent that stored the object is lost, the SDK's retry finds the
+// object there (HTTP 412); PutIfAbsent recognises its own bytes and
+// succeeds instead of reporting ErrExists (which would make a run wait for
+// a repository lock it holds itself). Another writer's object is still
+// ErrExists.
+func TestS3PutIfAbsentSurvivesALostResponse(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	b, proxy := newFaultyS3(t, srv, storage.S3Options{RequestTimeout: testRequestTimeout, RetryTimeout: 20 * time.Second})
+	proxy.Fault(testkit.Fault{Method: http.MethodPut, Action: testkit.FaultLoseResponse, Times: 1})
+	if err := b.PutIfAbsent(t.Context(), "lock", []byte("owner a")); err != nil {
+		t.Fatalf("PutIfAbsent after a lost response: %v", err)
+	}
+	if len(proxy.Injected()) != 1 {
+		t.Fatalf("faults injected: %q, want one", proxy.Injected())
+	}
+	if err := b.PutIfAbsent(t.Context(), "lock", []byte("owner b")); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("PutIfAbsent over another's object: %v, want ErrExists", err)
+	}
+	if got, err := readAll(t, b, "lock"); err != nil || string(got) != "owner a" {
+		t.Fatalf("lock holds %q, %v", got, err)
+	}
+}

@@ -34,6 +34,10 @@ const (
 	FaultStallBody
 	// FaultHang reads the request and never answers.
 	FaultHang
+	// FaultLoseResponse forwards the request (the server acts on it), then
+	// resets the connection instead of sending the response: a write whose
+	// success the client never learns.
+	FaultLoseResponse
 )
 
 func (a FaultAction) String() string {
@@ -50,6 +54,8 @@ func (a FaultAction) String() string {
 		return "stall-body"
 	case FaultHang:
 		return "hang"
+	case FaultLoseResponse:
+		return "lose-response"
 	}
 	return "fault(" + strconv.Itoa(int(a)) + ")"
 }
@@ -192,6 +198,11 @@ func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	if action == FaultLoseResponse {
+		io.Copy(io.Discard, resp.Body)
+		resetConn(w)
+		return
+	}
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}
