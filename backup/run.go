@@ -24,6 +24,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -274,8 +275,12 @@ func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
 	if err != nil {
 		return scan, fmt.Errorf("list backups in %s: %w", r.store.Location(), err)
 	}
-	// The parent is the latest complete backup whose manifest reads: a
-	// damaged manifest makes its backup unusable, not the repository.
+	// The parent is the latest complete backup whose manifest reads. A
+	// damaged manifest (read in full, does not decode) makes its backup
+	// unusable, not the repository: the run continues from the newest
+	// readable one and says so. A manifest the store failed to deliver
+	// fails the run: a chain must not restart from an older backup because
+	// of a network failure (issue 9).
 	ids := make([]string, 0, len(complete))
 	for id := range complete {
 		ids = append(ids, id)
@@ -283,12 +288,15 @@ func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
 	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
 	var latest string
 	for _, id := range ids {
-		m, err := LoadManifest(ctx, r.store, format.ManifestKey(id))
+		m, err := repository.LoadManifest(ctx, r.store, format.ManifestKey(id))
 		if err != nil {
 			if ctx.Err() != nil {
 				return scan, ctx.Err()
 			}
-			r.warnings = append(r.warnings, fmt.Sprintf("backup %s is damaged and cannot be restored (%v): this backup continues from the latest readable one", id, err))
+			if !errors.Is(err, repository.ErrDamaged) {
+				return scan, fmt.Errorf("the latest backup %s, the parent of this one, cannot be read: %w", id, err)
+			}
+			r.warnings = append(r.warnings, fmt.Sprintf("backup %s is damaged and cannot be restored (%v): this backup continues from the latest readable one; restore it or an older one by --backup-id, or start a new chain with backup --full", id, err))
 			r.log.Warn(r.warnings[len(r.warnings)-1])
 			continue
 		}
@@ -314,18 +322,10 @@ func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
 	return scan, nil
 }
 
-// LoadManifest reads and validates the manifest object at key.
+// LoadManifest reads and validates the manifest object at key; see
+// repository.LoadManifest for its errors.
 func LoadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
-	rc, err := store.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
-	}
-	defer rc.Close()
-	m, err := format.ReadManifest(rc)
-	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", key, err)
-	}
-	return m, nil
+	return repository.LoadManifest(ctx, store, key)
 }
 
 // kafkaTopicID formats a topic id like Kafka's Uuid.toString (base64url,

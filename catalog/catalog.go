@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -176,13 +177,13 @@ func scan(ctx context.Context, store storage.Backend) ([]*entry, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			m, err := loadManifest(ctx, store, e.ManifestKey)
+			m, err := repository.LoadManifest(ctx, store, e.ManifestKey)
 			switch {
 			case errors.Is(err, storage.ErrNotFound):
 				// Deleted since the listing (a run finished or was pruned).
 				err = fmt.Errorf("%s disappeared while the repository was read (is a backup or prune running?)", e.ManifestKey)
 				fallthrough
-			case err != nil && ctx.Err() == nil && !isStorageErr(err):
+			case err != nil && ctx.Err() == nil && errors.Is(err, repository.ErrDamaged):
 				e.State, e.Error = StateUnreadable, err.Error()
 				return
 			case err != nil:
@@ -202,36 +203,6 @@ func scan(ctx context.Context, store storage.Backend) ([]*entry, error) {
 		return nil, firstErr
 	}
 	return es, nil
-}
-
-// decodeError marks a manifest that was read but does not decode or
-// validate, as opposed to a storage error reading it.
-type decodeError struct{ err error }
-
-func (e *decodeError) Error() string { return e.err.Error() }
-func (e *decodeError) Unwrap() error { return e.err }
-
-func isStorageErr(err error) bool {
-	var de *decodeError
-	return !errors.As(err, &de)
-}
-
-// loadManifest reads and validates the manifest at key. A manifest that
-// does not decode is returned as a *decodeError.
-func loadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
-	rc, err := store.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
-	}
-	defer rc.Close()
-	m, err := format.ReadManifest(rc)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("read manifest %s: %w", key, ctx.Err())
-		}
-		return nil, &decodeError{fmt.Errorf("manifest %s: %w", key, err)}
-	}
-	return m, nil
 }
 
 // summarize fills s (whose id, state and keys are set) from m.

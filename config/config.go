@@ -196,6 +196,18 @@ type Storage struct {
 	// directory of the config file, so that every command given the same
 	// file, from any working directory, opens the same repository.
 	Path string `yaml:"path"`
+	// RequestTimeout (s3) bounds each step of one attempt of an S3 request:
+	// connecting, waiting for the response headers, and every read and
+	// write on the connection, which must move a byte within it (a
+	// download that stalls mid-body times out). A Go duration ("30s",
+	// "1m"); default 30s. See storage.S3Options.RequestTimeout.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// RetryTimeout (s3) is how long one S3 operation is retried (with
+	// backoff) after retryable failures, and how long a download cut short
+	// keeps resuming; then the run fails with exit 1 naming the endpoint.
+	// Default 2m, longer than a KRaft broker's session timeout. See
+	// storage.S3Options.RetryTimeout.
+	RetryTimeout time.Duration `yaml:"retry_timeout"`
 }
 
 // Backup holds the settings of a backup run.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoadGoodFiles(t *testing.T) {
@@ -648,5 +649,49 @@ func TestNameLengthsAgainstKafkaLimits(t *testing.T) {
 				t.Errorf("warnings %q do not contain %q", w, tt.want)
 			}
 		})
+	}
+}
+
+// TestStorageTimeouts: storage.request_timeout and storage.retry_timeout
+// are Go durations, zero (the storage defaults) when absent, and refused
+// when not a positive duration.
+func TestStorageTimeouts(t *testing.T) {
+	s3 := strings.Replace(base, "  backend: filesystem\n  path: /backups\n", "  backend: s3\n  bucket: kafka-backups\n", 1)
+	tests := []struct {
+		name        string
+		yaml        string
+		wantRequest time.Duration
+		wantRetry   time.Duration
+		wantErr     string
+	}{
+		{"absent means the defaults", s3, 0, 0, ""},
+		{"set", s3 + "  request_timeout: 10s\n  retry_timeout: 5m\n", 10 * time.Second, 5 * time.Minute, ""},
+		{"not a duration", s3 + "  retry_timeout: 5\n", 0, 0, `storage.retry_timeout must be a duration (e.g. "30s", "2m") greater than zero, not "5"`},
+		{"negative", s3 + "  request_timeout: -1s\n", 0, 0, "storage.request_timeout must be a duration"},
+		{"zero", s3 + "  request_timeout: 0s\n", 0, 0, "greater than zero"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "t.yaml")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Storage.RequestTimeout != tt.wantRequest || c.Storage.RetryTimeout != tt.wantRetry {
+				t.Errorf("request_timeout %s, retry_timeout %s; want %s, %s", c.Storage.RequestTimeout, c.Storage.RetryTimeout, tt.wantRequest, tt.wantRetry)
+			}
+		})
+	}
+	c, err := Parse([]byte(base+"  retry_timeout: 1m\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, "storage.retry_timeout does not apply to the filesystem backend") {
+		t.Errorf("warnings %q do not say that the filesystem backend ignores retry_timeout", w)
 	}
 }

@@ -426,7 +426,8 @@ func (v *validator) storage() {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"bucket", s.Bucket != ""}, {"region", s.Region != ""}, {"endpoint", s.Endpoint != ""}, {"path_style", v.has("storage.path_style")}} {
+		}{{"bucket", s.Bucket != ""}, {"region", s.Region != ""}, {"endpoint", s.Endpoint != ""}, {"path_style", v.has("storage.path_style")},
+			{"request_timeout", s.RequestTimeout != 0}, {"retry_timeout", s.RetryTimeout != 0}} {
 			if f.set {
 				ignored = append(ignored, f.name)
 			}

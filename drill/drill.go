@@ -97,6 +97,12 @@ type Phase struct {
 	// another run holds the repository lock (backup) or the target
 	// cluster's restore lock (restore): nothing was done, try again later.
 	Locked bool `json:"locked,omitempty"`
+	// Transient is set when Error is a storage failure that outlasted the
+	// storage retries (storage.IsTransient): a re-run may pass.
+	Transient bool `json:"transient,omitempty"`
+	// Damaged is set when Error is a manifest that was read in full and
+	// does not decode (repository.ErrDamaged).
+	Damaged bool `json:"damaged,omitempty"`
 }
 
 // OK reports whether the phase passed.

@@ -12,7 +12,9 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
@@ -68,6 +70,8 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			if err != nil {
 				p.Error = err.Error()
 				p.Locked = errors.Is(err, backup.ErrLocked) || errors.Is(err, restorer.ErrLocked)
+				p.Transient = storage.IsTransient(err)
+				p.Damaged = errors.Is(err, repository.ErrDamaged)
 			}
 			if err != nil || len(p.Problems) > 0 {
 				p.Status, failed = StatusFailed, true

@@ -508,8 +508,8 @@ func TestDrillChangelog(t *testing.T) {
 // Drill 2, stale local state: drill 1, but the app on the target keeps a
 // state dir it had on the source cluster. The state check must flag every
 // task directory (Kafka 4.4 writes no .checkpoint files for RocksDB stores,
-// KIP-1035, so it judges each task directory by the age of its files,
-// DESIGN.md invariant 16). The test then starts the app on the stale dir
+// KIP-1035, so it dates each RocksDB store by what its SST files record,
+// DESIGN.md invariants 16 and 20). The test then starts the app on the stale dir
 // anyway, and records what Kafka Streams does, with two stale dirs:
 //
 //   - StateAtBackup: a copy of the source app's state dir taken when it

@@ -132,22 +132,6 @@ func precheck(ctx context.Context, store storage.Backend, sel *selection) error 
 	return failed
 }
 
-// readErrReader remembers the first error of the underlying reader other
-// than io.EOF: the segment decoder reports a read that fails midway as a
-// truncated (corrupt) segment, which it is not.
-type readErrReader struct {
-	r   io.Reader
-	err error
-}
-
-func (r *readErrReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if err != nil && err != io.EOF && r.err == nil {
-		r.err = err
-	}
-	return n, err
-}
-
 // checkSegment reads one segment in full and returns what is wrong with it
 // ("" when nothing), or an error when it cannot be read.
 func checkSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment) (string, error) {
@@ -159,7 +143,7 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, part
 		return "", fmt.Errorf("read segment %s: %w", s.Key, err)
 	}
 	defer rc.Close()
-	src := &readErrReader{r: rc}
+	src := &storage.ReadTracker{R: rc}
 	hw := format.NewHashingWriter(io.Discard)
 	tee := io.TeeReader(src, hw)
 	first, last := int64(-1), int64(-1)
@@ -170,14 +154,14 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, part
 		last = r.Offset
 		return nil
 	})
-	if _, err := io.Copy(io.Discard, tee); err != nil && src.err == nil {
-		src.err = err
+	if _, err := io.Copy(io.Discard, tee); err != nil && src.Err == nil {
+		src.Err = err
 	}
-	if src.err != nil {
+	if src.Err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return "", fmt.Errorf("read segment %s: %w", s.Key, src.err)
+		return "", fmt.Errorf("read segment %s: %w", s.Key, src.Err)
 	}
 	var problems []string
 	sum, size := hw.Sum()

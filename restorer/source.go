@@ -11,56 +11,36 @@ import (
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
-// loadBackup resolves "" and "latest" to the greatest backup id with a
-// manifest.json and loads that manifest.
+// loadBackup resolves "" and "latest" to the latest backup, the newest
+// complete one (repository.Latest: an unreadable newest manifest is an
+// error naming it, never a silent fall-back to an older backup), and loads
+// that manifest; an explicit id loads that backup's manifest.
 func loadBackup(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
 	if id == "" || id == "latest" {
-		// The latest complete backup whose manifest reads (list, backup and
-		// restore agree on it); a damaged one is skipped.
-		var ids []string
-		err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
-			rest := strings.TrimPrefix(oi.Key, format.BackupsPrefix())
-			if bid, file, ok := strings.Cut(rest, "/"); ok && file == "manifest.json" && format.ValidBackupID(bid) {
-				ids = append(ids, bid)
-			}
-			return nil
-		})
+		m, err := repository.Latest(ctx, store)
 		if err != nil {
-			return nil, fmt.Errorf("list backups in %s: %w", store.Location(), err)
+			return nil, err
 		}
-		sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-		var damaged []string
-		for _, bid := range ids {
-			m, err := loadBackup(ctx, store, bid)
-			if err == nil {
-				return m, nil
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			damaged = append(damaged, fmt.Sprintf("%s (%v)", bid, err))
+		if m == nil {
+			return nil, fmt.Errorf("%w: %s holds no complete backup", ErrNoBackup, store.Location())
 		}
-		if len(damaged) > 0 {
-			return nil, fmt.Errorf("%w: %s holds no readable complete backup; damaged: %s", ErrNoBackup, store.Location(), strings.Join(damaged, "; "))
+		if m.State != format.StateComplete {
+			return nil, fmt.Errorf("%w: backup %s is not complete", ErrNoBackup, m.BackupID)
 		}
-		return nil, fmt.Errorf("%w: %s holds no complete backup", ErrNoBackup, store.Location())
+		return m, nil
 	} else if !format.ValidBackupID(id) {
 		return nil, fmt.Errorf("%w: %q is not a backup id (like 20261129T074512.345Z-9f3a01bc)", ErrNoBackup, id)
 	}
-	rc, err := store.Get(ctx, format.ManifestKey(id))
+	m, err := repository.LoadManifest(ctx, store, format.ManifestKey(id))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s has no backup %s (no %s)", ErrNoBackup, store.Location(), id, format.ManifestKey(id))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read manifest %s of backup %s: %w", format.ManifestKey(id), id, err)
-	}
-	defer rc.Close()
-	m, err := format.ReadManifest(rc)
-	if err != nil {
-		return nil, fmt.Errorf("manifest %s of backup %s: %w", format.ManifestKey(id), id, err)
+		return nil, fmt.Errorf("backup %s: %w", id, err)
 	}
 	if m.State != format.StateComplete {
 		return nil, fmt.Errorf("%w: backup %s is not complete", ErrNoBackup, id)
@@ -116,11 +96,11 @@ func readSegment(ctx context.Context, store storage.Backend, topic string, parti
 		return fmt.Errorf("read segment %s: %w", s.Key, err)
 	}
 	defer rc.Close()
-	src := &readErrReader{r: rc}
+	src := &storage.ReadTracker{R: rc}
 	hr := format.NewHashingWriter(io.Discard)
 	damaged := func(problem string) error {
-		if src.err != nil {
-			return fmt.Errorf("read segment %s: %w", s.Key, src.err)
+		if src.Err != nil {
+			return fmt.Errorf("read segment %s: %w", s.Key, src.Err)
 		}
 		return &DamageError{Damaged: []Damage{{Key: s.Key, Topic: topic, Partition: partition, Problem: problem}}}
 	}
@@ -153,8 +133,8 @@ func readSegment(ctx context.Context, store storage.Backend, topic string, parti
 			return err
 		}
 	}
-	if _, err := io.Copy(io.Discard, tee); err != nil || src.err != nil {
-		return fmt.Errorf("read segment %s: %w", s.Key, errors.Join(src.err, err))
+	if _, err := io.Copy(io.Discard, tee); err != nil || src.Err != nil {
+		return fmt.Errorf("read segment %s: %w", s.Key, errors.Join(src.Err, err))
 	}
 	sum, size := hr.Sum()
 	var problems []string

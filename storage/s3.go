@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -60,6 +61,28 @@ type S3Options struct {
 	// page; 0 means the server's default (1000, the S3 maximum). Tests set
 	// it low to exercise pagination.
 	ListPageSize int
+	// RequestTimeout bounds each step of one attempt of a request:
+	// connecting (TCP dial, TLS handshake), waiting for the response
+	// headers, and every read and write on the connection, which must move
+	// at least one byte within it. A download that stalls mid-body fails
+	// its attempt after RequestTimeout (and resumes, see Get); one that is
+	// slow but moving does not. 0 means DefaultS3RequestTimeout (30 s).
+	// Config key storage.request_timeout.
+	RequestTimeout time.Duration
+	// RetryTimeout is the retry budget of one operation: a request that
+	// fails with a retryable error (connection refused or reset, a timeout,
+	// HTTP 500, 502, 503, 504, throttling) is tried again with exponential
+	// backoff and jitter (the AWS SDK's retry.Standard, at most
+	// DefaultS3MaxBackoff between attempts) until RetryTimeout has passed
+	// since its first attempt; a download cut short is resumed within the
+	// same budget counted from its first interruption. The last attempt may
+	// end up to RequestTimeout plus one backoff later. 0 means
+	// DefaultS3RetryTimeout (2 min), longer than a KRaft broker's session
+	// timeout (broker.session.timeout.ms, 9 s) so that an S3-compatible
+	// store restarting on such a broker's host is waited for. After it the
+	// error wraps ErrTransient and names the endpoint. Config key
+	// storage.retry_timeout.
+	RetryTimeout time.Duration
 	// Logger receives the AWS SDK's own log messages (such as "falling back
 	// to IMDSv1" while looking for credentials), all at debug level, with
 	// the attribute component=aws-sdk and the SDK's classification (WARN,
@@ -72,6 +95,12 @@ type S3Options struct {
 const (
 	DefaultS3PartSize          = 8 << 20
 	DefaultS3UploadConcurrency = 2
+	DefaultS3RequestTimeout    = 30 * time.Second
+	DefaultS3RetryTimeout      = 2 * time.Minute
+	// DefaultS3MaxBackoff is the longest wait between two attempts of a
+	// request (or two resumes of a download); it is RetryTimeout/4 when
+	// that is shorter.
+	DefaultS3MaxBackoff = 5 * time.Second
 )
 
 // S3 is a Backend storing each object as an S3 object named
@@ -93,6 +122,7 @@ type S3 struct {
 	prefix   string // "" or "some/prefix/" (with the trailing slash)
 	endpoint string // for messages: the endpoint URL or "AWS S3 (<region>)"
 	pageSize int32
+	retry    retryPolicy
 }
 
 var _ Backend = (*S3)(nil)
@@ -132,6 +162,16 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	if opts.ListPageSize < 0 || opts.ListPageSize > 1000 {
 		return nil, fmt.Errorf("s3 storage: list page size %d is outside 0..1000", opts.ListPageSize)
 	}
+	if opts.RequestTimeout < 0 || opts.RetryTimeout < 0 {
+		return nil, fmt.Errorf("s3 storage: request timeout %s and retry timeout %s must not be negative", opts.RequestTimeout, opts.RetryTimeout)
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultS3RequestTimeout
+	}
+	if opts.RetryTimeout == 0 {
+		opts.RetryTimeout = DefaultS3RetryTimeout
+	}
+	policy := newRetryPolicy(opts.RequestTimeout, opts.RetryTimeout)
 
 	loadOpts := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger(opts.Logger))}
 	if opts.Region != "" {
@@ -149,6 +189,9 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
 		o.UsePathStyle = opts.PathStyle
+		o.HTTPClient = policy.httpClient()
+		o.Retryer = policy.retryer()
+		o.APIOptions = append(o.APIOptions, markOperationStart)
 		// Multipart objects carry composite checksums that cannot be
 		// checked on read; do not log a warning for every such Get.
 		o.DisableLogOutputChecksumValidationSkipped = true
@@ -164,12 +207,13 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		prefix:   prefix,
 		endpoint: opts.Endpoint,
 		pageSize: int32(opts.ListPageSize),
+		retry:    policy,
 	}
 	if s.endpoint == "" {
 		s.endpoint = "AWS S3 (region " + cfg.Region + ")"
 	}
 	if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
-		return nil, fmt.Errorf("s3 storage: %w", s.mapError("check bucket", "", err))
+		return nil, fmt.Errorf("s3 storage: %w", s.mapError(ctx, "check bucket", "", err))
 	}
 	return s, nil
 }
@@ -238,14 +282,14 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		if body.err != nil && !errors.Is(err, body.err) {
 			err = fmt.Errorf("%w: %w", body.err, err)
 		}
-		return s.mapError("put", key, err)
+		return s.mapError(ctx, "put", key, err)
 	}
 	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
 		Bucket: aws.String(s.bucket),
 		Key:    aws.String(s.fullKey(key)),
 	})
 	if err != nil {
-		return s.mapError("put: check stored size of", key, err)
+		return s.mapError(ctx, "put: check stored size of", key, err)
 	}
 	if got := aws.ToInt64(head.ContentLength); got != body.n {
 		_ = s.Delete(context.WithoutCancel(ctx), key)
@@ -274,7 +318,12 @@ func (s *S3) abortUpload(ctx context.Context, fullKey, uploadID string) error {
 // (S3 conditional writes), so the server refuses to replace an existing
 // object: HTTP 412 PreconditionFailed, or 409 ConditionalRequestConflict
 // when a concurrent write to the same key is in flight, both returned as
-// ErrExists (callers wanting the key may retry after a conflict).
+// ErrExists (callers wanting the key may retry after a conflict). When the
+// object found holds exactly data, PutIfAbsent returns nil: a retried
+// attempt (S3Options.RetryTimeout) met the object an earlier attempt of the
+// same call stored before its response was lost. Callers must therefore
+// put content no other writer can produce (the repository lock names its
+// owner, host, process and time).
 //
 // Limitation: this is only as atomic as the server's conditional writes.
 // AWS S3 (since 2024-08), MinIO and versitygw (v1.8.0, checked by this
@@ -294,10 +343,23 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		IfNoneMatch:       aws.String("*"),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 	})
-	if err != nil {
-		return s.mapError("put-if-absent", key, err)
+	if err = s.mapError(ctx, "put-if-absent", key, err); errors.Is(err, ErrExists) && s.holds(ctx, key, data) {
+		// An earlier attempt of this call stored the object and its
+		// response was lost; the SDK's retry then met our own object.
+		return nil
 	}
-	return nil
+	return err
+}
+
+// holds reports whether the object at key holds exactly data.
+func (s *S3) holds(ctx context.Context, key string, data []byte) bool {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(io.LimitReader(rc, int64(len(data))+1))
+	return err == nil && bytes.Equal(got, data)
 }
 
 // CheckConditionalWrites verifies that the store honours If-None-Match:
@@ -324,6 +386,17 @@ func (s *S3) CheckConditionalWrites(ctx context.Context, key string) error {
 // Get opens the object with GetObject (checksum mode enabled, so the SDK
 // verifies a whole-object checksum while the body is read and the final
 // Read fails on a mismatch). It returns ErrNotFound for a missing key.
+//
+// A body that fails while it is read (connection reset or closed before
+// the Content-Length, no byte for RequestTimeout) is resumed: a new
+// GetObject with "Range: bytes=<bytes read>-" and "If-Match: <ETag>" (RFC
+// 9110 §13.1.1; an object replaced meanwhile fails the read instead of
+// mixing two versions), after a backoff, until RetryTimeout has passed
+// since the first interruption. Resumed bytes are not checked against the
+// stored checksum (S3 returns none for a range); the readers of this
+// repository check every segment's SHA-256 and every manifest's content.
+// When the budget is spent, Read fails with an error wrapping
+// ErrTransient that names the object, the endpoint and the bytes read.
 func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -334,10 +407,107 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 		ChecksumMode: types.ChecksumModeEnabled,
 	})
 	if err != nil {
-		return nil, s.mapError("get", key, err)
+		return nil, s.mapError(ctx, "get", key, err)
 	}
-	return out.Body, nil
+	return &s3Body{s: s, ctx: ctx, key: key, body: out.Body, etag: aws.ToString(out.ETag), size: aws.ToInt64(out.ContentLength)}, nil
 }
+
+// s3Body is the body of one Get, resumed with range requests after a
+// failure (see Get). Not safe for concurrent use, like any io.Reader.
+type s3Body struct {
+	s       *S3
+	ctx     context.Context
+	key     string
+	body    io.ReadCloser
+	etag    string
+	size    int64 // the object's size, from the first response's Content-Length
+	n       int64 // bytes returned so far
+	failed  time.Time
+	resumes int
+	pending error // a read error held back while bytes were returned with it
+	err     error // sticky final error
+}
+
+func (b *s3Body) Read(p []byte) (int, error) {
+	for {
+		if b.err != nil {
+			return 0, b.err
+		}
+		var n int
+		var err error
+		if b.pending != nil {
+			err, b.pending = b.pending, nil
+		} else {
+			n, err = b.body.Read(p)
+			b.n += int64(n)
+		}
+		if err == io.EOF && b.n < b.size {
+			err = errShortBody
+		}
+		if err == nil || err == io.EOF {
+			return n, err
+		}
+		if n > 0 {
+			b.pending = err
+			return n, nil
+		}
+		if err := b.resume(err); err != nil {
+			b.err = err
+			return 0, err
+		}
+	}
+}
+
+// resume replaces the failed body with a range request from the bytes
+// read, retrying within the budget, or returns the error to give up with.
+func (b *s3Body) resume(cause error) error {
+	s := b.s
+	where := s.where(b.key)
+	switch {
+	case b.ctx.Err() != nil:
+		return fmt.Errorf("read %s: %w", where, b.ctx.Err())
+	case isChecksumMismatch(cause):
+		return fmt.Errorf("read %s: %w", where, cause)
+	}
+	if b.failed.IsZero() {
+		b.failed = time.Now()
+	}
+	for {
+		if elapsed := time.Since(b.failed); elapsed >= s.retry.retryTimeout {
+			return markTransient(fmt.Errorf("read %s at %s: the download failed after %d of %d bytes and %d resumes: %w (gave up after retrying for %s; storage.retry_timeout is %s)",
+				where, s.endpoint, b.n, b.size, b.resumes, cause, elapsed.Round(time.Millisecond), s.retry.retryTimeout))
+		}
+		b.resumes++
+		if err := sleep(b.ctx, s.retry.backoff(b.resumes)); err != nil {
+			return fmt.Errorf("read %s: %w", where, err)
+		}
+		b.body.Close()
+		in := &s3.GetObjectInput{
+			Bucket: aws.String(s.bucket),
+			Key:    aws.String(s.fullKey(b.key)),
+			Range:  aws.String(fmt.Sprintf("bytes=%d-", b.n)),
+		}
+		if b.etag != "" {
+			in.IfMatch = aws.String(b.etag)
+		}
+		out, err := s.client.GetObject(b.ctx, in)
+		if err == nil {
+			b.body = out.Body
+			return nil
+		}
+		err = s.mapError(b.ctx, "resume reading", b.key, err)
+		if !IsTransient(err) {
+			if errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) { // 412: the ETag no longer matches
+				return fmt.Errorf("read %s: the object was replaced or deleted while it was read (after %d of %d bytes)", where, b.n, b.size)
+			}
+			return err
+		}
+		cause = err
+		b.body = io.NopCloser(strings.NewReader(""))
+	}
+}
+
+func (b *s3Body) Close() error { return b.body.Close() }
 
 // Stat returns size and last-modified time from HeadObject, or ErrNotFound.
 func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
@@ -349,7 +519,7 @@ func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 		Key:    aws.String(s.fullKey(key)),
 	})
 	if err != nil {
-		return ObjectInfo{}, s.mapError("stat", key, err)
+		return ObjectInfo{}, s.mapError(ctx, "stat", key, err)
 	}
 	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
 }
@@ -373,7 +543,7 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(ObjectInfo) error)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return s.mapError("list", prefix, err)
+			return s.mapError(ctx, "list", prefix, err)
 		}
 		for _, obj := range page.Contents {
 			key := strings.TrimPrefix(aws.ToString(obj.Key), s.prefix)
@@ -399,7 +569,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 		Bucket: aws.String(s.bucket),
 		Key:    aws.String(s.fullKey(key)),
 	})
-	if err = s.mapError("delete", key, err); err != nil && !errors.Is(err, ErrNotFound) {
+	if err = s.mapError(ctx, "delete", key, err); err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	return nil
@@ -423,7 +593,7 @@ func (s *S3) AbortStaleUploads(ctx context.Context, olderThan time.Duration) (in
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return n, s.mapError("list multipart uploads under", "", err)
+			return n, s.mapError(ctx, "list multipart uploads under", "", err)
 		}
 		for _, up := range page.Uploads {
 			if olderThan > 0 && !aws.ToTime(up.Initiated).Before(cutoff) {
@@ -456,13 +626,13 @@ func errorCode(err error) string {
 }
 
 // mapError is the one place that interprets AWS error codes and HTTP
-// statuses. op names the operation ("get", "put", ...), key the object
+// statuses, and that tells transient failures (ErrTransient) from others. op names the operation ("get", "put", ...), key the object
 // ("" for bucket-level calls). Missing objects become ErrNotFound, failed
 // conditional writes ErrExists; bucket, permission, region, endpoint and
 // credential problems get a message naming the bucket and endpoint and the
 // likely fix. The original SDK error stays wrapped (errors.As works, and
 // context.Canceled / DeadlineExceeded stay detectable with errors.Is).
-func (s *S3) mapError(op, key string, err error) error {
+func (s *S3) mapError(ctx context.Context, op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -470,14 +640,18 @@ func (s *S3) mapError(op, key string, err error) error {
 	if key == "" {
 		where += " at " + s.endpoint
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s %s: %w", op, where, err)
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("%s %s: %w", op, where, err) // the caller's cancellation or deadline
 	}
 	code := errorCode(err)
 	status := 0
 	var respErr *awshttp.ResponseError
 	if errors.As(err, &respErr) {
 		status = respErr.HTTPStatusCode()
+	}
+	var be *budgetError
+	if errors.As(err, &be) {
+		err = be // the last attempt's error, with how long it was retried
 	}
 	bucketHint := func(hint string) error {
 		return fmt.Errorf("%s %s: %s: %w", op, where, hint, err)
@@ -503,14 +677,35 @@ func (s *S3) mapError(op, key string, err error) error {
 		return bucketHint(fmt.Sprintf("bucket %q is in another region or behind another endpoint; set the region (AWS_REGION or the storage region setting)", s.bucket))
 	case code == "InvalidBucketName" || (key == "" && status == 400):
 		return bucketHint(fmt.Sprintf("bucket name %q was rejected; S3 bucket names are 3-63 lowercase letters, digits, '.' and '-'", s.bucket))
-	case status == 0 && isNetworkError(err):
-		return bucketHint(fmt.Sprintf("cannot reach %s; check the endpoint URL and port, and set path-style addressing "+
-			"for S3-compatible stores whose bucket sub-domains do not resolve", s.endpoint))
+	case status == 0 && isNetworkError(err) && key == "":
+		return markTransient(bucketHint(fmt.Sprintf("cannot reach %s; check the endpoint URL and port, and set path-style addressing "+
+			"for S3-compatible stores whose bucket sub-domains do not resolve", s.endpoint)))
+	case isTransientS3(err, code, status):
+		if key != "" {
+			where += " at " + s.endpoint // a transient error names the endpoint
+		}
+		return markTransient(fmt.Errorf("%s %s: %w", op, where, err))
 	case strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "failed to refresh cached credentials"):
 		return bucketHint("no usable AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, " +
 			"a web identity (IRSA) role, or run with an instance role")
 	}
 	return fmt.Errorf("%s %s: %w", op, where, err)
+}
+
+// isTransientS3 reports whether an S3 error says nothing about the stored
+// data: a network failure or timeout, HTTP 5xx or 429, or an S3 code that
+// AWS documents as retryable (InternalError, SlowDown, ServiceUnavailable,
+// RequestTimeout, RequestTimeTooSkewed is not: it needs a clock fix).
+func isTransientS3(err error, code string, status int) bool {
+	switch code {
+	case "InternalError", "SlowDown", "ServiceUnavailable", "RequestTimeout", "Throttling", "ThrottlingException", "RequestLimitExceeded":
+		return true
+	}
+	if status >= 500 || status == http.StatusTooManyRequests {
+		return true
+	}
+	var netErr net.Error
+	return status == 0 && (isNetworkError(err) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF))
 }
 
 // isNetworkError reports whether err is a failure to send the request

@@ -257,7 +257,7 @@ func TestNewS3Errors(t *testing.T) {
 			storage.S3Options{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PathStyle: true}, "wrong-secret-do-not-print",
 			[]string{srv.Bucket, srv.Endpoint, "access denied", "AWS_SECRET_ACCESS_KEY"}},
 		{"nothing listening at endpoint",
-			storage.S3Options{Bucket: srv.Bucket, Endpoint: closedEndpoint, PathStyle: true}, "",
+			storage.S3Options{Bucket: srv.Bucket, Endpoint: closedEndpoint, PathStyle: true, RequestTimeout: time.Second, RetryTimeout: time.Second}, "",
 			[]string{srv.Bucket, closedEndpoint, "cannot reach", "path-style"}},
 		{"endpoint without scheme",
 			storage.S3Options{Bucket: srv.Bucket, Endpoint: "minio.storage.svc:9000"}, "",

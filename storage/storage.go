@@ -55,7 +55,9 @@ type Backend interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	// PutIfAbsent stores data under key only if no object exists there,
 	// atomically with respect to other PutIfAbsent calls; otherwise it
-	// returns ErrExists. Used for the repository lock.
+	// returns ErrExists. Used for the repository lock. A backend that
+	// retries may return nil when the object found holds exactly data (its
+	// own earlier attempt stored it), so data must be unique to the caller.
 	PutIfAbsent(ctx context.Context, key string, data []byte) error
 	// Get opens the object for reading. The caller closes it.
 	Get(ctx context.Context, key string) (io.ReadCloser, error)

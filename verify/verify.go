@@ -67,7 +67,9 @@ func (r *Result) OK() bool { return len(r.Problems) == 0 }
 // records, first and last offsets and timestamp range, and each partition's
 // segments add up to its record count inside [start_offset, end_offset).
 // Problems are collected, not returned as errors; the error is for a
-// repository that cannot be read at all (or a cancelled context).
+// repository that cannot be read at all, a storage failure that outlasted
+// the backend's retries (storage.IsTransient: it says nothing of the
+// object, a re-run may pass), or a cancelled context.
 func Repository(ctx context.Context, store storage.Backend, m *format.Manifest, deep bool) (*Result, error) {
 	res := &Result{BackupID: m.BackupID, Deep: deep, Problems: []Problem{}}
 	for _, t := range m.Topics {
@@ -79,7 +81,9 @@ func Repository(ctx context.Context, store storage.Backend, m *format.Manifest, 
 				if err := ctx.Err(); err != nil {
 					return res, err
 				}
-				checkSegment(ctx, store, t.Name, p, s, deep, res)
+				if err := checkSegment(ctx, store, t.Name, p, s, deep, res); err != nil {
+					return res, err
+				}
 			}
 			if sum != p.Records {
 				res.Problems = append(res.Problems, Problem{Topic: t.Name, Partition: p.Partition, Offset: -1,
@@ -90,18 +94,21 @@ func Repository(ctx context.Context, store storage.Backend, m *format.Manifest, 
 	return res, nil
 }
 
-func checkSegment(ctx context.Context, store storage.Backend, topic string, p format.Partition, s format.Segment, deep bool, res *Result) {
+func checkSegment(ctx context.Context, store storage.Backend, topic string, p format.Partition, s format.Segment, deep bool, res *Result) error {
 	bad := func(offset int64, format string, args ...any) {
 		res.Problems = append(res.Problems, Problem{Object: s.Key, Topic: topic, Partition: p.Partition, Offset: offset, Message: fmt.Sprintf(format, args...)})
 	}
 	rc, err := store.Get(ctx, s.Key)
 	if errors.Is(err, storage.ErrNotFound) {
 		bad(-1, "missing: the manifest names it but the repository has no such object")
-		return
+		return nil
+	}
+	if storage.IsTransient(err) || ctx.Err() != nil {
+		return fmt.Errorf("read segment %s: %w", s.Key, err)
 	}
 	if err != nil {
 		bad(-1, "cannot be read: %v", err)
-		return
+		return nil
 	}
 	defer rc.Close()
 	h := sha256.New()
@@ -112,9 +119,12 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, p fo
 	}
 	n, err := io.Copy(io.Discard, r)
 	res.Bytes += n
+	if storage.IsTransient(err) || (err != nil && ctx.Err() != nil) {
+		return fmt.Errorf("read segment %s: %w", s.Key, err)
+	}
 	if err != nil {
 		bad(-1, "read failed after %d bytes: %v", n, err)
-		return
+		return nil
 	}
 	if n != s.Size {
 		bad(-1, "size %d bytes, the manifest says %d", n, s.Size)
@@ -123,7 +133,7 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, p fo
 		bad(-1, "SHA-256 %s, the manifest says %s: the object is damaged or was replaced", sum, s.SHA256)
 	}
 	if !deep {
-		return
+		return nil
 	}
 	var (
 		count        int64
@@ -143,7 +153,7 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, p fo
 	})
 	if err != nil {
 		bad(prev+1, "does not decode after offset %d: %v", prev, err)
-		return
+		return nil
 	}
 	switch {
 	case gotTopic != topic || gotPart != p.Partition:
@@ -157,6 +167,7 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, p fo
 	case first < p.StartOffset || last >= p.EndOffset:
 		bad(first, "offsets %d..%d lie outside the partition's cut [%d, %d)", first, last, p.StartOffset, p.EndOffset)
 	}
+	return nil
 }
 
 // Cut says where a restore ended a partition: the original offset of the

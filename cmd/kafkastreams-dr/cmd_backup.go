@@ -61,9 +61,9 @@ CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,
   internal_topic_prefixes, source.* (bootstrap_servers, client_id,
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
-  topics.allow_missing), storage.*
-  (backend, bucket, prefix, region, endpoint, path_style, path), backup.*
-  (compression, source_cluster_id, segment_max_bytes, concurrency).
+  topics.allow_missing), storage.* (backend, bucket, prefix, region, endpoint,
+  path_style, request_timeout, retry_timeout, path), backup.* (compression,
+  source_cluster_id, segment_max_bytes, concurrency).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
   shared config and credentials files, web identity / IRSA, instance roles).
   See "kafkastreams-dr config validate --help" for every key.`,
@@ -139,7 +139,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	defer func() { tel.finish(ctx, err) }()
 	bo.Observer = tel.backupObserver()
 	if bo.Store, err = openStorage(ctx, cfg.Storage); err != nil {
-		return withCode(exitError, err, "")
+		return storageError(err)
 	}
 	backup.ToolVersion = version
 
@@ -174,6 +174,9 @@ func backupError(err error, file string) error {
 		case backup.PhaseCluster:
 			return withCode(exitError, fmt.Errorf("backup: %w", err), fmt.Sprintf("check source.bootstrap_servers and source.security, and that the brokers are reachable: kafkastreams-dr topics -c %s", file))
 		case backup.PhaseRepository:
+			if storage.IsTransient(err) {
+				return withCode(exitError, fmt.Errorf("backup: %w", err), "nothing was copied; "+storage.TransientHint("the storage"))
+			}
 			return withCode(exitError, fmt.Errorf("backup: %w", err), "check the repository (storage.* in the config) and the message above; nothing was copied")
 		default:
 			return withCode(exitError, fmt.Errorf("backup: %w", err), "run the same command again: it resumes this backup where it stopped")

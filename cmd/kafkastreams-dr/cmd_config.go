@@ -48,6 +48,10 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
     backend                 s3 | filesystem (required)
     bucket, prefix, region  s3 (bucket required); credentials from the AWS default chain
     endpoint, path_style    s3: S3-compatible stores (MinIO, Ceph, ...)
+    request_timeout         s3: each connect, header wait, read and write of a request
+                            (a Go duration, default 30s)
+    retry_timeout           s3: how long a failing request is retried with backoff and a
+                            cut download resumed, then exit 1 (default 2m)
     path                    filesystem: the directory (required; prefix is a subdirectory;
                             a relative path is relative to the config file's directory)
                             prefix: no ".." segment

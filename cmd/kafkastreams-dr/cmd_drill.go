@@ -19,6 +19,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -188,7 +189,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	}
 	store, err := openStorage(ctx, cfg.Storage)
 	if err != nil {
-		return withCode(exitError, err, "")
+		return storageError(err)
 	}
 	backup.ToolVersion = version
 
@@ -411,6 +412,10 @@ func drillOutcome(rep *drill.Report, file string) error {
 	switch {
 	case p.Locked:
 		return withCode(exitLocked, err, "another run holds the repository lock or the drill target's restore lock: run the drill again once it has finished")
+	case p.Transient:
+		return withCode(exitError, err, storage.TransientHint("the storage"))
+	case p.Damaged:
+		return withCode(exitError, err, repositoryHint(repository.ErrDamaged, ""))
 	case p.Refused:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
 	case p.Name == drill.PhaseBackup:

@@ -37,8 +37,9 @@ type offsetsTranslateOptions struct {
 }
 
 const offsetsKeysHelp = `CONFIG KEYS USED
-  storage.* (backend, bucket, prefix, region, endpoint, path_style, path): the
-  repository. S3 credentials come from the AWS default chain. No cluster is contacted.`
+  storage.* (backend, bucket, prefix, region, endpoint, path_style, request_timeout,
+  retry_timeout, path): the repository. S3 credentials come from the AWS default chain.
+  No cluster is contacted.`
 
 func newOffsetsCmd(g *globalOptions, s *iostreams,
 	showF func(context.Context, *offsetsShowOptions, *iostreams) error,
@@ -173,18 +174,16 @@ func openRepository(ctx context.Context, file string, s *iostreams) (storage.Bac
 		return nil, err
 	}
 	store, err := openExistingStorage(ctx, cfg.Storage)
-	var ee *exitErr
-	if errors.As(err, &ee) {
-		return nil, err
-	}
 	if err != nil {
-		return nil, withCode(exitError, err, "")
+		return nil, storageError(err)
 	}
 	return store, nil
 }
 
 // repositoryError maps an error reading a backup: no such backup exits 2
-// with how to list the backups; anything else exits 1.
+// with how to list the backups; anything else exits 1, with the next step
+// when the error is a transient storage failure or a damaged manifest
+// (repositoryHint).
 func repositoryError(err error, location string) error {
 	var refused *restorer.RefusedError
 	switch {
@@ -195,7 +194,11 @@ func repositoryError(err error, location string) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	}
-	return withCode(exitError, err, "")
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		return err
+	}
+	return withCode(exitError, err, repositoryHint(err, location))
 }
 
 // offsetsShowJSON is the --json output of offsets show.

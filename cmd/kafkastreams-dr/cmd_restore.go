@@ -22,7 +22,9 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
@@ -112,8 +114,8 @@ CONFIG KEYS USED
     target.security and target.client_id when the config has a target section.
   target.request_timeout (default 30s), target.retry_timeout (default 2m): the bound
     on one request and how long retriable failures are retried.
-  storage.* (backend, bucket, prefix, region, endpoint, path_style, path): the
-    repository. S3 credentials come from the AWS default chain.
+  storage.* (backend, bucket, prefix, region, endpoint, path_style, request_timeout,
+    retry_timeout, path): the repository. S3 credentials come from the AWS default chain.
   application_id: must equal the backup's.
   source_changelog_topics: input topics that are also store changelogs, in addition
     to those the backup marked.
@@ -481,6 +483,10 @@ func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 		return err
 	case errors.Is(err, restorer.ErrLocked):
 		return withCode(exitLocked, err, "another restore into this target cluster is running: wait for it (nothing was written)")
+	case errors.Is(err, repository.ErrDamaged):
+		return withCode(exitError, fmt.Errorf("restore: %w", err), repositoryHint(err, location))
+	case (dryRun || errors.Is(err, restorer.ErrNothingWritten)) && storage.IsTransient(err):
+		return withCode(exitError, fmt.Errorf("restore plan: %w", err), "nothing was written; "+storage.TransientHint(location))
 	case dryRun || errors.Is(err, restorer.ErrNothingWritten):
 		return withCode(exitError, fmt.Errorf("restore plan: %w", err),
 			"nothing was written; check target.bootstrap_servers and target.security, the repository (storage.*), and the message above")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
-	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
@@ -99,22 +98,23 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	}
 	id := o.BackupID
 	if id == "" || id == "latest" {
-		// The newest manifest, readable or not: verify reports the damage
-		// that "latest" elsewhere skips.
+		// The newest complete backup, readable or not (repository.Latest's
+		// rule): verify reports its damage.
+		ids, err := repository.CompleteIDs(ctx, store)
+		if err != nil {
+			return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
+		}
 		id = ""
-		store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
-			if bid, file, ok := strings.Cut(strings.TrimPrefix(oi.Key, format.BackupsPrefix()), "/"); ok && file == "manifest.json" && format.ValidBackupID(bid) {
-				id = max(id, bid)
-			}
-			return nil
-		})
+		if len(ids) > 0 {
+			id = ids[0]
+		}
 	}
 	m, err := loadBackupManifest(ctx, store, id)
 	if err != nil {
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
 		}
-		return withCode(exitError, fmt.Errorf("verify: %w", err), "the manifest is damaged or truncated: this backup cannot be restored; restore an earlier one (kafkastreams-dr list -c FILE); the next backup continues from the latest readable backup")
+		return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
 	}
 	var res *verify.Result
 	if o.AgainstCluster {
@@ -169,7 +169,7 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	} else {
 		res, err = verify.Repository(ctx, store, m, o.Deep)
 		if err != nil {
-			return withCode(exitError, fmt.Errorf("verify: %w", err), "")
+			return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
 		}
 	}
 	if o.JSON {

@@ -18,6 +18,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/metrics"
 	"github.com/kafkastreams-dr/kafkastreams-dr/progress"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -274,6 +275,9 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 			Region:    s.Region,
 			Endpoint:  s.Endpoint,
 			PathStyle: s.PathStyle,
+			// Zero means the storage package's defaults.
+			RequestTimeout: s.RequestTimeout,
+			RetryTimeout:   s.RetryTimeout,
 		})
 	case config.BackendFilesystem:
 		b, err := storage.NewFilesystem(s.FilesystemDir())
@@ -300,13 +304,27 @@ func openExistingStorage(ctx context.Context, s config.Storage) (storage.Backend
 }
 
 // storageError gives an error opening the repository its exit code: the
-// one it carries, or 1.
+// one it carries, or 1, with the re-run hint when the store's failure was
+// transient (it did not answer in time, or answered 5xx).
 func storageError(err error) error {
 	var ee *exitErr
 	if errors.As(err, &ee) {
 		return err
 	}
-	return withCode(exitError, err, "")
+	return withCode(exitError, err, repositoryHint(err, "the storage"))
+}
+
+// repositoryHint is the next step after err from reading the repository at
+// location, or "" when err is neither transient nor damage.
+func repositoryHint(err error, location string) string {
+	switch {
+	case storage.IsTransient(err):
+		return storage.TransientHint(location)
+	case errors.Is(err, repository.ErrDamaged):
+		return "the manifest is damaged or truncated: this backup cannot be restored; check the repository with kafkastreams-dr verify -c FILE --backup-id <id>, " +
+			"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c FILE), or take a new full backup (kafkastreams-dr backup -c FILE --full)"
+	}
+	return ""
 }
 
 // filesystemError names storage.path (and storage.prefix) in an error of

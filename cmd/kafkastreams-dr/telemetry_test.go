@@ -433,7 +433,7 @@ func TestNoSecretInOutput(t *testing.T) {
 	gwURL := strings.Replace(gw.URL, "http://", "http://pusher:"+pushPassword+"@", 1)
 
 	filesystem := "  backend: filesystem\n  path: " + t.TempDir() + "\n"
-	s3 := "  backend: s3\n  bucket: kdr-secrets\n  region: us-east-1\n  endpoint: http://" + closedPort + "\n  path_style: true\n"
+	s3 := "  backend: s3\n  bucket: kdr-secrets\n  region: us-east-1\n  endpoint: http://" + closedPort + "\n  path_style: true\n  retry_timeout: 1s\n"
 	for _, tc := range []struct {
 		name     string
 		password string

@@ -1,0 +1,137 @@
+// Package repository reads the backups of a repository the way every
+// command must agree on: which backup is the latest, and whether a manifest
+// that cannot be read is damaged (re-running will not help) or was not
+// read because the store failed (re-running will). It sits between the
+// commands' readers and writers (backup, restorer, catalog, verify) and the
+// format and storage packages.
+//
+// The rule for "latest" (docs/FORMAT.md, "Write order"): the latest backup
+// is the newest complete one, the greatest backup id with a manifest.json,
+// whether or not that manifest reads. An older backup is never put in its
+// place silently: a reader that cannot read it fails naming its key, and an
+// older backup is used only when asked for by id.
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// ErrDamaged is wrapped by LoadManifest's error when the manifest was read
+// in full but does not decode or validate (truncated, overwritten, of a
+// newer format_version): damage to the stored object, which no re-run
+// repairs. Test with errors.Is. A storage failure reading it wraps
+// storage.ErrTransient (or storage.ErrNotFound) instead.
+var ErrDamaged = errors.New("damaged manifest")
+
+// damagedError keeps the decoder's error and ErrDamaged.
+type damagedError struct{ err error }
+
+func (e *damagedError) Error() string   { return e.err.Error() }
+func (e *damagedError) Unwrap() []error { return []error{e.err, ErrDamaged} }
+
+// LoadManifest reads and validates the manifest (manifest.json or
+// progress.json) at key. Errors name the key: a storage error is returned
+// wrapped as "read manifest <key>: ..." (storage.ErrNotFound and
+// storage.ErrTransient stay testable), a manifest that does not decode or
+// validate as "manifest <key>: ..." wrapping ErrDamaged. A cancelled ctx is
+// never reported as damage.
+func LoadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	defer rc.Close()
+	m, err := format.ReadManifest(rc)
+	switch {
+	case err == nil:
+		return m, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("read manifest %s: %w", key, ctx.Err())
+	case storage.IsTransient(err):
+		// The body failed mid-read: the decoder saw a storage error.
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	return nil, &damagedError{fmt.Errorf("manifest %s: %w", key, err)}
+}
+
+// CompleteIDs returns the ids of the repository's complete backups (those
+// with a backups/<id>/manifest.json), newest (greatest) first. It lists
+// backups/ and reads nothing.
+func CompleteIDs(ctx context.Context, store storage.Backend) ([]string, error) {
+	var ids []string
+	err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
+		rest := strings.TrimPrefix(oi.Key, format.BackupsPrefix())
+		if id, file, ok := strings.Cut(rest, "/"); ok && file == "manifest.json" && format.ValidBackupID(id) {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list backups in %s: %w", store.Location(), err)
+	}
+	// List returns keys in lexicographic order; backup ids sort by time.
+	for i, j := 0, len(ids)-1; i < j; i, j = i+1, j-1 {
+		ids[i], ids[j] = ids[j], ids[i]
+	}
+	return ids, nil
+}
+
+// LatestError is Latest's error when the newest complete backup exists but
+// its manifest cannot be read. It wraps the read error, so
+// storage.IsTransient and errors.Is(err, ErrDamaged) tell the two kinds
+// apart, and its message names the manifest's key and the ways out.
+type LatestError struct {
+	BackupID string // the newest complete backup
+	Key      string // its manifest
+	Older    string // the newest older complete backup, "" if none
+	Err      error
+}
+
+func (e *LatestError) Error() string {
+	var fix string
+	switch {
+	case storage.IsTransient(e.Err):
+		fix = "the storage failed, the backup may be intact: run the command again"
+	case errors.Is(e.Err, storage.ErrNotFound):
+		fix = "it was deleted while it was read (is a prune running?): run the command again"
+	default:
+		fix = fmt.Sprintf("check it with kafkastreams-dr verify --backup-id %s", e.BackupID)
+		if e.Older != "" {
+			fix += fmt.Sprintf(", restore an older backup by naming it (--backup-id %s)", e.Older)
+		}
+		fix += ", or take a new full backup (kafkastreams-dr backup --full)"
+	}
+	return fmt.Sprintf("the latest backup %s cannot be read, and no older backup is used in its place: %v; %s", e.BackupID, e.Err, fix)
+}
+
+func (e *LatestError) Unwrap() error { return e.Err }
+
+// Latest returns the manifest of the latest backup: the newest complete
+// one (see the package comment). id is "" and m nil, with a nil error,
+// when the repository holds no complete backup. When the newest manifest
+// cannot be read the error is a *LatestError, whatever older backups hold.
+func Latest(ctx context.Context, store storage.Backend) (m *format.Manifest, err error) {
+	ids, err := CompleteIDs(ctx, store)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	key := format.ManifestKey(ids[0])
+	m, err = LoadManifest(ctx, store, key)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		le := &LatestError{BackupID: ids[0], Key: key, Err: err}
+		if len(ids) > 1 {
+			le.Older = ids[1]
+		}
+		return nil, le
+	}
+	return m, nil
+}
