@@ -10,8 +10,9 @@
 // without a port, an invalid S3 bucket name, a ".." in storage.prefix).
 // ${VAR} in a scalar value expands from the environment; an unset variable
 // is an error, a variable set to "" a warning, and $${ writes a literal
-// "${". A relative storage.path is resolved against the directory of the
-// config file (not the working directory).
+// "${". A relative storage.path, TLS file (ca_file, cert_file, key_file)
+// or SASL password_file is resolved against the directory of the config
+// file (not the working directory).
 //
 // A minimal file:
 //

@@ -109,3 +109,62 @@ func TestEmptyEnvWarns(t *testing.T) {
 		t.Errorf("bucket from an empty variable: err = %v, want it to name storage.bucket and KSDR_EMPTY", err)
 	}
 }
+
+// TestRelativeSecurityFilesFollowTheConfigFile: the TLS files and the SASL
+// password file, like storage.path, are relative to the config file's
+// directory (a Kubernetes pod mounts the Secret beside its ConfigMap; a
+// restore run from another directory must read the same files). Before,
+// they followed the working directory: `config validate -c etc/app.yaml`
+// passed from one directory and failed ("no such file") from another.
+func TestRelativeSecurityFilesFollowTheConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	confDir := filepath.Join(dir, "etc", "kdr")
+	if err := os.MkdirAll(filepath.Join(confDir, "secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(confDir, "secrets", "password"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(dir, "abs-password")
+	if err := os.WriteFile(abs, []byte("other\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	security := func(pw string) string {
+		return strings.Replace(base, "  topics:", "  security:\n    tls: {ca_file: secrets/ca.pem, cert_file: ./secrets/client.pem, key_file: secrets/client.key}\n    sasl: {mechanism: SCRAM-SHA-512, username: u, password_file: "+pw+"}\n  topics:", 1) +
+			"target:\n  bootstrap_servers: [dr:9092]\n  security:\n    sasl: {mechanism: PLAIN, username: u, password_file: " + pw + "}\n    tls: {enabled: true}\n"
+	}
+	tests := []struct {
+		name, pw, wantPW string
+	}{
+		{"relative", "secrets/password", filepath.Join(confDir, "secrets", "password")},
+		{"absolute kept", abs, abs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(confDir, "app.yaml")
+			if err := os.WriteFile(file, []byte(security(tt.pw)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(t.TempDir()) // anywhere but the config's directory
+			c, err := Parse([]byte(security(tt.pw)), file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tls := c.Source.Security.TLS
+			if want := filepath.Join(confDir, "secrets", "ca.pem"); tls.CAFile != want {
+				t.Errorf("source ca_file %s, want %s", tls.CAFile, want)
+			}
+			if want := filepath.Join(confDir, "secrets", "client.pem"); tls.CertFile != want {
+				t.Errorf("source cert_file %s, want %s", tls.CertFile, want)
+			}
+			if want := filepath.Join(confDir, "secrets", "client.key"); tls.KeyFile != want {
+				t.Errorf("source key_file %s, want %s", tls.KeyFile, want)
+			}
+			for _, cl := range []*Cluster{&c.Source, c.Target} {
+				if got := cl.Security.SASL.PasswordFile; got != tt.wantPW {
+					t.Errorf("password_file %s, want %s", got, tt.wantPW)
+				}
+			}
+		})
+	}
+}

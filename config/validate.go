@@ -223,6 +223,9 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 		}
 	}
 	v.timeouts(key, cl)
+	for _, f := range []*string{&cl.Security.TLS.CAFile, &cl.Security.TLS.CertFile, &cl.Security.TLS.KeyFile, &cl.Security.SASL.PasswordFile} {
+		*f = v.fromConfigDir(*f)
+	}
 	v.tls(key+".security.tls", &cl.Security.TLS)
 	v.sasl(key+".security.sasl", &cl.Security.SASL, cl.Security.TLS)
 	if v.checkFiles {
@@ -234,6 +237,24 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 		v.errf(k, "%s is required: list the topics to back up (globs like \"order-processor-*-changelog\" or ~regex)", k)
 	}
 	v.patterns(key+".topics", cl.Topics)
+}
+
+// fromConfigDir returns path made absolute against the directory of the
+// config file (as given to Load or Parse, itself relative to the working
+// directory), so that every command given the same file reads the same
+// files and repository from any working directory: storage.path, the TLS
+// files and the SASL password file. "" and absolute paths are returned as
+// they are, and so is path when the config file's name cannot be made
+// absolute.
+func (v *validator) fromConfigDir(path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	abs, err := filepath.Abs(v.file)
+	if err != nil {
+		return path
+	}
+	return filepath.Join(filepath.Dir(abs), path)
 }
 
 // kraftSessionTimeout is a KRaft broker's default broker.session.timeout.ms:
@@ -415,13 +436,11 @@ func (v *validator) storage() {
 	case BackendFilesystem:
 		if s.Path == "" {
 			v.errfAt("storage.path", bk, "storage.path is required when storage.backend is filesystem")
-		} else if !filepath.IsAbs(s.Path) {
+		} else {
 			// Relative to the config file, not to the working directory:
 			// a CronJob and a restore started elsewhere must open the same
 			// repository.
-			if abs, err := filepath.Abs(v.file); err == nil {
-				v.c.Storage.Path = filepath.Join(filepath.Dir(abs), s.Path)
-			}
+			v.c.Storage.Path = v.fromConfigDir(s.Path)
 		}
 		for _, f := range []struct {
 			name string

@@ -39,6 +39,8 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
                             insecure_skip_verify (any file turns TLS on)
       sasl:                 mechanism (PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512), username,
                             password (write ${KAFKA_PASSWORD}) or password_file
+                            (relative file names are relative to the config file's
+                            directory, like storage.path)
     topics:
       include               globs ("app-*-changelog") or ~regex, anchored (required)
       exclude               same syntax; exclude beats include
