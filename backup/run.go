@@ -194,13 +194,17 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		return nil, PhaseRepository, err
 	}
 
-	progCtx, stopProgress := context.WithCancel(ctx)
+	// The writer stops when the copy ends, but a write in flight then is
+	// finished, not cancelled (only the run's ctx cancels it): S3 may act
+	// on a PUT its client gave up on, after the delete of progress.json
+	// below, leaving it beside the manifest.
+	stopProgress := make(chan struct{})
 	progDone := make(chan struct{})
-	go func() { defer close(progDone); r.progressWriter(progCtx) }()
+	go func() { defer close(progDone); r.progressWriter(ctx, stopProgress) }()
 	copyStarted := time.Now()
 	err = r.copyAll(ctx, todo)
 	o.Observer.PhaseDone("copy", time.Since(copyStarted))
-	stopProgress()
+	close(stopProgress)
 	<-progDone
 	if err != nil {
 		if pe := r.writeProgress(context.WithoutCancel(ctx)); pe != nil {
@@ -861,11 +865,15 @@ func (r *runner) writeProgress(ctx context.Context) error {
 }
 
 // progressWriter rewrites the progress manifest after segments complete,
-// coalescing completions that arrive while a write is in flight.
-func (r *runner) progressWriter(ctx context.Context) {
+// coalescing completions that arrive while a write is in flight, until stop
+// is closed or ctx is done. A write under way when stop closes is finished
+// first.
+func (r *runner) progressWriter(ctx context.Context, stop <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		case <-r.progress:
 		}

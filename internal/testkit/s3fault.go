@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -38,6 +39,11 @@ const (
 	// resets the connection instead of sending the response: a write whose
 	// success the client never learns.
 	FaultLoseResponse
+	// FaultDelayForward holds the request for the rule's Delay, then
+	// forwards it whether or not the client still waits (an S3 server
+	// that acts on a request its client has already given up on), and
+	// answers if the client is still there.
+	FaultDelayForward
 )
 
 func (a FaultAction) String() string {
@@ -56,6 +62,8 @@ func (a FaultAction) String() string {
 		return "hang"
 	case FaultLoseResponse:
 		return "lose-response"
+	case FaultDelayForward:
+		return "delay-forward"
 	}
 	return "fault(" + strconv.Itoa(int(a)) + ")"
 }
@@ -63,14 +71,17 @@ func (a FaultAction) String() string {
 // Fault is one rule of an S3Proxy: requests with Method (any when "")
 // whose URL path contains PathContains (any when "") and that carry no
 // Range header unless Ranged is set get Action, the first Times of them
-// (every one when Times is 0), each with probability Rate (always when 0).
+// (every one when Times is 0) after the first Skip, each with probability
+// Rate (always when 0).
 type Fault struct {
 	Method       string
 	PathContains string
 	Ranged       bool // also match requests with a Range header (resumed downloads)
 	Action       FaultAction
 	Times        int
+	Skip         int           // matching requests let through before the rule applies
 	Rate         float64
+	Delay        time.Duration // FaultDelayForward: how long the request is held
 }
 
 // S3Proxy is a loopback reverse proxy in front of an S3 server that injects
@@ -92,7 +103,7 @@ type S3Proxy struct {
 
 type faultRule struct {
 	Fault
-	used int
+	used, skipped int
 }
 
 // StartS3Proxy starts a fault-injecting proxy on a free loopback port in
@@ -143,7 +154,7 @@ func (p *S3Proxy) Injected() []string {
 	return append([]string(nil), p.log...)
 }
 
-func (p *S3Proxy) match(r *http.Request) FaultAction {
+func (p *S3Proxy) match(r *http.Request) (FaultAction, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.faults {
@@ -154,22 +165,27 @@ func (p *S3Proxy) match(r *http.Request) FaultAction {
 			f.Times > 0 && f.used >= f.Times:
 			continue
 		}
+		if f.skipped < f.Skip {
+			f.skipped++
+			return 0, 0
+		}
 		if f.Rate > 0 && p.rnd.Float64() >= f.Rate {
 			continue
 		}
 		f.used++
 		p.log = append(p.log, fmt.Sprintf("%s %s %s", f.Action, r.Method, r.URL.Path))
-		return f.Action
+		return f.Action, f.Delay
 	}
-	return 0
+	return 0, 0
 }
 
 func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	action := p.match(r)
+	action, delay := p.match(r)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return
 	}
+	ctx := r.Context()
 	switch action {
 	case FaultStatus500:
 		w.Header().Set("Content-Type", "application/xml")
@@ -182,9 +198,17 @@ func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case FaultHang:
 		p.hang(r)
 		return
+	case FaultDelayForward:
+		select {
+		case <-time.After(delay):
+		case <-p.done:
+			return
+		}
+		ctx = context.WithoutCancel(ctx)
+		action = 0 // then forwarded and answered as any other request
 	}
 
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(ctx, r.Method, p.upstream+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
