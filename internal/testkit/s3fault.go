@@ -79,7 +79,7 @@ type Fault struct {
 	Ranged       bool // also match requests with a Range header (resumed downloads)
 	Action       FaultAction
 	Times        int
-	Skip         int           // matching requests let through before the rule applies
+	Skip         int // matching requests let through before the rule applies
 	Rate         float64
 	Delay        time.Duration // FaultDelayForward: how long the request is held
 }
