@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 )
 
 // Fetch sizes of the backup consumer (Kafka consumer settings fetch.max.bytes
@@ -140,7 +141,7 @@ copy:
 						return err
 					}
 				}
-				fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UnixMilli(),
+				fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: kgotime.Millis(rec.Timestamp),
 					TimestampType: format.TimestampType(max(rec.Attrs.TimestampType(), 0)), Key: rec.Key, Value: rec.Value}
 				if len(rec.Headers) > 0 {
 					fr.Headers = make([]format.Header, len(rec.Headers))
@@ -148,6 +149,7 @@ copy:
 						fr.Headers[i] = format.Header{Key: h.Key, Value: h.Value}
 					}
 				}
+				r.noteRecord(w.topic, w.partition, &fr)
 				if err := seg.sw.Write(&fr); err != nil {
 					return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
 				}

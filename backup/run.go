@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"sort"
@@ -55,8 +56,13 @@ type runner struct {
 	mu       sync.Mutex // guards m and result counters
 	m        *format.Manifest
 	warnings []string // warnings that are not about the manifest's backup
-	progress chan struct{}
-	result   Result
+	// unrestorable counts, per topic, the records this run copied that a
+	// restore will refuse: timestamps outside what the restore's producer
+	// can send, and null keys (refused on compacted topics). See
+	// warnUnrestorable.
+	unrestorable map[string]*unrestorable
+	progress     chan struct{}
+	result       Result
 
 	metaMu  sync.Mutex
 	leader  map[string]map[int32]int32
@@ -215,6 +221,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if err := r.lock.Check(ctx); err != nil {
 		return &r.result, PhaseManifest, err
 	}
+	r.warnUnrestorable()
 	manifestStarted := time.Now()
 	defer func() { o.Observer.PhaseDone("manifest", time.Since(manifestStarted)) }()
 	r.m.State = format.StateComplete
@@ -696,6 +703,87 @@ func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 		}
 	}
 	return todo, nil
+}
+
+// unrestorable is what one topic's copied records hold that a restore will
+// refuse, with the first offset of each kind.
+type unrestorable struct {
+	farTimes, firstFar     int64
+	farPartition           int32
+	nullKeys, firstNullKey int64
+	nullKeyPartition       int32
+}
+
+// Timestamps franz-go's producer can send (it sends time.Time.UnixNano()/1e6),
+// the same range the restore's preflight refuses outside of
+// (restorer.producerCanSend): 1677-09-21T00:12:43.146Z..2262-04-11T23:47:16.854Z.
+const (
+	producerTimestampMin = math.MinInt64 / 1_000_000
+	producerTimestampMax = math.MaxInt64 / 1_000_000
+)
+
+// noteRecord counts rec of topic/partition toward the unrestorable
+// warnings. Called by the copy goroutines.
+func (r *runner) noteRecord(topic string, partition int32, rec *format.Record) {
+	far := rec.Timestamp != -1 && (rec.Timestamp < producerTimestampMin || rec.Timestamp > producerTimestampMax)
+	if !far && rec.Key != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unrestorable == nil {
+		r.unrestorable = map[string]*unrestorable{}
+	}
+	u := r.unrestorable[topic]
+	if u == nil {
+		u = &unrestorable{}
+		r.unrestorable[topic] = u
+	}
+	if far {
+		if u.farTimes == 0 {
+			u.firstFar, u.farPartition = rec.Offset, partition
+		}
+		u.farTimes++
+	}
+	if rec.Key == nil {
+		if u.nullKeys == 0 {
+			u.firstNullKey, u.nullKeyPartition = rec.Offset, partition
+		}
+		u.nullKeys++
+	}
+}
+
+// warnUnrestorable warns, per topic, about records this run backed up
+// exactly that a restore will refuse, so that the day of the restore is
+// not the first time anyone hears of them: timestamps franz-go's producer
+// cannot send, and null keys in a topic whose cleanup.policy includes
+// compact (the broker rejects them: LogValidator, "Compacted topic cannot
+// accept message without key").
+func (r *runner) warnUnrestorable() {
+	r.mu.Lock()
+	topics := make([]string, 0, len(r.unrestorable))
+	for t := range r.unrestorable {
+		topics = append(topics, t)
+	}
+	policies := map[string]string{}
+	for _, t := range r.m.Topics {
+		if c, ok := t.Configs["cleanup.policy"]; ok && c.Value != nil {
+			policies[t.Name] = *c.Value
+		}
+	}
+	r.mu.Unlock()
+	slices.Sort(topics)
+	for _, t := range topics {
+		u := r.unrestorable[t]
+		if u.farTimes > 0 {
+			r.warn(fmt.Sprintf("topic %q: %d records (the first at partition %d offset %d) have timestamps outside 1677-09-21..2262-04-11; they are backed up exactly, but a restore refuses the topic (its Kafka client cannot send such timestamps): restore the other topics with --topics",
+				t, u.farTimes, u.farPartition, u.firstFar))
+		}
+		if u.nullKeys > 0 && strings.Contains(policies[t], "compact") {
+			r.warn(fmt.Sprintf("topic %q (cleanup.policy %s): %d records (the first at partition %d offset %d) have a null key, which a compacted topic rejects: a restore refuses the topic (they were written before compaction was turned on, or the broker has not cleaned them yet); restore the other topics with --topics",
+				t, policies[t], u.nullKeys, u.nullKeyPartition, u.firstNullKey))
+		}
+	}
 }
 
 // warn records a warning in the manifest and logs it.

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -928,7 +929,7 @@ func sameRecord(a *format.Record, b *kgo.Record) bool {
 	if b == nil || !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) || (a.Key == nil) != (b.Key == nil) || (a.Value == nil) != (b.Value == nil) {
 		return false
 	}
-	return a.Timestamp == b.Timestamp.UnixMilli() && len(a.Headers) == len(b.Headers)
+	return a.Timestamp == kgotime.Millis(b.Timestamp) && len(a.Headers) == len(b.Headers)
 }
 
 // fetchOne reads the record at offset of one partition of the target.

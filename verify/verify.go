@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -417,8 +418,8 @@ func differ(want *format.Record, got *kgo.Record) string {
 		return fmt.Sprintf("key %s, want %s", show(got.Key), show(want.Key))
 	case (want.Value == nil) != (got.Value == nil) || !bytes.Equal(want.Value, got.Value):
 		return fmt.Sprintf("value %s, want %s", show(got.Value), show(want.Value))
-	case want.Timestamp != got.Timestamp.UnixMilli():
-		return fmt.Sprintf("timestamp %d, want %d", got.Timestamp.UnixMilli(), want.Timestamp)
+	case want.Timestamp != kgotime.Millis(got.Timestamp):
+		return fmt.Sprintf("timestamp %d, want %d", kgotime.Millis(got.Timestamp), want.Timestamp)
 	case len(want.Headers) != len(got.Headers):
 		return fmt.Sprintf("%d headers, want %d", len(got.Headers), len(want.Headers))
 	}

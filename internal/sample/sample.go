@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 )
 
 // AppID is the sample application's application.id.
@@ -317,7 +318,7 @@ func ReadCommitted(ctx context.Context, seeds []string, topic string, ends map[i
 
 // FromKgo converts a franz-go record.
 func FromKgo(r *kgo.Record) format.Record {
-	fr := format.Record{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(),
+	fr := format.Record{Partition: r.Partition, Offset: r.Offset, Timestamp: kgotime.Millis(r.Timestamp),
 		TimestampType: format.TimestampType(max(r.Attrs.TimestampType(), 0)), Key: r.Key, Value: r.Value}
 	for _, h := range r.Headers {
 		fr.Headers = append(fr.Headers, format.Header{Key: h.Key, Value: h.Value})

@@ -1,0 +1,35 @@
+// Package kgotime recovers a Kafka record's timestamp, a 64-bit count of
+// milliseconds since the epoch, from the time.Time that franz-go's consumer
+// hands out.
+//
+// franz-go (pkg/kgo, timeFromMillis) builds kgo.Record.Timestamp as
+// time.Unix(0, ms*1e6): the product wraps in 64 bits for timestamps outside
+// 1677-09-21..2262-04-11, which Kafka accepts (a topic whose
+// message.timestamp.*.max.ms are Long.MAX_VALUE takes any CreateTime), so
+// Timestamp.UnixMilli() returned year 1830 for a record of year 3000. The
+// wrapped product still fixes ms modulo 2^58, because 1e6 is 2^6 times an
+// odd number: Millis undoes it exactly for every |ms| < 2^57 (about 4.5
+// million years either side of 1970).
+package kgotime
+
+import "time"
+
+// inv15625 is the inverse of 15625 (1e6 / 2^6) modulo 2^64.
+var inv15625 = func() uint64 {
+	const a = 15625
+	x := uint64(a) // correct to 3 bits for odd a; each step doubles them
+	for range 6 {
+		x *= 2 - a*x
+	}
+	return x
+}()
+
+// Millis returns the milliseconds franz-go's consumer read from the wire
+// for t (a kgo.Record.Timestamp), exactly for |ms| < 2^57; a timestamp
+// farther out is returned modulo 2^58 (franz-go keeps no more of it). On a
+// time.Time of the nanosecond range (1677..2262) it is t.UnixMilli().
+func Millis(t time.Time) int64 {
+	n := uint64(t.UnixNano()) // ms*1e6 modulo 2^64
+	m := ((n >> 6) * inv15625) & (1<<58 - 1)
+	return int64(m<<6) >> 6 // sign-extend the 58 bits
+}
