@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -149,6 +150,12 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 		return backupError(err, cfg.File())
 	}
 	tel.id = res.BackupID
+	// The config's warnings (an application_id that is not set, an empty
+	// ${VAR}) went to stderr when it was loaded; they head the result's
+	// warnings too, where a CronJob's log reader looks (new-user test: an
+	// empty ${APP} gave a backup without group offsets, exit 0, and a
+	// stdout warning list without a word of it).
+	res.Warnings = append(slices.Clone(cfg.Warnings()), res.Warnings...)
 	if m, err := backup.LoadManifest(ctx, bo.Store, res.Manifest); err == nil {
 		tel.metrics.SetBackupCut(m.CutAt) // a resumed backup's cut is an earlier run's
 	}
