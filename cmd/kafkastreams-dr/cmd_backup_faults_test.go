@@ -257,3 +257,86 @@ storage:
 		})
 	}
 }
+
+// TestTopicsOutlastsTransientLeaderNotAvailable: without --timeout,
+// `topics` is bounded by source.retry_timeout, as backup is: a
+// LEADER_NOT_AVAILABLE on the topic that lasts longer than the old fixed
+// 30s default (and less than retry_timeout) is survived, and the topic is
+// selected. An explicit --timeout still wins: the same fault with
+// --timeout 3s exits 1 within seconds, naming the source cluster.
+func TestTopicsOutlastsTransientLeaderNotAvailable(t *testing.T) {
+	const outage = 33 * time.Second // past the old --timeout default of 30s
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"no --timeout: source.retry_timeout bounds it", nil, exitOK},
+		{"--timeout 3s wins", []string{"--timeout", "3s"}, exitError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			var (
+				began    time.Time // first listing of all topics; control functions run one at a time
+				injected int
+			)
+			c.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				req := kr.(*kmsg.MetadataRequest)
+				if req.Topics != nil {
+					return nil, nil, false
+				}
+				if began.IsZero() {
+					began = time.Now()
+				}
+				if time.Since(began) > outage {
+					return nil, nil, false
+				}
+				injected++
+				resp := req.ResponseKind().(*kmsg.MetadataResponse)
+				host, port, _ := net.SplitHostPort(c.ListenAddrs()[0])
+				b := kmsg.NewMetadataResponseBroker()
+				b.Host = host
+				fmt.Sscan(port, &b.Port)
+				resp.Brokers = append(resp.Brokers, b)
+				st := kmsg.NewMetadataResponseTopic()
+				st.Topic, st.ErrorCode = kmsg.StringPtr("events"), kerr.LeaderNotAvailable.Code
+				resp.Topics = append(resp.Topics, st)
+				return resp, nil, true
+			})
+			cfg := faultConfig(t, c.ListenAddrs(), "  retry_timeout: 90s\n")
+
+			start := time.Now()
+			code, stdout, stderr := runCLI(t, append([]string{"--log-level", "error", "topics", "-c", cfg, "--json"}, tt.args...)...)
+			took := time.Since(start)
+			if code != tt.code {
+				t.Fatalf("topics: exit code %d after %v, want %d\nstdout: %s\nstderr: %s", code, took, tt.code, stdout, stderr)
+			}
+			if injected < 2 {
+				t.Errorf("%d metadata answers with LEADER_NOT_AVAILABLE; the fault was not injected", injected)
+			}
+			switch tt.code {
+			case exitOK:
+				if !strings.Contains(stdout, `"topic": "events"`) || strings.Contains(stderr, "missing") {
+					t.Errorf("topics does not select events:\nstdout: %s\nstderr: %s", stdout, stderr)
+				}
+				if took < outage {
+					t.Errorf("topics ended after %v, before the %v outage did: the fault did not last", took, outage)
+				}
+			default:
+				if took >= outage {
+					t.Errorf("topics --timeout 3s ended after %v, not before the outage ended", took)
+				}
+				if !strings.Contains(stderr, "source cluster "+c.ListenAddrs()[0]) {
+					t.Errorf("stderr does not name the source cluster %s:\n%s", c.ListenAddrs()[0], stderr)
+				}
+			}
+		})
+	}
+}
