@@ -340,8 +340,8 @@ func (r *restore) preflight(ctx context.Context) error {
 			p := &t.PartitionCuts[pi]
 			cut := sel.cuts[t.Name][p.Partition]
 			pp := PartitionPlan{Partition: p.Partition, Records: sel.records[t.Name][p.Partition], SourceEnd: p.EndOffset, CutAt: cut}
-			if r := format.UnreadRange(t.Name, p); r != "" {
-				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s are not in this backup (the backup could not read them: unread): the restored partition ends at %d; a later backup holds them", r, p.EndOffset))
+			if unread := format.UnreadRange(t.Name, p); unread != "" {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s are not in this backup (the backup could not read them: unread): the restored partition ends at %d; a later backup holds them", unread, p.EndOffset))
 			}
 			if tp.Action == "resume" {
 				pp.AlreadyThere = r.targetEnd[t.Name][p.Partition] - r.targetStart[t.Name][p.Partition]
