@@ -72,7 +72,14 @@ type Summary struct {
 	OwnRecords       int64   `json:"own_records"`
 	OwnBytes         int64   `json:"own_bytes"` // stored bytes of the segments this run wrote
 	Gaps             int     `json:"gaps"`      // offset ranges the broker deleted before any backup read them
-	Warnings         int     `json:"warnings"`
+	// Partial is set when the run left partitions unread below the cut
+	// (partition_cuts[].unread, docs/FORMAT.md): the backup is complete
+	// and restorable, without those offsets; the next backup reads them.
+	// UnreadPartitions counts such partitions, UnreadOffsets their offsets.
+	Partial          bool  `json:"partial,omitempty"`
+	UnreadPartitions int   `json:"unread_partitions,omitempty"`
+	UnreadOffsets    int64 `json:"unread_offsets,omitempty"`
+	Warnings         int   `json:"warnings"`
 	// LeftoverProgress: a progress.json remains next to manifest.json (the
 	// run died between the two writes); it is garbage, Prune deletes it.
 	LeftoverProgress bool   `json:"leftover_progress,omitempty"`
@@ -220,6 +227,10 @@ func summarize(m *format.Manifest, s Summary) Summary {
 		for _, p := range t.PartitionCuts {
 			s.Records += p.Records
 			s.Gaps += len(p.Gaps)
+			if p.Unread != nil {
+				s.UnreadPartitions++
+				s.UnreadOffsets += p.Unread.To - p.Unread.From
+			}
 			for _, seg := range p.Segments {
 				s.Segments++
 				s.StoredBytes += seg.Size
@@ -233,6 +244,7 @@ func summarize(m *format.Manifest, s Summary) Summary {
 		}
 	}
 	s.CompressionRatio = ratio(s.RawBytes, s.StoredBytes)
+	s.Partial = s.UnreadPartitions > 0
 	return s
 }
 
@@ -286,6 +298,9 @@ type PartitionDetail struct {
 	MinTimestamp   int64        `json:"min_timestamp,omitempty"` // milliseconds since the epoch; absent without records
 	MaxTimestamp   int64        `json:"max_timestamp,omitempty"`
 	Gaps           []format.Gap `json:"gaps,omitempty"`
+	// Unread is the range [end_offset, unread.to) this backup could not
+	// read (partition_cuts[].unread): not in this backup, nor a gap.
+	Unread *format.Gap `json:"unread,omitempty"`
 }
 
 // Describe sums a manifest per topic and partition. It reads nothing.
@@ -306,7 +321,7 @@ func Describe(m *format.Manifest) *Detail {
 			Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: t.Configs}
 		for _, p := range t.PartitionCuts {
 			pd := PartitionDetail{Partition: p.Partition, LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark,
-				StartOffset: p.StartOffset, EndOffset: p.EndOffset, Records: p.Records, Gaps: p.Gaps}
+				StartOffset: p.StartOffset, EndOffset: p.EndOffset, Records: p.Records, Gaps: p.Gaps, Unread: p.Unread}
 			for i, s := range p.Segments {
 				pd.Segments++
 				if s.BackupID == m.BackupID {

@@ -38,8 +38,9 @@ import (
 // kgo.RecordDeliveryTimeout is deliberately not set: franz-go measures it
 // from each record's Timestamp, and a restore produces records with their
 // original (past) timestamps, so every one of them would time out at once.
-// Produce retries are bounded by the producer's own options (the restorer
-// sets kgo.RecordRetries).
+// Produce retries are bounded by time in the restorer instead: each chunk
+// of records has a deadline of RetryTimeout + RequestTimeout
+// (restorer.Options.RetryTimeout).
 //
 // A zero timeout takes its default. Callers add their own options (logger,
 // consumer settings) after these.

@@ -135,6 +135,16 @@ type Partition struct {
 	Unread *Gap `json:"unread,omitempty"`
 }
 
+// UnreadRange names p's unread range as the backup's own warning does,
+// e.g. `topic "orders" partition 3 offsets 1200..1499`; "" when p has
+// none.
+func UnreadRange(topic string, p *Partition) string {
+	if p.Unread == nil {
+		return ""
+	}
+	return fmt.Sprintf("topic %q partition %d offsets %d..%d", topic, p.Partition, p.Unread.From, p.Unread.To-1)
+}
+
 // Gap is an offset range [From, To) inside [start_offset, end_offset) whose
 // records the chain does not hold because the broker deleted them (retention,
 // DeleteRecords) before a backup read them.

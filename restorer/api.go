@@ -72,6 +72,18 @@ type Options struct {
 	// once with ErrLocked.
 	LockWait    time.Duration
 	Concurrency int // partitions restored at once; default 4
+	// RequestTimeout and RetryTimeout are the target cluster's
+	// request_timeout and retry_timeout (config.Cluster.Timeouts; zero
+	// means their defaults, 30s and 2m). Target's options already bound
+	// every other Kafka call by them; here they bound the produce of each
+	// chunk of a partition's records (at most 2000 records or 4 MiB): a
+	// chunk not acknowledged within RetryTimeout + RequestTimeout fails the
+	// restore, naming the partition's leader (host:port), topic and
+	// partition (run it again: it resumes). Produce errors are retried by
+	// time, not by a count; kgo.RecordDeliveryTimeout is not usable here,
+	// as franz-go counts it from each record's (original, past) timestamp.
+	RequestTimeout time.Duration
+	RetryTimeout   time.Duration
 
 	Logger   *slog.Logger
 	Observer Observer // nil: none

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,7 +111,11 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	batches := &batchLimits{}
 	cl, err := kgo.NewClient(append(slices.Clone(o.Target),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordRetries(20),
+		// Produce is retried by time (produceTimeout), not by a count:
+		// unlimited record retries, and an unanswered, in-flight idempotent
+		// produce may be failed once the chunk's deadline has passed (a
+		// resumed restore then finds what the broker did write).
+		kgo.AllowIdempotentProduceCancellation(),
 		kgo.MetadataMinAge(250*time.Millisecond), // see new topics quickly (waitLeaders)
 		kgo.ProducerBatchMaxBytesFn(batches.get))...)
 	if err != nil {
@@ -335,6 +341,9 @@ func (r *restore) preflight(ctx context.Context) error {
 			p := &t.PartitionCuts[pi]
 			cut := sel.cuts[t.Name][p.Partition]
 			pp := PartitionPlan{Partition: p.Partition, Records: sel.records[t.Name][p.Partition], SourceEnd: p.EndOffset, CutAt: cut}
+			if unread := format.UnreadRange(t.Name, p); unread != "" {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s are not in this backup (the backup could not read them: unread): the restored partition ends at %d; a later backup holds them", unread, p.EndOffset))
+			}
 			if tp.Action == "resume" {
 				pp.AlreadyThere = r.targetEnd[t.Name][p.Partition] - r.targetStart[t.Name][p.Partition]
 				if pp.AlreadyThere > pp.Records {
@@ -872,9 +881,11 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 			return fmt.Errorf("topic %q partition %d ends at %d, but this restore wrote up to %d: another producer is writing to it; stop it, delete the topic and restore again",
 				tp.Topic, pp.Partition, end, pr.Map.NewEnd)
 		}
-		results := r.cl.ProduceSync(ctx, batch...)
+		pctx, cancel := context.WithTimeout(ctx, r.produceTimeout())
+		results := r.cl.ProduceSync(pctx, batch...)
+		cancel()
 		if err := results.FirstErr(); err != nil {
-			return fmt.Errorf("produce to topic %q partition %d: %w", tp.Topic, pp.Partition, err)
+			return r.produceError(ctx, tp.Topic, pp.Partition, err)
 		}
 		for k, rec := range batch {
 			if err := pr.Map.Add(origs[k], rec.Offset); err != nil {
@@ -923,6 +934,71 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		return pr, fmt.Errorf("topic %q partition %d: restored %d records, the plan says %d", tp.Topic, pp.Partition, got, pp.Records)
 	}
 	return pr, nil
+}
+
+// produceTimeout bounds the produce of one chunk of records: the target's
+// retry budget plus one request, the same bound as every other Kafka call
+// of the restore (DESIGN.md, "Every Kafka call is bounded").
+func (r *restore) produceTimeout() time.Duration {
+	request, retry := r.o.RequestTimeout, r.o.RetryTimeout
+	if request <= 0 {
+		request = defaultRequestTimeout
+	}
+	if retry <= 0 {
+		retry = defaultRetryTimeout
+	}
+	return retry + request
+}
+
+// The defaults of Options.RequestTimeout and RetryTimeout
+// (config.DefaultRequestTimeout and DefaultRetryTimeout).
+const (
+	defaultRequestTimeout = 30 * time.Second
+	defaultRetryTimeout   = 2 * time.Minute
+)
+
+// produceError names the partition's leader on the target in a produce
+// error. A chunk that ran out of time (ctx itself still live) is told as
+// such, without the context's error: the restore failed, it was not
+// cancelled.
+func (r *restore) produceError(ctx context.Context, topic string, partition int32, err error) error {
+	broker := r.leaderOf(ctx, topic, partition)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("produce to topic %q partition %d on broker %s: not acknowledged within %v (target.retry_timeout + target.request_timeout): the broker does not answer",
+			topic, partition, broker, r.produceTimeout())
+	}
+	return fmt.Errorf("produce to topic %q partition %d on broker %s: %w", topic, partition, broker, err)
+}
+
+// leaderOf is "ID (host:port)" of the partition's leader on the target, as
+// a fresh metadata request says (bounded by one request timeout), or as
+// far as it is known.
+func (r *restore) leaderOf(ctx context.Context, topic string, partition int32) string {
+	request := r.o.RequestTimeout
+	if request <= 0 {
+		request = defaultRequestTimeout
+	}
+	mctx, cancel := context.WithTimeout(ctx, request)
+	defer cancel()
+	leader := int32(-1)
+	if ds, err := r.adm.ListTopics(kadm.WithAuthorizedOps(mctx), topic); err == nil {
+		if pd, ok := ds[topic].Partitions[partition]; ok {
+			leader = pd.Leader
+		}
+	}
+	for _, b := range r.bm.Brokers {
+		if b.NodeID == leader {
+			return fmt.Sprintf("%d (%s)", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+		}
+	}
+	if leader >= 0 {
+		return fmt.Sprintf("%d", leader)
+	}
+	var seeds []string
+	for _, b := range r.bm.Brokers {
+		seeds = append(seeds, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+	}
+	return "unknown, one of " + strings.Join(seeds, ",")
 }
 
 func sameRecord(a *format.Record, b *kgo.Record) bool {

@@ -58,6 +58,23 @@ type Result struct {
 	Bytes    int64     `json:"bytes"`   // stored bytes read
 	Records  int64     `json:"records"` // records decoded (deep) or compared (against a cluster)
 	Problems []Problem `json:"problems"`
+	// Warnings name what the backup does not hold without being damaged:
+	// each partition's unread range (partition_cuts[].unread, FORMAT.md).
+	// They do not make OK false.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// unreadWarnings are the warnings of m's unread ranges.
+func unreadWarnings(m *format.Manifest) []string {
+	var ws []string
+	for _, t := range m.Topics {
+		for i := range t.PartitionCuts {
+			if r := format.UnreadRange(t.Name, &t.PartitionCuts[i]); r != "" {
+				ws = append(ws, r+" are not in this backup: the broker answered its fetches with no records (unread, not damage); the next backup reads them")
+			}
+		}
+	}
+	return ws
 }
 
 // OK reports whether no problem was found.
@@ -72,7 +89,7 @@ func (r *Result) OK() bool { return len(r.Problems) == 0 }
 // the backend's retries (storage.IsTransient: it says nothing of the
 // object, a re-run may pass), or a cancelled context.
 func Repository(ctx context.Context, store storage.Backend, m *format.Manifest, deep bool) (*Result, error) {
-	res := &Result{BackupID: m.BackupID, Deep: deep, Problems: []Problem{}}
+	res := &Result{BackupID: m.BackupID, Deep: deep, Problems: []Problem{}, Warnings: unreadWarnings(m)}
 	for _, t := range m.Topics {
 		for _, p := range t.PartitionCuts {
 			var sum int64

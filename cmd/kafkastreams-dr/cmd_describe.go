@@ -30,8 +30,11 @@ replication factor and recorded configs; per partition the log start and high
 watermark the backup saw, the offsets the chain covers [START, END), the records it
 holds (not END - START: compaction, transaction markers and aborted records leave
 offsets without a record), its segments and stored bytes, the timestamp range and the
-gaps (offsets the broker deleted before any backup read them); then the group's
-committed offsets and the backup's warnings.
+gaps (offsets the broker deleted before any backup read them) and UNREAD, the range
+[END, to) this backup could not read (the broker kept answering its fetches with no
+records: not in this backup, the next backup reads it; the header then says partial;
+--json: partition_cuts[].unread); then the group's committed offsets and the backup's
+warnings.
 
 Reads the backup's manifest only, never a segment.
 
@@ -88,7 +91,12 @@ func runDescribe(ctx context.Context, o *describeOptions, s *iostreams) error {
 // topics' configs, the group offsets and the warnings.
 func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 	d := &dt.Summary
-	fmt.Fprintf(w, "backup %s (%s)\n", d.BackupID, d.State)
+	if d.Partial {
+		fmt.Fprintf(w, "backup %s (%s, partial: %s in %s not read, see UNREAD)\n", d.BackupID, d.State,
+			plural64(d.UnreadOffsets, "offset", "offsets"), plural(d.UnreadPartitions, "partition", "partitions"))
+	} else {
+		fmt.Fprintf(w, "backup %s (%s)\n", d.BackupID, d.State)
+	}
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(w, "  %-15s %s\n", k, v)
@@ -116,16 +124,20 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 
 	fmt.Fprintln(w)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITION\tLOG START\tSTART\tEND\tHIGH WATERMARK\tRECORDS\tSEGMENTS\tSTORED\tGAPS")
+	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITION\tLOG START\tSTART\tEND\tHIGH WATERMARK\tRECORDS\tSEGMENTS\tSTORED\tGAPS\tUNREAD")
 	for _, t := range dt.Topics {
 		class := t.Class
 		if t.SourceChangelog {
 			class += " (source changelog)"
 		}
 		for _, p := range t.Cuts {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", t.Name, class, p.Partition,
+			unread := "-"
+			if p.Unread != nil {
+				unread = formatGaps([]format.Gap{*p.Unread})
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", t.Name, class, p.Partition,
 				p.LogStartOffset, p.StartOffset, p.EndOffset, p.HighWatermark, p.Records, p.Segments,
-				formatBytes(p.StoredBytes), formatGaps(p.Gaps))
+				formatBytes(p.StoredBytes), formatGaps(p.Gaps), unread)
 		}
 	}
 	tw.Flush()

@@ -195,6 +195,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 
 	ro := restoreOptionsFromConfig(cfg)
 	ro.Target = targetOpts
+	ro.RequestTimeout, ro.RetryTimeout = target.Timeouts()
 	ro.Strategy = o.Strategy
 	ro.ToTime = o.ToTime
 	ro.Topics = o.Topics

@@ -31,7 +31,11 @@ Records and bytes are those of the whole chain a backup needs to be restored (it
 segments and those of the earlier backups it names); --json also gives the segments
 the backup wrote itself (own_segments, own_records, own_bytes).
 
-States: complete (restorable); running (a backup is running, or was interrupted and
+States: complete (restorable); partial (complete and restorable, but the broker kept
+answering some partitions' fetches with no records, and the offsets it did not read
+are not in this backup; the next backup reads them; --json: state "complete",
+partial true, unread_partitions and unread_offsets; describe names the ranges);
+running (a backup is running, or was interrupted and
 the next backup resumes it); abandoned (an interrupted backup no run will resume:
 garbage that prune removes); unreadable (the manifest does not decode). list exits 1
 when a manifest is unreadable, after listing every backup (run verify on it).
@@ -142,6 +146,7 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 	counts := map[catalog.State]int{}
 	var latest string
 	var unreadable []catalog.Summary
+	partial := 0
 	for _, b := range list {
 		counts[b.State]++
 		if b.State == catalog.StateComplete && latest == "" {
@@ -152,12 +157,20 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", b.BackupID, b.State)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", b.BackupID, b.State,
+		state := string(b.State)
+		if b.State == catalog.StateComplete && b.Partial {
+			state = "partial"
+			partial++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", b.BackupID, state,
 			b.CutAt.UTC().Format("2006-01-02 15:04:05"), formatAge(now.Sub(b.CutAt)), dash(b.ParentBackupID),
 			b.Topics, b.Partitions, b.Records, formatBytes(b.StoredBytes), formatRatio(b.CompressionRatio))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s in %s: %d complete", plural(len(list), "backup", "backups"), location, counts[catalog.StateComplete])
+	if partial > 0 {
+		fmt.Fprintf(w, " (%d partial)", partial)
+	}
 	if n := counts[catalog.StateRunning]; n > 0 {
 		fmt.Fprintf(w, ", %d running or interrupted", n)
 	}

@@ -113,7 +113,9 @@ CONFIG KEYS USED
     into. --target-bootstrap-servers replaces target.bootstrap_servers and keeps
     target.security and target.client_id when the config has a target section.
   target.request_timeout (default 30s), target.retry_timeout (default 2m): the bound
-    on one request and how long retriable failures are retried.
+    on one request and how long retriable failures are retried; a chunk of records
+    (2000 or 4 MiB) the target does not acknowledge within both exits 1 naming the
+    broker, and the restore resumes when run again.
   storage.* (backend, bucket, prefix, region, endpoint, path_style, request_timeout,
     retry_timeout, path): the repository. S3 credentials come from the AWS default chain.
   application_id: must equal the backup's.
@@ -357,6 +359,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 
 	ro := restoreOptionsFromConfig(cfg)
 	ro.Target = append(targetOpts, kgolog.Opt(o.Logger))
+	ro.RequestTimeout, ro.RetryTimeout = target.Timeouts()
 	ro.Observer = o.tel.restoreObserver()
 	ro.Store = store
 	ro.BackupID = o.BackupID

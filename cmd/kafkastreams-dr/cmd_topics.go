@@ -25,7 +25,10 @@ import (
 type topicsOptions struct {
 	ConfigFile string
 	JSON       bool
-	Timeout    time.Duration
+	// Timeout, when > 0, bounds the whole run; 0 (the default) leaves
+	// each Kafka call bounded by source.retry_timeout alone, as in a
+	// backup, so that what a backup survives does not fail here.
+	Timeout time.Duration
 
 	Logger *slog.Logger
 }
@@ -56,7 +59,8 @@ CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,
   internal_topic_prefixes, source.bootstrap_servers, source.client_id,
   source.request_timeout, source.retry_timeout (a transient
-  LEADER_NOT_AVAILABLE is retried, not taken as a missing topic), source.security,
+  LEADER_NOT_AVAILABLE is retried for it, not taken as a missing topic;
+  without --timeout it is the only bound, as for backup), source.security,
   source.topics.include, source.topics.exclude, source.topics.allow_missing.
   See "kafkastreams-dr config validate --help".`,
 		Example: `  kafkastreams-dr topics -c order-processor.yaml
@@ -75,7 +79,7 @@ CONFIG KEYS USED
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the decisions as a JSON array instead of a table")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 30*time.Second, "give up reaching the cluster after this long")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "give up reaching the cluster after this long (default: no overall limit; each Kafka call is bounded by source.request_timeout and source.retry_timeout, as for backup)")
 	return cmd
 }
 

@@ -48,6 +48,10 @@ restore's offset map, must be the backup record's.
 Every problem names the object, topic, partition and offset concerned. A manifest that
 does not decode (truncated, damaged, of a newer format) is named too.
 
+A partition the backup left unread (a partial backup, exit 3 of backup; list shows it
+partial) is a warning, not a problem: those offsets are not in this backup, the next
+backup reads them, and verify still exits 0 (--json: warnings).
+
 CONFIG KEYS USED
   storage.* (the repository), target.* (with --against-cluster).`
 
@@ -201,6 +205,9 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 			for _, p := range res.Problems {
 				fmt.Fprintf(s.Out, "  %s\n", p)
 			}
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(s.Out, "warning: %s\n", w)
 		}
 	}
 	if !res.OK() {
