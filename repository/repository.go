@@ -53,6 +53,8 @@ func LoadManifest(ctx context.Context, store storage.Backend, key string) (*form
 		return m, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("read manifest %s: %w", key, ctx.Err())
+	case storage.IsCorrupt(err):
+		// The store's own checksum of the object failed twice.
 	case storage.IsTransient(err):
 		// The body failed mid-read: the decoder saw a storage error.
 		return nil, fmt.Errorf("read manifest %s: %w", key, err)

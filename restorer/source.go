@@ -99,7 +99,9 @@ func readSegment(ctx context.Context, store storage.Backend, topic string, parti
 	src := &storage.ReadTracker{R: rc}
 	hr := format.NewHashingWriter(io.Discard)
 	damaged := func(problem string) error {
-		if src.Err != nil {
+		if storage.IsCorrupt(src.Err) {
+			problem = src.Err.Error()
+		} else if src.Err != nil {
 			return fmt.Errorf("read segment %s: %w", s.Key, src.Err)
 		}
 		return &DamageError{Damaged: []Damage{{Key: s.Key, Topic: topic, Partition: partition, Problem: problem}}}
@@ -134,6 +136,9 @@ func readSegment(ctx context.Context, store storage.Backend, topic string, parti
 		}
 	}
 	if _, err := io.Copy(io.Discard, tee); err != nil || src.Err != nil {
+		if storage.IsCorrupt(src.Err) {
+			return damaged("")
+		}
 		return fmt.Errorf("read segment %s: %w", s.Key, errors.Join(src.Err, err))
 	}
 	sum, size := hr.Sum()
