@@ -465,7 +465,7 @@ func confirm(s *iostreams, question string) (bool, error) {
 
 // restoreError maps a failed restore to an exit code and the next thing to
 // do: refused (nothing written), a damaged backup found before the first
-// write and no such backup exit 2; another restore holding the target's lock
+// write, a damaged manifest and no such backup exit 2; another restore holding the target's lock
 // exits 11; anything else exits 1 and, unless it was a dry run or the backup
 // is damaged, says that running the same command again resumes the restore.
 // No hint sends the user round in a loop: a damaged backup never gets the
@@ -484,7 +484,7 @@ func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 	case errors.Is(err, restorer.ErrLocked):
 		return withCode(exitLocked, err, "another restore into this target cluster is running: wait for it (nothing was written)")
 	case errors.Is(err, repository.ErrDamaged):
-		return withCode(exitError, fmt.Errorf("restore: %w", err), repositoryHint(err, location))
+		return withCode(damageExitCode, fmt.Errorf("restore: %w", err), repositoryHint(err, location))
 	case (dryRun || errors.Is(err, restorer.ErrNothingWritten)) && storage.IsTransient(err):
 		return withCode(exitError, fmt.Errorf("restore plan: %w", err), "nothing was written; "+storage.TransientHint(location))
 	case dryRun || errors.Is(err, restorer.ErrNothingWritten):

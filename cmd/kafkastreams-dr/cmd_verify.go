@@ -14,6 +14,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
@@ -114,6 +115,11 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
 		}
+		if errors.Is(err, repository.ErrDamaged) && !storage.IsTransient(err) {
+			// Not repositoryHint: it says to run verify, which just failed.
+			return withCode(damageExitCode, fmt.Errorf("verify: %w", err),
+				"the manifest is damaged or truncated: this backup cannot be verified or restored; "+damagedManifestWaysOut)
+		}
 		return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
 	}
 	var res *verify.Result
@@ -204,11 +210,12 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		}
 	}
 	if !res.OK() {
-		hint := fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile)
+		code, hint := damageExitCode, fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
+			"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile)
 		if o.AgainstCluster {
-			hint = "the target differs from the backup: restore it again into an empty cluster"
+			code, hint = exitError, "the target differs from the backup: restore it again into an empty cluster"
 		}
-		return withCode(exitError, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
+		return withCode(code, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
 	}
 	return nil
 }

@@ -91,8 +91,8 @@ func TestS3DamagedSegmentsAreDamage(t *testing.T) {
 
 	code, stdout, stderr = runBounded(t, "verify", "-c", r.cfg)
 	t.Logf("verify: exit %d\n%s\n%s", code, stdout, stderr)
-	if code == 0 {
-		t.Error("verify: exit 0 for a damaged backup")
+	if code != exitUsage {
+		t.Errorf("verify: exit %d for a damaged backup, want 2 as for restore", code)
 	}
 	for _, k := range damaged {
 		if !strings.Contains(stdout+stderr, k) {
