@@ -237,7 +237,12 @@ func drillRunError(err error, o *drillOptions, rep *drill.Report) error {
 			o.Logger.Warn("could not write the JUnit report of the interrupted drill", "err", werr)
 		}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case storage.IsTransient(err):
+		// Before Canceled: a storage request that timed out wraps
+		// context.DeadlineExceeded and is no cancellation.
+		return withCode(exitError, fmt.Errorf("drill: %w", err), storage.TransientHint("the storage"))
+	case errors.Is(err, context.Canceled):
 		return err
 	}
 	return withCode(exitError, fmt.Errorf("drill: %w", err), "")

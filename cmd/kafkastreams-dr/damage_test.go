@@ -1,10 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
@@ -101,5 +106,111 @@ func TestS3DamagedSegmentsAreDamage(t *testing.T) {
 	}
 	if strings.Contains(stderr, "run the command again") {
 		t.Error("verify: damage is given the re-run hint")
+	}
+}
+
+// TestTransientStorageFailureHint: every command whose storage fails
+// transiently says so, with the re-run hint. The restore's pre-check
+// timing out on a segment ended "(nothing was written)" with no hint (the
+// error wraps context.DeadlineExceeded, which was taken for the user's
+// cancellation).
+func TestTransientStorageFailureHint(t *testing.T) {
+	r := newFaultyRepo(t)
+	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
+	hint := "this is a storage or network failure, not damage to the backups: run the command again"
+	check := func(name string, args ...string) {
+		t.Helper()
+		code, stdout, stderr := runBounded(t, args...)
+		t.Logf("%s: exit %d\n%s\n%s", name, code, stdout, stderr)
+		if code != exitError {
+			t.Errorf("%s: exit %d, want 1", name, code)
+		}
+		if !strings.Contains(stderr, hint) {
+			t.Errorf("%s: stderr does not say %q", name, hint)
+		}
+		if strings.Contains(stderr, "damaged") {
+			t.Errorf("%s: a storage failure is called damage", name)
+		}
+	}
+
+	// Segments: the download stalls until storage.request_timeout, every
+	// attempt, until storage.retry_timeout.
+	r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: "/segments/", Ranged: true, Action: testkit.FaultStallBody})
+	check("restore (pre-check)", "restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target)
+	check("verify", "verify", "-c", r.cfg)
+	if len(r.proxy.Injected()) == 0 {
+		t.Fatal("no fault injected: the test shows nothing")
+	}
+	// Segments: the store accepts the request and never answers.
+	r.proxy.Clear()
+	r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: "/segments/", Ranged: true, Action: testkit.FaultHang})
+	check("restore (pre-check, no answer)", "restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target)
+	check("verify (no answer)", "verify", "-c", r.cfg)
+
+	// Everything: the store does not answer at all.
+	r.proxy.Clear()
+	r.proxy.Fault(testkit.Fault{Action: testkit.FaultHang, Ranged: true})
+	for name, args := range map[string][]string{
+		"list":         {"list", "-c", r.cfg},
+		"describe":     {"describe", "-c", r.cfg},
+		"verify":       {"verify", "-c", r.cfg},
+		"restore":      {"restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target},
+		"offsets show": {"offsets", "show", "-c", r.cfg},
+		"prune":        {"prune", "-c", r.cfg, "--keep-last", "1", "--dry-run"},
+		"estimate":     {"estimate", "-c", r.cfg, "--no-cluster"},
+	} {
+		check(name+" (no answer)", args...)
+	}
+}
+
+// TestRestoreInterruptedBySIGTERM runs restore in a process of its own
+// (main and all, see TestHelperMain) and sends it SIGTERM while it reads
+// its segments: it exits 130 with "Error: interrupted" and, as it printed
+// nothing else before, the next step: run the same command again, the
+// restore resumes. It does: the same command then completes.
+func TestRestoreInterruptedBySIGTERM(t *testing.T) {
+	r := newFaultyRepo(t)
+	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
+	args := []string{"restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target}
+	r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: "/segments/", Ranged: true, Action: testkit.FaultHang})
+	a, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMain$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "KDR_HELPER_MAIN_ARGS="+string(a))
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	deadline := time.Now().Add(30 * time.Second)
+	for len(r.proxy.Injected()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restore read no segment in 30s:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the restore did not stop within 30s of SIGTERM:\n%s", stderr.String())
+	}
+	t.Logf("interrupted restore: exit %d\n%s", cmd.ProcessState.ExitCode(), stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != exitCancelled {
+		t.Errorf("exit %d after SIGTERM, want %d", code, exitCancelled)
+	}
+	for _, want := range []string{"Error: interrupted", "run the same command again: the restore resumes"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not say %q", want)
+		}
+	}
+
+	r.proxy.Clear()
+	if code, stdout, stderr := runBounded(t, args...); code != exitOK {
+		t.Errorf("the same restore after SIGTERM: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -233,8 +233,17 @@ func run(ctx context.Context, args []string, s *iostreams) error {
 	if h := errorHint(err); h != "" && ctx.Err() == nil {
 		fmt.Fprintln(s.ErrOut, h)
 	}
+	if h := cmd.Annotations[interruptHintAnnotation]; h != "" && ctx.Err() != nil {
+		fmt.Fprintln(s.ErrOut, h)
+	}
 	return err
 }
+
+// interruptHintAnnotation is the cobra annotation of a command that holds
+// what to do after it was interrupted (SIGINT, SIGTERM: exit 130), printed
+// after "Error: interrupted"; the error's own hint is not (it may describe
+// a failure the interrupt caused).
+const interruptHintAnnotation = "kafkastreams-dr/interrupt-hint"
 
 // loadConfig loads the config file for a command, prints its warnings on
 // stderr, and returns an invalid file as an exit-2 error.
