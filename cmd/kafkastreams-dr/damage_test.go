@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 )
@@ -212,5 +214,55 @@ func TestRestoreInterruptedBySIGTERM(t *testing.T) {
 	r.proxy.Clear()
 	if code, stdout, stderr := runBounded(t, args...); code != exitOK {
 		t.Errorf("the same restore after SIGTERM: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestRestoreOfAnIncompleteBackup: a backup that list shows as running
+// (only a progress.json: running, or interrupted and resumed by the next
+// backup) was answered by restore --backup-id with "no such backup". Now
+// restore and describe say it is not complete and why, and name the latest
+// complete backup; exit 2.
+func TestRestoreOfAnIncompleteBackup(t *testing.T) {
+	store, storageYAML := catalogRepos[0].open(t)
+	ids, cfg := threeBackups(t, store, storageYAML)
+	m, err := repository.LoadManifest(t.Context(), store, format.ManifestKey(ids[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := format.BackupIDTime(ids[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := format.NewBackupID(at.Add(time.Second), [4]byte{0xab, 0xcd, 0, 1})
+	c := *m
+	c.BackupID, c.State, c.ParentBackupID, c.FinishedAt = running, format.StateRunning, m.BackupID, time.Time{}
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(t.Context(), format.ProgressKey(running), bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCLI(t, "list", "-c", cfg); code != exitOK || !strings.Contains(stdout, running+"  running") {
+		t.Fatalf("list does not show %s running: exit %d\n%s", running, code, stdout)
+	}
+	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
+	for name, args := range map[string][]string{
+		"restore":  {"restore", "-c", cfg, "--backup-id", running, "--dry-run", "--target-bootstrap-servers", target},
+		"describe": {"describe", "-c", cfg, "--backup-id", running},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		t.Logf("%s: exit %d\n%s\n%s", name, code, stdout, stderr)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d, want 2", name, code)
+		}
+		if strings.Contains(stderr, "has no backup") {
+			t.Errorf("%s: an incomplete backup is called no such backup", name)
+		}
+		for _, want := range []string{"backup " + running + " is not complete", "running or interrupted", "the next backup resumes it", "latest complete backup is " + ids[2]} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%s: stderr does not say %q", name, want)
+			}
+		}
 	}
 }
