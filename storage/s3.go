@@ -137,11 +137,11 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	if opts.Bucket == "" {
 		return nil, errors.New("s3 storage: no bucket given")
 	}
-	prefix := strings.Trim(opts.Prefix, "/")
+	prefix, err := S3Prefix(opts.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("s3 storage: prefix: %w", err)
+	}
 	if prefix != "" {
-		if err := ValidateKey(prefix); err != nil {
-			return nil, fmt.Errorf("s3 storage: prefix: %w", err)
-		}
 		prefix += "/"
 	}
 	if opts.Endpoint != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // onDisk returns the path of the object at key in versitygw's posix root
@@ -263,6 +265,44 @@ func TestRestoreOfAnIncompleteBackup(t *testing.T) {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("%s: stderr does not say %q", name, want)
 			}
+		}
+	}
+}
+
+// TestConfigValidateS3PrefixAsTheStorage: config validate accepted S3
+// prefixes that every S3 command then refused ("./pa": a "." path
+// element, "pc//d/": an empty one). It applies the storage's key rule
+// (storage.ValidatePrefix, the one NewS3 applies), exit 2 naming the key,
+// its line and the fix; a prefix the storage accepts (a trailing "/") is
+// accepted by both.
+func TestConfigValidateS3PrefixAsTheStorage(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	cfgWith := func(prefix string) string {
+		return writeFile(t, "app.yaml", fmt.Sprintf("application_id: order-processor\nsource:\n  bootstrap_servers: [127.0.0.1:9092]\n  topics:\n    include: [orders]\n"+
+			"storage:\n  backend: s3\n  bucket: %s\n  region: %s\n  endpoint: %s\n  path_style: true\n  prefix: %q\n", srv.Bucket, srv.Region, srv.Endpoint, prefix))
+	}
+	for _, prefix := range []string{"./pa", "pc//d/", "a/../b", "a/.tmp-x/b", `a\b`} {
+		code, stdout, stderr := runCLI(t, "config", "validate", "-c", cfgWith(prefix))
+		t.Logf("prefix %q: exit %d\n%s%s", prefix, code, stdout, stderr)
+		if code != exitUsage {
+			t.Errorf("prefix %q: config validate exit %d, want 2", prefix, code)
+		}
+		for _, want := range []string{"storage.prefix", "line 12", "write it"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("prefix %q: stderr does not say %q", prefix, want)
+			}
+		}
+		if _, err := storage.NewS3(t.Context(), storage.S3Options{Bucket: srv.Bucket, Prefix: prefix, Region: srv.Region, Endpoint: srv.Endpoint, PathStyle: true}); err == nil {
+			t.Errorf("prefix %q: config validate refuses it, the S3 storage accepts it: two rules", prefix)
+		}
+	}
+	for _, prefix := range []string{"pa/", "apps/order-processor"} {
+		if code, stdout, stderr := runCLI(t, "config", "validate", "-c", cfgWith(prefix)); code != exitOK {
+			t.Errorf("prefix %q: config validate exit %d\n%s%s", prefix, code, stdout, stderr)
+		}
+		if _, err := storage.NewS3(t.Context(), storage.S3Options{Bucket: srv.Bucket, Prefix: prefix, Region: srv.Region, Endpoint: srv.Endpoint, PathStyle: true}); err != nil {
+			t.Errorf("prefix %q: config validate accepts it, the S3 storage does not: %v", prefix, err)
 		}
 	}
 }
