@@ -306,3 +306,49 @@ func TestConfigValidateS3PrefixAsTheStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestS3DamagedManifestIsDamage: a byte flipped in a stored manifest in
+// versitygw's data directory (the JSON may still decode: the flip can
+// land in a string) is damage in every reader, exit 2, naming the
+// manifest: the store's checksum of the whole object is checked, the
+// decoder's stopping at the closing brace does not skip it.
+func TestS3DamagedManifestIsDamage(t *testing.T) {
+	r := newFaultyRepo(t)
+	newest := r.ids[2]
+	key := format.ManifestKey(newest)
+	// One hex digit of a segment's SHA-256: the JSON still decodes and
+	// validates, only the store's checksum tells.
+	path := r.onDisk(key)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte(`"sha256": "`))
+	if i < 0 {
+		t.Fatalf("no sha256 in %s", key)
+	}
+	i += len(`"sha256": "`)
+	b[i] = map[bool]byte{true: '1', false: '0'}[b[i] == '0']
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
+	for name, args := range map[string][]string{
+		"describe": {"describe", "-c", r.cfg, "--backup-id", newest},
+		"verify":   {"verify", "-c", r.cfg, "--backup-id", newest},
+		"restore":  {"restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target},
+		"list":     {"list", "-c", r.cfg},
+	} {
+		code, stdout, stderr := runBounded(t, args...)
+		t.Logf("%s: exit %d\n%s\n%s", name, code, stdout, stderr)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d, want 2", name, code)
+		}
+		if !strings.Contains(stdout+stderr, key) {
+			t.Errorf("%s: the output does not name %s", name, key)
+		}
+		if strings.Contains(stderr, "run the command again") {
+			t.Errorf("%s: damage is given the re-run hint", name)
+		}
+	}
+}
