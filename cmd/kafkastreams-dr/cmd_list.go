@@ -34,8 +34,10 @@ the backup wrote itself (own_segments, own_records, own_bytes).
 
 States: complete (restorable); running (a backup is running, or was interrupted and
 the next backup resumes it); abandoned (an interrupted backup no run will resume:
-garbage that prune removes); unreadable (the manifest does not decode). list exits 1
-when a manifest is unreadable, after listing every backup (run verify on it).
+garbage that prune removes); unreadable (the manifest does not decode). list exits 2
+when a manifest is unreadable (damage, as for restore), after listing every backup (run
+verify on it); "latest" in the summary is what --backup-id latest means: the newest
+backup with a manifest.json, named unreadable when its manifest does not read.
 
 Reads the manifests only (backups/*/manifest.json and progress.json), never a segment.
 

@@ -47,7 +47,9 @@ restore's cut (--to-time) and each restored record's original offset, by the
 restore's offset map, must be the backup record's.
 
 Every problem names the object, topic, partition and offset concerned. A manifest that
-does not decode (truncated, damaged, of a newer format) is named too.
+does not decode (truncated, damaged, of a newer format) is named too. A damaged backup
+(problems found, or its manifest unreadable) exits 2, as a restore refusing it does; a
+storage failure exits 1 (run again); --against-cluster differences exit 1.
 
 CONFIG KEYS USED
   storage.* (the repository), target.* (with --against-cluster).`
