@@ -188,7 +188,7 @@ type Topics struct {
 type Storage struct {
 	Backend   string `yaml:"backend"`    // s3 | filesystem; required
 	Bucket    string `yaml:"bucket"`     // s3: bucket name; required for s3
-	Prefix    string `yaml:"prefix"`     // key prefix (s3) or subdirectory (filesystem); optional; no ".." segment
+	Prefix    string `yaml:"prefix"`     // key prefix (s3) or subdirectory (filesystem); optional; no ".." segment; s3: storage.S3Prefix's rule
 	Region    string `yaml:"region"`     // s3: AWS region; default from the AWS chain
 	Endpoint  string `yaml:"endpoint"`   // s3: URL of an S3-compatible store (MinIO, Ceph, ...)
 	PathStyle bool   `yaml:"path_style"` // s3: path-style addressing, usual for S3-compatible stores

@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
@@ -465,7 +466,27 @@ func (v *validator) storage() {
 	}
 	if slices.Contains(strings.Split(s.Prefix, "/"), "..") {
 		v.errf("storage.prefix", `storage.prefix %q contains "..": the prefix names a place inside storage.path or the bucket, never above it (where another application's repository may be); write it without "..", e.g. streams/order-processor`, s.Prefix)
+	} else if _, err := storage.S3Prefix(s.Prefix); err != nil && s.Backend == BackendS3 {
+		// The storage's own rule (NewS3 refuses the same prefix).
+		v.errf("storage.prefix", "storage.prefix %q is not a valid S3 key prefix: %v; write it as %s", s.Prefix, err, prefixFix(s.Prefix))
 	}
+}
+
+// prefixFix suggests a valid S3 prefix for an invalid one: its path
+// elements without empty and "." ones, backslashes read as '/'; or an
+// example when that is still invalid (a reserved element).
+func prefixFix(prefix string) string {
+	var elems []string
+	for _, e := range strings.Split(strings.ReplaceAll(prefix, `\`, "/"), "/") {
+		if e != "" && e != "." {
+			elems = append(elems, e)
+		}
+	}
+	fix := strings.Join(elems, "/")
+	if p, err := storage.S3Prefix(fix); err != nil || p == "" {
+		return `a path of names separated by single "/", e.g. streams/order-processor`
+	}
+	return strconv.Quote(fix)
 }
 
 func (v *validator) backup() {

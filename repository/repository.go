@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -48,11 +49,24 @@ func LoadManifest(ctx context.Context, store storage.Backend, key string) (*form
 	}
 	defer rc.Close()
 	m, err := format.ReadManifest(rc)
+	if err == nil {
+		// The decoder stops at the closing brace; the store checks its
+		// checksum of the object (S3: storage.ErrCorrupt) at the end of
+		// the body, so read to the end: a flipped byte that still decodes
+		// (in a SHA-256, an offset) is damage to this manifest, not to
+		// the segment it names.
+		if _, err = io.Copy(io.Discard, rc); err == nil {
+			return m, nil
+		}
+		if !storage.IsCorrupt(err) && ctx.Err() == nil {
+			return nil, fmt.Errorf("read manifest %s: %w", key, err)
+		}
+	}
 	switch {
-	case err == nil:
-		return m, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("read manifest %s: %w", key, ctx.Err())
+	case storage.IsCorrupt(err):
+		// The store's own checksum of the object failed twice.
 	case storage.IsTransient(err):
 		// The body failed mid-read: the decoder saw a storage error.
 		return nil, fmt.Errorf("read manifest %s: %w", key, err)

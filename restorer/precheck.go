@@ -157,10 +157,12 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, part
 	if _, err := io.Copy(io.Discard, tee); err != nil && src.Err == nil {
 		src.Err = err
 	}
-	if src.Err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
+	switch {
+	case src.Err != nil && ctx.Err() != nil:
+		return "", ctx.Err()
+	case storage.IsCorrupt(src.Err):
+		return src.Err.Error(), nil
+	case src.Err != nil:
 		return "", fmt.Errorf("read segment %s: %w", s.Key, src.Err)
 	}
 	var problems []string

@@ -37,6 +37,9 @@ func loadBackup(ctx context.Context, store storage.Backend, id string) (*format.
 	}
 	m, err := repository.LoadManifest(ctx, store, format.ManifestKey(id))
 	if errors.Is(err, storage.ErrNotFound) {
+		if err := incomplete(ctx, store, id); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %s has no backup %s (no %s)", ErrNoBackup, store.Location(), id, format.ManifestKey(id))
 	}
 	if err != nil {
@@ -46,6 +49,38 @@ func loadBackup(ctx context.Context, store storage.Backend, id string) (*format.
 		return nil, fmt.Errorf("%w: backup %s is not complete", ErrNoBackup, id)
 	}
 	return m, nil
+}
+
+// incompleteError is loadBackup's error for a backup id with a
+// progress.json and no manifest.json. It wraps ErrNoBackup (nothing to
+// restore) without its "no such backup" wording: the backup exists.
+type incompleteError struct{ msg string }
+
+func (e *incompleteError) Error() string { return e.msg }
+func (e *incompleteError) Unwrap() error { return ErrNoBackup }
+
+// incomplete returns an *incompleteError when backup id has only a
+// progress.json: running, or interrupted and resumed by the next backup
+// (docs/FORMAT.md, "Resume"), or abandoned when a newer backup completed
+// since (catalog.StateRunning, StateAbandoned). It names the latest
+// complete backup. It returns nil when id has no progress.json either, or
+// when the repository cannot tell (the caller's "no such backup" stands).
+func incomplete(ctx context.Context, store storage.Backend, id string) error {
+	if _, err := store.Stat(ctx, format.ProgressKey(id)); err != nil {
+		return nil
+	}
+	ids, err := repository.CompleteIDs(ctx, store)
+	if err != nil {
+		return nil
+	}
+	msg := fmt.Sprintf("backup %s is not complete: it is running or interrupted (only %s; the next backup resumes it) and cannot be restored", id, format.ProgressKey(id))
+	if len(ids) > 0 && ids[0] > id {
+		msg = fmt.Sprintf("backup %s is not complete: it was interrupted and abandoned (only %s; a newer backup completed since, no backup resumes it) and cannot be restored", id, format.ProgressKey(id))
+	}
+	if len(ids) == 0 {
+		return &incompleteError{msg + "; the repository holds no complete backup yet"}
+	}
+	return &incompleteError{fmt.Sprintf("%s; the latest complete backup is %s (--backup-id %s, or latest)", msg, ids[0], ids[0])}
 }
 
 // cutEnd returns the original offset before which a --to-time cut ends the
@@ -99,7 +134,9 @@ func readSegment(ctx context.Context, store storage.Backend, topic string, parti
 	src := &storage.ReadTracker{R: rc}
 	hr := format.NewHashingWriter(io.Discard)
 	damaged := func(problem string) error {
-		if src.Err != nil {
+		if storage.IsCorrupt(src.Err) {
+			problem = src.Err.Error()
+		} else if src.Err != nil {
 			return fmt.Errorf("read segment %s: %w", s.Key, src.Err)
 		}
 		return &DamageError{Damaged: []Damage{{Key: s.Key, Topic: topic, Partition: partition, Problem: problem}}}
@@ -134,6 +171,9 @@ func readSegment(ctx context.Context, store storage.Backend, topic string, parti
 		}
 	}
 	if _, err := io.Copy(io.Discard, tee); err != nil || src.Err != nil {
+		if storage.IsCorrupt(src.Err) {
+			return damaged("")
+		}
 		return fmt.Errorf("read segment %s: %w", s.Key, errors.Join(src.Err, err))
 	}
 	sum, size := hr.Sum()

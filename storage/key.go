@@ -56,6 +56,23 @@ func keyProblem(key string) string {
 	return ""
 }
 
+// S3Prefix returns the key prefix an S3 repository uses for prefix (the
+// storage.prefix setting, S3Options.Prefix): prefix without leading and
+// trailing '/', "" for none. The rest must be a valid key (ValidateKey:
+// no empty, "." or ".." element, no backslash, ...); otherwise the error
+// wraps ErrInvalidKey and names the prefix. NewS3 applies it, and so does
+// config validation, so that a prefix is refused before any command runs.
+func S3Prefix(prefix string) (string, error) {
+	p := strings.Trim(prefix, "/")
+	if p == "" {
+		return "", nil
+	}
+	if err := ValidateKey(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
 // validatePrefix checks a List prefix: it may be empty, may end with '/'
 // and its last element may be partial ("dir/seg-" or "."), but complete
 // elements follow the key rules.

@@ -137,11 +137,11 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	if opts.Bucket == "" {
 		return nil, errors.New("s3 storage: no bucket given")
 	}
-	prefix := strings.Trim(opts.Prefix, "/")
+	prefix, err := S3Prefix(opts.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("s3 storage: prefix: %w", err)
+	}
 	if prefix != "" {
-		if err := ValidateKey(prefix); err != nil {
-			return nil, fmt.Errorf("s3 storage: prefix: %w", err)
-		}
 		prefix += "/"
 	}
 	if opts.Endpoint != "" {
@@ -386,6 +386,10 @@ func (s *S3) CheckConditionalWrites(ctx context.Context, key string) error {
 // Get opens the object with GetObject (checksum mode enabled, so the SDK
 // verifies a whole-object checksum while the body is read and the final
 // Read fails on a mismatch). It returns ErrNotFound for a missing key.
+// After a mismatch the object is read once more in full (see reread): the
+// final Read fails with ErrCorrupt when the re-read mismatches too (the
+// stored object is damaged), ErrTransient when it matches (a corruption
+// in transit).
 //
 // A body that fails while it is read (connection reset or closed before
 // the Content-Length, no byte for RequestTimeout) is resumed: a new
@@ -467,7 +471,7 @@ func (b *s3Body) resume(cause error) error {
 	case b.ctx.Err() != nil:
 		return fmt.Errorf("read %s: %w", where, b.ctx.Err())
 	case isChecksumMismatch(cause):
-		return fmt.Errorf("read %s: %w", where, cause)
+		return b.reread(cause)
 	}
 	if b.failed.IsZero() {
 		b.failed = time.Now()
@@ -505,6 +509,50 @@ func (b *s3Body) resume(cause error) error {
 		cause = err
 		b.body = io.NopCloser(strings.NewReader(""))
 	}
+}
+
+// reread tells a damaged object from a corruption in transit after the
+// SDK found that the bytes read differ from the object's stored checksum
+// (cause): it reads the whole object once more, checksum mode enabled.
+// The same mismatch again is ErrCorrupt (the stored bytes are damaged); a
+// re-read that matches means the first read was corrupted on the way, and
+// the error is ErrTransient (the bytes already returned cannot be taken
+// back, a re-run reads them whole). A re-read that fails otherwise
+// returns that failure, mapped as any read.
+func (b *s3Body) reread(cause error) error {
+	s := b.s
+	where := s.where(b.key)
+	b.body.Close()
+	b.body = io.NopCloser(strings.NewReader(""))
+	in := &s3.GetObjectInput{
+		Bucket:       aws.String(s.bucket),
+		Key:          aws.String(s.fullKey(b.key)),
+		ChecksumMode: types.ChecksumModeEnabled,
+	}
+	if b.etag != "" {
+		in.IfMatch = aws.String(b.etag)
+	}
+	out, err := s.client.GetObject(b.ctx, in)
+	if err != nil {
+		err = s.mapError(b.ctx, "re-read", b.key, err)
+		if errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) { // 412: the ETag no longer matches
+			return fmt.Errorf("read %s: the object was replaced or deleted while it was read", where)
+		}
+		return err
+	}
+	n, err := io.Copy(io.Discard, out.Body)
+	out.Body.Close()
+	switch {
+	case err == nil && aws.ToInt64(out.ContentLength) != b.size:
+		return fmt.Errorf("read %s: the object was replaced while it was read (%d bytes, then %d)", where, b.size, aws.ToInt64(out.ContentLength))
+	case err == nil:
+		return markTransient(fmt.Errorf("read %s at %s: %w; a re-read matched the checksum: the bytes were corrupted in transit", where, s.endpoint, cause))
+	case isChecksumMismatch(err):
+		return &corruptError{fmt.Errorf("read %s: the stored object is damaged: %w (the same on a re-read of all %d bytes)", where, cause, n)}
+	case b.ctx.Err() != nil:
+		return fmt.Errorf("read %s: %w", where, b.ctx.Err())
+	}
+	return s.mapError(b.ctx, "re-read", b.key, err)
 }
 
 func (b *s3Body) Close() error { return b.body.Close() }

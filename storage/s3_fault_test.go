@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +245,52 @@ func TestS3PutIfAbsentSurvivesALostResponse(t *testing.T) {
 	}
 	if got, err := readAll(t, b, "lock"); err != nil || string(got) != "owner a" {
 		t.Fatalf("lock holds %q, %v", got, err)
+	}
+}
+
+// TestS3ChecksumMismatchIsDamageWhenRepeated: a read whose bytes differ
+// from the object's stored CRC32 is storage.ErrCorrupt (damage, not
+// transient) when a re-read gives the same answer (a byte flipped in the
+// store's data directory), and ErrTransient when it does not (a byte
+// flipped in transit, once), so that readers tell "this object is
+// damaged" from "run the command again". Before, both were a plain error
+// that every reader took for a storage failure.
+func TestS3ChecksumMismatchIsDamageWhenRepeated(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	prefix := "t-" + randomHex(t, 6) + "/repo"
+	b, proxy := newFaultyS3(t, srv, storage.S3Options{Prefix: prefix, RequestTimeout: testRequestTimeout, RetryTimeout: testRetryTimeout})
+	const key = "segments/seg-0"
+	data := storagetest.Content(key, 10<<10)
+	if err := b.Put(t.Context(), key, bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: "/segments/", Action: testkit.FaultFlipByte, Times: 1})
+	_, err := readAll(t, b, key)
+	t.Logf("flipped in transit once: %v", err)
+	if len(proxy.Injected()) != 1 {
+		t.Fatalf("the proxy injected %d faults, want 1", len(proxy.Injected()))
+	}
+	if err == nil || !storage.IsTransient(err) || storage.IsCorrupt(err) {
+		t.Errorf("a byte flipped in transit (a re-read matches): got %v, want a transient error, not ErrCorrupt", err)
+	}
+
+	path := filepath.Join(srv.Dir, srv.Bucket, filepath.FromSlash(prefix+"/"+key))
+	stored, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored[len(stored)/2] ^= 0xff
+	if err := os.WriteFile(path, stored, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readAll(t, b, key)
+	t.Logf("flipped on disk: %v", err)
+	if err == nil || !storage.IsCorrupt(err) || storage.IsTransient(err) {
+		t.Errorf("a byte flipped in the stored object: got %v, want ErrCorrupt, not transient", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), key) {
+		t.Errorf("the error does not name the object %s: %v", key, err)
 	}
 }

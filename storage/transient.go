@@ -41,6 +41,27 @@ func markTransient(err error) error {
 	return &transientError{err}
 }
 
+// ErrCorrupt marks (wrapped, test with errors.Is or IsCorrupt) a read whose
+// bytes differ from the checksum the store keeps with the object (the S3
+// SDK's whole-object response checksum validation, CRC32 here) on two
+// reads in a row: the stored object is damaged, and no re-run helps. A
+// mismatch that a re-read does not repeat was a corruption in transit and
+// is ErrTransient instead. Readers report an ErrCorrupt read as damage to
+// the object (restorer.DamageError, repository.ErrDamaged, a verify
+// problem), never as a storage failure. The filesystem backend keeps no
+// checksum of its own and never returns it: there the readers' own
+// checks (segment SHA-256, manifest decoding) find the same damage.
+var ErrCorrupt = errors.New("stored object does not match its stored checksum")
+
+// IsCorrupt reports whether err is, or wraps, ErrCorrupt.
+func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// corruptError wraps an error as ErrCorrupt, keeping the cause.
+type corruptError struct{ err error }
+
+func (e *corruptError) Error() string   { return e.err.Error() }
+func (e *corruptError) Unwrap() []error { return []error{e.err, ErrCorrupt} }
+
 // TransientHint is the advice that goes with a transient storage error, for
 // commands to print after it.
 func TransientHint(location string) string {

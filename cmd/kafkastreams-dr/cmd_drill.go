@@ -238,7 +238,12 @@ func drillRunError(err error, o *drillOptions, rep *drill.Report) error {
 			o.Logger.Warn("could not write the JUnit report of the interrupted drill", "err", werr)
 		}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case storage.IsTransient(err):
+		// Before Canceled: a storage request that timed out wraps
+		// context.DeadlineExceeded and is no cancellation.
+		return withCode(exitError, fmt.Errorf("drill: %w", err), storage.TransientHint("the storage"))
+	case errors.Is(err, context.Canceled):
 		return err
 	}
 	return withCode(exitError, fmt.Errorf("drill: %w", err), "")
@@ -416,13 +421,13 @@ func drillOutcome(rep *drill.Report, file string) error {
 	case p.Transient:
 		return withCode(exitError, err, storage.TransientHint("the storage"))
 	case p.Damaged:
-		return withCode(exitError, err, repositoryHint(repository.ErrDamaged, ""))
+		return withCode(damageExitCode, err, repositoryHint(repository.ErrDamaged, ""))
 	case p.Refused:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
 	case p.Name == drill.PhaseBackup:
 		return withCode(exitError, err, fmt.Sprintf("check the source cluster and the repository: kafkastreams-dr topics -c %s; kafkastreams-dr backup -c %s", cfg, cfg))
 	case p.Name == drill.PhaseVerifyRepository:
-		return withCode(exitError, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, then start a new chain with kafkastreams-dr backup -c %s --full", cfg, orNone(rep.BackupID), cfg))
+		return withCode(damageExitCode, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, then start a new chain with kafkastreams-dr backup -c %s --full", cfg, orNone(rep.BackupID), cfg))
 	case p.Name == drill.PhaseRestore || p.Name == drill.PhasePlan:
 		return withCode(exitError, err, "check the drill target (target.* or --target-bootstrap-servers) and the message above")
 	}

@@ -222,8 +222,8 @@ storage:
 		fresh := testkit.StartKfake(t, 3)
 		code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest",
 			"--target-bootstrap-servers", fresh.Bootstrap(), "--junit", junit, "--json")
-		if code != exitError || !strings.Contains(stderr, "drill FAILED in phase verify-repository: "+key) || !strings.Contains(stderr, "verify -c "+cfg+" --deep") {
-			t.Errorf("exit %d, want 1\nstderr:\n%s", code, stderr)
+		if code != exitUsage || !strings.Contains(stderr, "drill FAILED in phase verify-repository: "+key) || !strings.Contains(stderr, "verify -c "+cfg+" --deep") {
+			t.Errorf("exit %d, want 2\nstderr:\n%s", code, stderr)
 		}
 		var rep drill.Report
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.OK || rep.Failed() == nil || rep.Failed().Name != drill.PhaseVerifyRepository {

@@ -88,7 +88,7 @@ func runEstimate(ctx context.Context, o *estimateOptions, s *iostreams) error {
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
 		}
-		return withCode(exitError, fmt.Errorf("estimate: %w", err), "")
+		return repositoryError(fmt.Errorf("estimate: %w", err), store.Location())
 	}
 	if o.JSON {
 		return writeJSON(s.Out, e)

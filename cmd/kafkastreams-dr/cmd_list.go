@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 )
 
 // listOptions are the flags of `list`.
@@ -37,8 +38,10 @@ are not in this backup; the next backup reads them; --json: state "complete",
 partial true, unread_partitions and unread_offsets; describe names the ranges);
 running (a backup is running, or was interrupted and
 the next backup resumes it); abandoned (an interrupted backup no run will resume:
-garbage that prune removes); unreadable (the manifest does not decode). list exits 1
-when a manifest is unreadable, after listing every backup (run verify on it).
+garbage that prune removes); unreadable (the manifest does not decode). list exits 2
+when a manifest is unreadable (damage, as for restore), after listing every backup (run
+verify on it); "latest" in the summary is what --backup-id latest means: the newest
+backup with a manifest.json, named unreadable when its manifest does not read.
 
 Reads the manifests only (backups/*/manifest.json and progress.json), never a segment.
 
@@ -113,7 +116,7 @@ func runList(ctx context.Context, o *listOptions, s *iostreams) error {
 	return unreadableError(list, o.ConfigFile)
 }
 
-// unreadableError makes list exit 1 when a manifest does not decode: the
+// unreadableError makes list exit 2 (damageExitCode) when a manifest does not decode: the
 // backups it could read are listed, but the repository is damaged (a
 // scheduled "list" must not report success over it). It names every
 // unreadable manifest and the verify command for the first.
@@ -131,7 +134,7 @@ func unreadableError(list []catalog.Summary, file string) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return withCode(exitError, fmt.Errorf("%s unreadable: %s", plural(len(bad), "manifest is", "manifests are"), strings.Join(bad, "; ")),
+	return withCode(damageExitCode, fmt.Errorf("%s unreadable: %s", plural(len(bad), "manifest is", "manifests are"), strings.Join(bad, "; ")),
 		fmt.Sprintf("see what is damaged with: kafkastreams-dr verify -c %s --backup-id %s", file, first))
 }
 
@@ -144,13 +147,16 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 	tw := newTable(w)
 	fmt.Fprintln(tw, "BACKUP ID\tSTATE\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO")
 	counts := map[catalog.State]int{}
+	// latest is what --backup-id latest means (repository.Latest): the
+	// newest backup with a manifest.json, readable or not.
 	var latest string
+	var latestUnreadable bool
 	var unreadable []catalog.Summary
 	partial := 0
 	for _, b := range list {
 		counts[b.State]++
-		if b.State == catalog.StateComplete && latest == "" {
-			latest = b.BackupID
+		if latest == "" && (b.State == catalog.StateComplete || b.State == catalog.StateUnreadable && b.ManifestKey == format.ManifestKey(b.BackupID)) {
+			latest, latestUnreadable = b.BackupID, b.State == catalog.StateUnreadable
 		}
 		if b.State == catalog.StateUnreadable {
 			unreadable = append(unreadable, b)
@@ -180,7 +186,10 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 	if n := counts[catalog.StateUnreadable]; n > 0 {
 		fmt.Fprintf(w, ", %d unreadable", n)
 	}
-	if latest != "" {
+	switch {
+	case latestUnreadable:
+		fmt.Fprintf(w, "; latest: %s (unreadable: --backup-id latest fails; name an older backup to restore it)", latest)
+	case latest != "":
 		fmt.Fprintf(w, "; latest complete: %s", latest)
 	}
 	fmt.Fprintln(w)

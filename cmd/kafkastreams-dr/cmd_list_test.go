@@ -190,9 +190,9 @@ func TestListUnreadableManifestExitsOne(t *testing.T) {
 	cfg := writeFile(t, "app.yaml", "source:\n  bootstrap_servers: [127.0.0.1:9]\n  topics:\n    include: [orders]\n"+storageYAML)
 	for _, args := range [][]string{{"list", "-c", cfg}, {"list", "-c", cfg, "--json"}} {
 		code, stdout, stderr := runCLI(t, args...)
-		if code != exitError || !strings.Contains(stdout, good) || !strings.Contains(stdout, bad) ||
+		if code != exitUsage || !strings.Contains(stdout, good) || !strings.Contains(stdout, bad) ||
 			!strings.Contains(stderr, format.ManifestKey(bad)) || !strings.Contains(stderr, "verify -c "+cfg+" --backup-id "+bad) {
-			t.Errorf("%v: exit %d, want 1 naming %s and the verify command\n%s\n%s", args, code, format.ManifestKey(bad), stdout, stderr)
+			t.Errorf("%v: exit %d, want 2 naming %s and the verify command\n%s\n%s", args, code, format.ManifestKey(bad), stdout, stderr)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -181,9 +182,9 @@ func openRepository(ctx context.Context, file string, s *iostreams) (storage.Bac
 }
 
 // repositoryError maps an error reading a backup: no such backup exits 2
-// with how to list the backups; anything else exits 1, with the next step
-// when the error is a transient storage failure or a damaged manifest
-// (repositoryHint).
+// with how to list the backups, a damaged manifest exits 2 (damageExitCode);
+// anything else exits 1, with the next step when the error is a transient
+// storage failure (repositoryHint).
 func repositoryError(err error, location string) error {
 	var refused *restorer.RefusedError
 	switch {
@@ -197,6 +198,9 @@ func repositoryError(err error, location string) error {
 	var ee *exitErr
 	if errors.As(err, &ee) {
 		return err
+	}
+	if errors.Is(err, repository.ErrDamaged) && !storage.IsTransient(err) {
+		return withCode(damageExitCode, err, repositoryHint(err, location))
 	}
 	return withCode(exitError, err, repositoryHint(err, location))
 }

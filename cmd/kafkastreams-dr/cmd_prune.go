@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // pruneOptions are the flags of `prune`.
@@ -183,6 +184,8 @@ func runPrune(ctx context.Context, o *pruneOptions, s *iostreams) error {
 	switch {
 	case err == nil:
 		return nil
+	case storage.IsTransient(err):
+		return withCode(exitError, err, storage.TransientHint("the storage")+"; an interrupted prune leaves only objects no backup names, which the next prune deletes")
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, catalog.ErrLocked):

@@ -131,6 +131,9 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 		Use:   "restore -c FILE",
 		Short: "Restore the application's topics and group offsets into a new cluster",
 		Long:  restoreLong,
+		// An interrupted restore resumes when run again (restorer: the
+		// journal and the target's end offsets say what was written).
+		Annotations: map[string]string{interruptHintAnnotation: "run the same command again: the restore resumes where it stopped"},
 		Example: `  kafkastreams-dr restore -c order-processor.yaml --dry-run
   kafkastreams-dr restore -c order-processor.yaml --yes
   kafkastreams-dr restore -c order-processor.yaml --backup-id 20240501T120000.000Z-1a2b3c4d \
@@ -468,7 +471,7 @@ func confirm(s *iostreams, question string) (bool, error) {
 
 // restoreError maps a failed restore to an exit code and the next thing to
 // do: refused (nothing written), a damaged backup found before the first
-// write and no such backup exit 2; another restore holding the target's lock
+// write, a damaged manifest and no such backup exit 2; another restore holding the target's lock
 // exits 11; anything else exits 1 and, unless it was a dry run or the backup
 // is damaged, says that running the same command again resumes the restore.
 // No hint sends the user round in a loop: a damaged backup never gets the
@@ -482,14 +485,18 @@ func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 		return withCode(exitUsage, err, refused.Hint)
 	case errors.Is(err, restorer.ErrNoBackup):
 		return withCode(exitUsage, err, listBackupsHint(location, noBackupHint))
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+	case (dryRun || errors.Is(err, restorer.ErrNothingWritten)) && storage.IsTransient(err):
+		// Before the Canceled case: a storage request that timed out
+		// wraps context.DeadlineExceeded, and is no cancellation.
+		return withCode(exitError, fmt.Errorf("restore plan: %w", err), "nothing was written; "+storage.TransientHint(location))
+	case errors.Is(err, context.Canceled):
+		// The user's interrupt (run prints the interrupt hint); a
+		// deadline that ran out below is an error like any other.
 		return err
 	case errors.Is(err, restorer.ErrLocked):
 		return withCode(exitLocked, err, "another restore into this target cluster is running: wait for it (nothing was written)")
 	case errors.Is(err, repository.ErrDamaged):
-		return withCode(exitError, fmt.Errorf("restore: %w", err), repositoryHint(err, location))
-	case (dryRun || errors.Is(err, restorer.ErrNothingWritten)) && storage.IsTransient(err):
-		return withCode(exitError, fmt.Errorf("restore plan: %w", err), "nothing was written; "+storage.TransientHint(location))
+		return withCode(damageExitCode, fmt.Errorf("restore: %w", err), repositoryHint(err, location))
 	case dryRun || errors.Is(err, restorer.ErrNothingWritten):
 		return withCode(exitError, fmt.Errorf("restore plan: %w", err),
 			"nothing was written; check target.bootstrap_servers and target.security, the repository (storage.*), and the message above")

@@ -14,6 +14,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
@@ -46,7 +47,9 @@ restore's cut (--to-time) and each restored record's original offset, by the
 restore's offset map, must be the backup record's.
 
 Every problem names the object, topic, partition and offset concerned. A manifest that
-does not decode (truncated, damaged, of a newer format) is named too.
+does not decode (truncated, damaged, of a newer format) is named too. A damaged backup
+(problems found, or its manifest unreadable) exits 2, as a restore refusing it does; a
+storage failure exits 1 (run again); --against-cluster differences exit 1.
 
 A partition the backup left unread (a partial backup, exit 3 of backup; list shows it
 partial) is a warning, not a problem: those offsets are not in this backup, the next
@@ -117,6 +120,11 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	if err != nil {
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
+		}
+		if errors.Is(err, repository.ErrDamaged) && !storage.IsTransient(err) {
+			// Not repositoryHint: it says to run verify, which just failed.
+			return withCode(damageExitCode, fmt.Errorf("verify: %w", err),
+				"the manifest is damaged or truncated: this backup cannot be verified or restored; "+damagedManifestWaysOut)
 		}
 		return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
 	}
@@ -211,11 +219,12 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		}
 	}
 	if !res.OK() {
-		hint := fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile)
+		code, hint := damageExitCode, fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
+			"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile)
 		if o.AgainstCluster {
-			hint = "the target differs from the backup: restore it again into an empty cluster"
+			code, hint = exitError, "the target differs from the backup: restore it again into an empty cluster"
 		}
-		return withCode(exitError, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
+		return withCode(code, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
 	}
 	return nil
 }

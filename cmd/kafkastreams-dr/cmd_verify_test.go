@@ -51,7 +51,7 @@ func TestVerifyDetectsDamage(t *testing.T) {
 	os.Remove(filepath.Join(repo, missing))
 
 	code, stdout, _ := runCLI(t, "verify", "-c", cfg)
-	if code != exitError || !strings.Contains(stdout, flipped+" topic") || !strings.Contains(stdout, "SHA-256") ||
+	if code != exitUsage || !strings.Contains(stdout, flipped+" topic") || !strings.Contains(stdout, "SHA-256") ||
 		!strings.Contains(stdout, missing+" topic") || !strings.Contains(stdout, "missing") {
 		t.Fatalf("damaged backup: exit %d\n%s", code, stdout)
 	}
@@ -60,7 +60,7 @@ func TestVerifyDetectsDamage(t *testing.T) {
 	mb, _ := os.ReadFile(manifest)
 	os.WriteFile(manifest, mb[:len(mb)/2], 0o600)
 	code, _, stderr := runCLI(t, "verify", "-c", cfg)
-	if code != exitError || !strings.Contains(stderr, format.ManifestKey(id)) || !strings.Contains(stderr, "damaged or truncated") {
+	if code != exitUsage || !strings.Contains(stderr, format.ManifestKey(id)) || !strings.Contains(stderr, "damaged or truncated") {
 		t.Fatalf("truncated manifest: exit %d\n%s", code, stderr)
 	}
 }

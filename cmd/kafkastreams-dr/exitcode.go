@@ -10,7 +10,7 @@ import (
 const (
 	exitOK        = 0   // success
 	exitError     = 1   // the run failed (cluster or storage error, bug)
-	exitUsage     = 2   // bad flags or arguments, invalid config, or the run was refused
+	exitUsage     = 2   // bad flags or arguments, invalid config, the run was refused, or the backup is damaged
 	exitPartial   = 3   // the run finished but not everything was done (see the summary)
 	exitLocked    = 11  // another run holds the repository lock (restic's code for "already locked")
 	exitCancelled = 130 // interrupted by SIGINT or SIGTERM
@@ -20,7 +20,8 @@ const (
 const exitStatusHelp = `EXIT STATUS
   0    success
   1    error: the run failed (cluster, storage or network error)
-  2    usage error, invalid config file, or the run was refused
+  2    usage error, invalid config file, or the run was refused (also: the backup
+       it reads is damaged, found before anything was written; a re-run cannot help)
   3    partial: the run finished but not everything was done (see the summary)
   11   locked: another backup, prune or restore holds the repository lock (or the
        target cluster's restore lock); nothing was done, try again later

@@ -86,10 +86,14 @@ func runBounded(t *testing.T, args ...string) (int, string, string) {
 // TestLatestIsTheNewestCompleteBackup is issue 9's first fault: restore
 // and drill of "latest" restored an older backup, exit 0, after HTTP 500s
 // on the newest manifest or with a truncated newest manifest. Now each
-// reader of "latest" fails naming the newest manifest's key, exit 1, with
-// the fix for the kind of failure (re-run for a store that failed;
-// verify, an explicit older --backup-id or backup --full for damage), and
-// never reads the older backup in its place.
+// reader of "latest" fails naming the newest manifest's key, with the fix
+// for the kind of failure (re-run for a store that failed, exit 1;
+// verify, an explicit older --backup-id or backup --full for damage, exit
+// 2 as for damaged segments: it was exit 1, the re-run code), never reads
+// the older backup in its place, and no hint sends the user back to the
+// command that failed (verify told the user to run verify). list's
+// "latest" is the same backup, named unreadable (it said "latest
+// complete: <older id>").
 func TestLatestIsTheNewestCompleteBackup(t *testing.T) {
 	r := newFaultyRepo(t)
 	newest, older := r.ids[2], r.ids[1]
@@ -127,8 +131,15 @@ func TestLatestIsTheNewestCompleteBackup(t *testing.T) {
 			for name, args := range commands {
 				code, stdout, stderr := runBounded(t, args...)
 				t.Logf("%s: exit %d\n%s", name, code, stderr)
-				if code != exitError {
-					t.Errorf("%s: exit %d, want %d\nstdout:\n%s", name, code, exitError, stdout)
+				want := exitError
+				if f.damage {
+					want = exitUsage
+				}
+				if code != want {
+					t.Errorf("%s: exit %d, want %d\nstdout:\n%s", name, code, want, stdout)
+				}
+				if strings.Contains(stderr, "kafkastreams-dr "+name+" ") {
+					t.Errorf("%s: the hint sends the user back to %s, the command that just failed", name, name)
 				}
 				if !strings.Contains(stderr, key) {
 					t.Errorf("%s: stderr does not name %s", name, key)
@@ -153,6 +164,19 @@ func TestLatestIsTheNewestCompleteBackup(t *testing.T) {
 			}
 			if f.fault != nil && len(r.proxy.Injected()) == 0 {
 				t.Fatal("no fault injected: the test shows nothing")
+			}
+			if f.damage {
+				code, stdout, stderr := runBounded(t, "list", "-c", r.cfg)
+				t.Logf("list: exit %d\n%s\n%s", code, stdout, stderr)
+				if code != exitUsage {
+					t.Errorf("list: exit %d, want %d", code, exitUsage)
+				}
+				if strings.Contains(stdout, "latest complete: "+older) {
+					t.Errorf("list: names %s the latest, but --backup-id latest means %s", older, newest)
+				}
+				if !strings.Contains(stdout, "latest: "+newest+" (unreadable") {
+					t.Errorf("list: does not name %s the latest, unreadable", newest)
+				}
 			}
 		})
 	}

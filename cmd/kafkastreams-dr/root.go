@@ -233,8 +233,17 @@ func run(ctx context.Context, args []string, s *iostreams) error {
 	if h := errorHint(err); h != "" && ctx.Err() == nil {
 		fmt.Fprintln(s.ErrOut, h)
 	}
+	if h := cmd.Annotations[interruptHintAnnotation]; h != "" && ctx.Err() != nil {
+		fmt.Fprintln(s.ErrOut, h)
+	}
 	return err
 }
+
+// interruptHintAnnotation is the cobra annotation of a command that holds
+// what to do after it was interrupted (SIGINT, SIGTERM: exit 130), printed
+// after "Error: interrupted"; the error's own hint is not (it may describe
+// a failure the interrupt caused).
+const interruptHintAnnotation = "kafkastreams-dr/interrupt-hint"
 
 // loadConfig loads the config file for a command, prints its warnings on
 // stderr, and returns an invalid file as an exit-2 error.
@@ -315,17 +324,32 @@ func storageError(err error) error {
 }
 
 // repositoryHint is the next step after err from reading the repository at
-// location, or "" when err is neither transient nor damage.
+// location, or "" when err is neither transient nor damage. A
+// *repository.LatestError names its own ways out (with the backup ids),
+// so its damage gets no second, generic hint.
 func repositoryHint(err error, location string) string {
-	switch {
+	switch _, latest := errors.AsType[*repository.LatestError](err); {
 	case storage.IsTransient(err):
 		return storage.TransientHint(location)
+	case errors.Is(err, repository.ErrDamaged) && latest:
+		return ""
 	case errors.Is(err, repository.ErrDamaged):
 		return "the manifest is damaged or truncated: this backup cannot be restored; check the repository with kafkastreams-dr verify -c FILE --backup-id <id>, " +
-			"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c FILE), or take a new full backup (kafkastreams-dr backup -c FILE --full)"
+			damagedManifestWaysOut
 	}
 	return ""
 }
+
+// damagedManifestWaysOut ends every hint after a damaged manifest: the
+// steps that do not read that manifest again.
+const damagedManifestWaysOut = "restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c FILE), or take a new full backup (kafkastreams-dr backup -c FILE --full)"
+
+// damageExitCode is the exit code of a command that found the backup it
+// reads damaged (a manifest that does not decode, segments that fail
+// their check) before it wrote anything: 2, refused, as for a restore's
+// pre-check. Running the same command again cannot help; a transient
+// storage failure exits 1 instead.
+const damageExitCode = exitUsage
 
 // filesystemError names storage.path (and storage.prefix) in an error of
 // storage.NewFilesystem, e.g. "storage.path /tmp/x: not a directory" or

@@ -44,6 +44,10 @@ const (
 	// that acts on a request its client has already given up on), and
 	// answers if the client is still there.
 	FaultDelayForward
+	// FaultFlipByte forwards the request and the whole response, with the
+	// byte in the middle of the body inverted: a corruption in transit
+	// (the stored object is intact, its checksum header is sent as stored).
+	FaultFlipByte
 )
 
 func (a FaultAction) String() string {
@@ -64,6 +68,8 @@ func (a FaultAction) String() string {
 		return "lose-response"
 	case FaultDelayForward:
 		return "delay-forward"
+	case FaultFlipByte:
+		return "flip-byte"
 	}
 	return "fault(" + strconv.Itoa(int(a)) + ")"
 }
@@ -233,6 +239,15 @@ func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if action == 0 || resp.ContentLength < 2 {
 		w.WriteHeader(resp.StatusCode)
 		io.Copy(w, resp.Body)
+		return
+	}
+	if action == FaultFlipByte {
+		w.WriteHeader(resp.StatusCode)
+		b, _ := io.ReadAll(resp.Body)
+		if len(b) > 0 {
+			b[len(b)/2] ^= 0xff
+		}
+		w.Write(b)
 		return
 	}
 	// A body fault: the full headers, then half of the body.
