@@ -593,6 +593,13 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(ObjectInfo) error)
 		if err != nil {
 			return s.mapError(ctx, "list", prefix, err)
 		}
+		// S3's ListBucketResult always names the bucket. A 200 answer
+		// without it is not S3 (a web server, a proxy's page on a wrong
+		// port): an empty listing would read as "no backups".
+		if aws.ToString(page.Name) != s.bucket {
+			return fmt.Errorf("list %s at %s: the answer is not an S3 bucket listing (it names bucket %q, want %q): check storage.endpoint (and storage.path_style)",
+				s.where(prefix), s.endpoint, aws.ToString(page.Name), s.bucket)
+		}
 		for _, obj := range page.Contents {
 			key := strings.TrimPrefix(aws.ToString(obj.Key), s.prefix)
 			if key == "" || strings.HasSuffix(key, "/") {

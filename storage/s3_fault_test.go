@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,5 +293,32 @@ func TestS3ChecksumMismatchIsDamageWhenRepeated(t *testing.T) {
 	}
 	if err != nil && !strings.Contains(err.Error(), key) {
 		t.Errorf("the error does not name the object %s: %v", key, err)
+	}
+}
+
+// TestS3EndpointThatIsNotS3: a storage.endpoint that answers every request
+// with 200 and a web page (a wrong port, a proxy's landing page) made
+// `list` say "no backups", exit 0, and restore "holds no complete backup"
+// (new-user test). A listing without the bucket's name is not S3's answer.
+func TestS3EndpointThatIsNotS3(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<!doctype html><html><body><h1>Welcome</h1></body></html>")
+	}))
+	t.Cleanup(web.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), hangBound)
+	defer cancel()
+	b, err := storage.NewS3(ctx, storage.S3Options{Bucket: srv.Bucket, Endpoint: web.URL, PathStyle: true,
+		RequestTimeout: testRequestTimeout, RetryTimeout: testRetryTimeout})
+	if err == nil {
+		err = b.List(ctx, "backups/", func(storage.ObjectInfo) error { return nil })
+	}
+	if err == nil {
+		t.Fatal("an endpoint that answers with a web page listed as an empty bucket")
+	}
+	if !strings.Contains(err.Error(), web.URL) || !strings.Contains(err.Error(), "storage.endpoint") {
+		t.Errorf("error does not name the endpoint %s and storage.endpoint: %v", web.URL, err)
 	}
 }
