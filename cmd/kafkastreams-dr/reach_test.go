@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +110,44 @@ target:
 				})
 			}
 		}
+	}
+}
+
+// TestCommandsWaitForABrokerThatComesUp: a CronJob started while the only
+// broker restarts (connections refused) waits for it: the broker comes up
+// on its port 3 seconds after topics and backup started, and both end 0
+// (issue 9: they failed after 4-13ms with "connection refused").
+func TestCommandsWaitForABrokerThatComesUp(t *testing.T) {
+	for _, command := range []string{"topics", "backup"} {
+		t.Run(command, func(t *testing.T) {
+			addr := closedPort(t)
+			_, portText, _ := net.SplitHostPort(addr)
+			port, _ := strconv.Atoi(portText)
+			cfg := faultConfig(t, []string{addr}, "  request_timeout: 2s\n  retry_timeout: 30s\n")
+			var upAt time.Time
+			up := make(chan *kfake.Cluster, 1)
+			go func() {
+				time.Sleep(3 * time.Second)
+				c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, "events"))
+				if err != nil {
+					t.Errorf("start kfake on port %d: %v", port, err)
+				}
+				upAt = time.Now()
+				up <- c
+			}()
+			code, stdout, stderr := runCLI(t, "--log-level", "error", command, "-c", cfg)
+			ended := time.Now()
+			c := <-up // the send happens after upAt is set
+			if c == nil {
+				t.FailNow()
+			}
+			t.Cleanup(c.Close)
+			if ended.Before(upAt) {
+				t.Fatalf("%s ended (exit %d) before the broker came up\nstdout: %s\nstderr: %s", command, code, stdout, stderr)
+			}
+			if code != exitOK || command == "topics" && !strings.Contains(stdout, "events") {
+				t.Fatalf("exit code %d, want 0 (topics: naming topic events)\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+		})
 	}
 }
