@@ -83,16 +83,23 @@ func stopped(ctx context.Context, name string, seeds []string, tries int, last e
 }
 
 // reachRetriable reports whether a failed Metadata request is worth asking
-// again: a network failure other than an unknown host, a timeout, or a
-// retriable Kafka error code.
+// again: a transient network failure, a timeout, or a retriable Kafka error
+// code.
 func reachRetriable(err error) bool {
+	return Transient(err) || errors.Is(err, context.DeadlineExceeded) || kerr.IsRetriable(err)
+}
+
+// Transient reports whether err is a network failure that a broker
+// restart causes and that a retry can outlast: a refused, reset or
+// timed-out connection (franz-go's "unable to dial", which franz-go itself
+// retries only on another broker: kgo's isRetryableBrokerErr), a request
+// that timed out or whose connection closed (kgo.IsRetryableBrokerErr).
+// An unknown host is not transient. Kafka error codes are kerr.IsRetriable's.
+func Transient(err error) bool {
 	var dns *net.DNSError
-	switch {
-	case errors.As(err, &dns) && dns.IsNotFound:
+	if errors.As(err, &dns) && dns.IsNotFound {
 		return false
-	case errors.Is(err, context.DeadlineExceeded), kerr.IsRetriable(err), kgo.IsRetryableBrokerErr(err):
-		return true
 	}
-	var op *net.OpError // dial errors, which IsRetryableBrokerErr leaves to its callers
-	return errors.As(err, &op)
+	var op *net.OpError
+	return kgo.IsRetryableBrokerErr(err) || errors.As(err, &op)
 }
