@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
@@ -114,6 +115,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		return nil, PhaseCluster, fmt.Errorf("source cluster client: %w", err)
 	}
 	defer cl.Close()
+	if err := config.Reach(ctx, cl, "source cluster"); err != nil {
+		return nil, PhaseCluster, err
+	}
 	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
 		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}, brokers: map[int32]string{}}
 

@@ -10,7 +10,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 )
 
 // Retries of per-partition errors. Right after CreateTopics a Kafka broker
@@ -21,7 +24,8 @@ import (
 // kerr.IsRetriable tells which errors pass; every other error is reported
 // as the broker gave it.
 const (
-	// offsetsBudget bounds how long one listing retries retriable errors.
+	// offsetsBudget bounds how long a topic creation retries retriable
+	// errors, and a listing when the client has no kgo.RetryTimeout.
 	offsetsBudget = 2 * time.Minute
 	// firstBackoff and maxBackoff bound the wait between two tries; it
 	// doubles from the first to the max.
@@ -74,13 +78,22 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // retryListed calls list until every listed partition answers without an
 // error. A retriable error (kerr.IsRetriable, for the whole request or any
-// partition) is retried with backoff for at most offsetsBudget, then
-// returned as a *PartitionError naming the last partition that failed; a
-// non-retriable partition error is returned at once as a *PartitionError.
-func retryListed(ctx context.Context, op string, list func(context.Context) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+// partition, or a transient network failure, config.Transient: the
+// leader's broker refusing connections while it restarts) is retried with
+// backoff for the target's retry_timeout, then returned (as a
+// *PartitionError naming the last partition that failed, for a partition
+// error); a non-retriable partition error is returned at once as a
+// *PartitionError. Each try ends at retry_timeout + request_timeout after
+// the first, so that franz-go's own retries of one try do not add a second
+// budget.
+func (r *restore) retryListed(ctx context.Context, op string, list func(context.Context) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+	request, budget := r.timeouts()
 	began := time.Now()
+	deadline := began.Add(budget + request)
 	for n := 1; ; n++ {
-		listed, err := list(ctx)
+		tctx, cancel := context.WithDeadline(ctx, deadline)
+		listed, err := list(tctx)
+		cancel()
 		if err == nil {
 			err = firstPartitionErr(op, listed)
 		}
@@ -90,16 +103,27 @@ func retryListed(ctx context.Context, op string, list func(context.Context) (kad
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !kerr.IsRetriable(err) {
+		if !kerr.IsRetriable(err) && !config.Transient(err) && !errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
-		if time.Since(began) > offsetsBudget {
-			return nil, fmt.Errorf("%w (still after retrying for %s)", err, offsetsBudget)
+		if time.Since(began) >= budget || time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w (still after retrying for %s, the target's retry_timeout)", err, time.Since(began).Round(time.Millisecond))
 		}
-		if err := sleep(ctx, backoff(n)); err != nil {
+		if err := sleep(ctx, min(backoff(n), budget-time.Since(began))); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// timeouts returns the target client's request_timeout
+// (kgo.RequestTimeoutOverhead) and retry_timeout (kgo.RetryTimeout).
+func (r *restore) timeouts() (request, retry time.Duration) {
+	request, _ = r.cl.OptValue(kgo.RequestTimeoutOverhead).(time.Duration)
+	retry, _ = r.cl.OptValue(kgo.RetryTimeout).(time.Duration)
+	if retry <= 0 { // unbounded in franz-go; ours are never
+		retry = offsetsBudget
+	}
+	return request, retry
 }
 
 // firstPartitionErr returns a *PartitionError for the first partition (in
@@ -131,7 +155,7 @@ func firstPartitionErr(op string, listed kadm.ListedOffsets) error {
 // listEnds lists the log end offsets of every partition of topics, retrying
 // retriable errors (retryListed).
 func (r *restore) listEnds(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
-	return retryListed(ctx, "list end offsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
+	return r.retryListed(ctx, "list end offsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
 		return r.adm.ListEndOffsets(ctx, topics...)
 	})
 }
@@ -139,7 +163,7 @@ func (r *restore) listEnds(ctx context.Context, topics ...string) (kadm.ListedOf
 // listStarts lists the log start offsets of every partition of topics,
 // retrying retriable errors (retryListed).
 func (r *restore) listStarts(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
-	return retryListed(ctx, "list log start offsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
+	return r.retryListed(ctx, "list log start offsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
 		return r.adm.ListStartOffsets(ctx, topics...)
 	})
 }
@@ -148,7 +172,7 @@ func (r *restore) listStarts(ctx context.Context, topics ...string) (kadm.Listed
 // request to its leader (kadm.ListEndOffsets would list every partition of
 // the topic, for each flush of each partition), retried like listEnds.
 func (r *restore) endOffset(ctx context.Context, topic string, partition int32) (int64, error) {
-	listed, err := retryListed(ctx, "list end offset", func(ctx context.Context) (kadm.ListedOffsets, error) {
+	listed, err := r.retryListed(ctx, "list end offset", func(ctx context.Context) (kadm.ListedOffsets, error) {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.ReplicaID = -1
 		rt := kmsg.NewListOffsetsRequestTopic()

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
@@ -122,6 +123,9 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		return nil, fmt.Errorf("target cluster client: %w", err)
 	}
 	defer cl.Close()
+	if err := config.Reach(ctx, cl, "target cluster"); err != nil {
+		return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
+	}
 	r := &restore{o: o, log: log, store: o.Store, cl: cl, adm: kadm.NewClient(cl), sel: sel, batches: batches,
 		targetStart: map[string]map[int32]int64{}, targetEnd: map[string]map[int32]int64{}}
 	if r.bm, err = r.adm.BrokerMetadata(ctx); err != nil {

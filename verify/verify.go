@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
@@ -222,6 +223,9 @@ func AgainstRestore(ctx context.Context, store storage.Backend, m *format.Manife
 		return nil, err
 	}
 	defer cl.Close()
+	if err := config.Reach(ctx, cl, "target cluster"); err != nil {
+		return nil, err
+	}
 	adm := kadm.NewClient(cl)
 	for _, t := range m.Topics {
 		if topics != nil && !slices.Contains(topics, t.Name) {

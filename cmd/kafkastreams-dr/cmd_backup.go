@@ -48,7 +48,9 @@ backed up; see "kafkastreams-dr topics -c FILE" for what is selected and why.
 Every Kafka request is bounded by source.request_timeout (default 30s); retriable
 failures (a broker that does not answer or restarts, LEADER_NOT_AVAILABLE,
 COORDINATOR_NOT_AVAILABLE) are retried with backoff for source.retry_timeout
-(default 2m), then the run fails (exit 1) naming the broker. A partition whose
+(default 2m), then the run fails (exit 1) naming the broker: a cluster that
+refuses connections or never answers, no earlier than retry_timeout and no later
+than retry_timeout + request_timeout after the first try. A partition whose
 fetches the broker keeps answering with no records below the captured end is
 not taken as done: after source.retry_timeout the backup ends it where reading
 stopped, names the range, and exits 3 (partial); the next backup reads the rest.

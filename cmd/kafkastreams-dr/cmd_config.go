@@ -33,7 +33,9 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
     retry_timeout           how long retriable failures (broker away, no leader, no
                             coordinator, empty fetches) are retried before the run
                             fails naming the broker (default 2m; keep it above a
-                            broker restart)
+                            broker restart); an unreachable cluster (refused or
+                            silent) fails no earlier than retry_timeout and no later
+                            than retry_timeout + request_timeout
     security:
       tls:                  enabled, ca_file, cert_file, key_file, server_name,
                             insecure_skip_verify (any file turns TLS on)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/estimate"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 )
@@ -131,6 +132,9 @@ func logSizes(ctx context.Context, clientOptions func() ([]kgo.Opt, error)) (map
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if err := config.Reach(ctx, cl, "source cluster"); err != nil {
+		return nil, err
+	}
 	adm := kadm.NewClient(cl)
 	starts, err := adm.ListStartOffsets(ctx)
 	if err != nil {

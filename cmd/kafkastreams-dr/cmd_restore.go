@@ -113,9 +113,11 @@ CONFIG KEYS USED
     into. --target-bootstrap-servers replaces target.bootstrap_servers and keeps
     target.security and target.client_id when the config has a target section.
   target.request_timeout (default 30s), target.retry_timeout (default 2m): the bound
-    on one request and how long retriable failures are retried; a chunk of records
-    (2000 or 4 MiB) the target does not acknowledge within both exits 1 naming the
-    broker, and the restore resumes when run again.
+    on one request and how long retriable failures are retried: a target that refuses
+    connections or never answers fails the restore (exit 1, nothing written) no earlier
+    than retry_timeout and no later than retry_timeout + request_timeout; a chunk of
+    records (2000 or 4 MiB) the target does not acknowledge within both exits 1 naming
+    the broker, and the restore resumes when run again.
   storage.* (backend, bucket, prefix, region, endpoint, path_style, request_timeout,
     retry_timeout, path): the repository. S3 credentials come from the AWS default chain.
   application_id: must equal the backup's.

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/statedir"
 )
@@ -134,6 +135,9 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 		return withCode(exitError, err, "")
 	}
 	defer cl.Close()
+	if err := config.Reach(ctx, cl, "target cluster"); err != nil {
+		return withCode(exitError, err, fmt.Sprintf("check target.bootstrap_servers and target.security in %s, or --target-bootstrap-servers", cfg.File()))
+	}
 	var topics []string
 	seen := map[string]bool{}
 	for _, c := range cps {

@@ -106,6 +106,9 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
+	if err := config.Reach(ctx, cl, "source cluster"); err != nil {
+		return withCode(exitError, err, fmt.Sprintf("check source.bootstrap_servers and source.security in %s", cfg.File()))
+	}
 
 	topics, others, err := describeSource(ctx, kadm.NewClient(cl), cfg, o.Logger)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
@@ -142,12 +143,9 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		var maps verify.OffsetMaps
 		var topics []string
 		// The cut of the latest restore of this backup into this cluster.
-		clusterID := ""
-		if cl, err := kgo.NewClient(opts...); err == nil {
-			if bm, err := kadm.NewClient(cl).BrokerMetadata(ctx); err == nil {
-				clusterID = bm.Cluster
-			}
-			cl.Close()
+		clusterID, err := targetClusterID(ctx, opts)
+		if err != nil {
+			return withCode(exitError, err, fmt.Sprintf("check target.bootstrap_servers and target.security in %s, or --target-bootstrap-servers", cfg.File()))
 		}
 		if rep, err := restorer.LatestReport(ctx, store, m.ApplicationID, clusterID); err == nil && rep != nil && rep.BackupID == m.BackupID && clusterID != "" {
 			cuts := map[string]map[int32]int64{}
@@ -239,4 +237,22 @@ func formatBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// targetClusterID waits for the target cluster (config.Reach) and returns
+// its cluster ID, or "" when the brokers do not tell it.
+func targetClusterID(ctx context.Context, opts []kgo.Opt) (string, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	if err := config.Reach(ctx, cl, "target cluster"); err != nil {
+		return "", err
+	}
+	bm, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return "", nil // the comparison goes on without the restore's cut
+	}
+	return bm.Cluster, nil
 }

@@ -447,9 +447,13 @@ func TestNoSecretInOutput(t *testing.T) {
 		{"push refused", "${KDR_TEST_SASL_PASSWORD}", filesystem, []string{"--push-gateway", gwURL}, exitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// retry_timeout: kfake answers a wrong SASL password by closing
+			// the connection, an EOF that is retried like a broker dropping
+			// connections (Apache Kafka answers SASL_AUTHENTICATION_FAILED).
 			cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
 source:
   bootstrap_servers: [%s]
+  retry_timeout: 3s
   security:
     sasl:
       mechanism: PLAIN
