@@ -1,11 +1,14 @@
 package backup
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -130,6 +133,7 @@ copy:
 			if fp.Err != nil {
 				return fmt.Errorf("decode fetch of topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, fp.Err)
 			}
+			batches := batchTimestamps(rp.RecordBatches)
 			for _, rec := range fp.Records {
 				if rec.Offset < pos || rec.Offset >= w.end {
 					continue
@@ -141,7 +145,7 @@ copy:
 						return err
 					}
 				}
-				fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: kgotime.Millis(rec.Timestamp),
+				fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: batches.millis(rec),
 					TimestampType: format.TimestampType(max(rec.Attrs.TimestampType(), 0)), Key: rec.Key, Value: rec.Value}
 				if len(rec.Headers) > 0 {
 					fr.Headers = make([]format.Header, len(rec.Headers))
@@ -288,4 +292,54 @@ func isRetriable(err error) bool {
 	}
 	// Connection errors: the broker may be restarting or the leader moving.
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// batchTimes is the header of one v2 record batch in a fetch response:
+// its offsets and the timestamp its records' deltas count from.
+type batchTimes struct {
+	base, last int64 // first and last offset
+	first      int64 // firstTimestamp, or maxTimestamp under LogAppendTime
+}
+
+// fetchTimes are the batch headers of one partition's fetch response, in
+// offset order.
+type fetchTimes []batchTimes
+
+// batchTimestamps reads the batch headers of raw (a fetch response's
+// RecordBatches: DefaultRecordBatch's layout, big-endian: baseOffset int64,
+// batchLength int32, partitionLeaderEpoch int32, magic int8, crc int32,
+// attributes int16, lastOffsetDelta int32, firstTimestamp int64,
+// maxTimestamp int64, ...). franz-go's consumer hands out a record's time
+// as time.Unix(0, ms*1e6), which wraps outside 1677..2262; with the batch's
+// own firstTimestamp every timestamp is recovered exactly (kgotime.InBatch),
+// Long.MAX_VALUE included. A truncated last batch and message sets older
+// than magic 2 are left out (their records fall back to kgotime.Millis).
+func batchTimestamps(raw []byte) fetchTimes {
+	var out fetchTimes
+	for len(raw) >= 61 {
+		length := int64(int32(binary.BigEndian.Uint32(raw[8:12])))
+		if length < 49 || int64(len(raw)) < 12+length {
+			break
+		}
+		if raw[16] == 2 {
+			b := batchTimes{base: int64(binary.BigEndian.Uint64(raw[0:8]))}
+			b.last = b.base + int64(int32(binary.BigEndian.Uint32(raw[23:27])))
+			b.first = int64(binary.BigEndian.Uint64(raw[27:35]))
+			if binary.BigEndian.Uint16(raw[21:23])&0x8 != 0 { // LogAppendTime: every record has maxTimestamp
+				b.first = int64(binary.BigEndian.Uint64(raw[35:43]))
+			}
+			out = append(out, b)
+		}
+		raw = raw[12+length:]
+	}
+	return out
+}
+
+// millis returns rec's timestamp as the broker holds it.
+func (f fetchTimes) millis(rec *kgo.Record) int64 {
+	i, _ := slices.BinarySearchFunc(f, rec.Offset, func(b batchTimes, o int64) int { return cmp.Compare(b.last, o) })
+	if i < len(f) && f[i].base <= rec.Offset {
+		return kgotime.InBatch(rec.Timestamp, f[i].first)
+	}
+	return kgotime.Millis(rec.Timestamp)
 }

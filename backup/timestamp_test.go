@@ -2,6 +2,7 @@ package backup_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,10 @@ func TestTimestampsOutsideTimeNanosAreKeptExactly(t *testing.T) {
 		-62_135_596_800_000, // 0001-01-01
 		1 << 56,             // about 2.28 million years from 1970
 		-(1 << 56),
+		math.MaxInt64, // the new-user test's second pass: came back as -1
+		1<<58 - 1,
+		1 << 57,
+		math.MinInt64 + 1,
 	}
 	var recs []testkit.RawRecord
 	for i, ts := range want {
@@ -68,15 +73,15 @@ func TestTimestampsOutsideTimeNanosAreKeptExactly(t *testing.T) {
 		}
 	}
 	// A restore refuses the topic (its producer cannot send offsets 4 to
-	// 9's timestamps): the backup says so the day it is taken.
+	// 13's timestamps): the backup says so the day it is taken.
 	warned := false
 	for _, w := range m.Warnings {
-		if strings.Contains(w, `topic "far-times": 6 records (the first at partition 0 offset 4) have timestamps outside 1677-09-21..2262-04-11`) {
+		if strings.Contains(w, `topic "far-times": 10 records (the first at partition 0 offset 4) have timestamps outside 1677-09-21..2262-04-11`) {
 			warned = true
 		}
 	}
 	if !warned {
-		t.Errorf("the manifest's warnings do not name the 6 records a restore refuses: %q", m.Warnings)
+		t.Errorf("the manifest's warnings do not name the 10 records a restore refuses: %q", m.Warnings)
 	}
 }
 

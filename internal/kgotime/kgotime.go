@@ -9,7 +9,9 @@
 // Timestamp.UnixMilli() returned year 1830 for a record of year 3000. The
 // wrapped product still fixes ms modulo 2^58, because 1e6 is 2^6 times an
 // odd number: Millis undoes it exactly for every |ms| < 2^57 (about 4.5
-// million years either side of 1970).
+// million years either side of 1970), and InBatch for every timestamp of a
+// v2 record batch whose header's first timestamp the caller has read from
+// the wire (Long.MAX_VALUE included).
 package kgotime
 
 import "time"
@@ -29,7 +31,27 @@ var inv15625 = func() uint64 {
 // farther out is returned modulo 2^58 (franz-go keeps no more of it). On a
 // time.Time of the nanosecond range (1677..2262) it is t.UnixMilli().
 func Millis(t time.Time) int64 {
+	return sext58(mod58(t))
+}
+
+// InBatch returns the milliseconds of t, a kgo.Record.Timestamp of a
+// record in a v2 record batch (DefaultRecordBatch) whose header's
+// firstTimestamp is first: the record's timestamp is first plus its
+// timestampDelta, and the delta is recovered modulo 2^58 from t. Exact for
+// every 64-bit timestamp whose distance from first is below 2^57 ms (in a
+// batch whose maxTimestamp is t's own, LogAppendTime, pass that as first).
+func InBatch(t time.Time, first int64) int64 {
+	delta := (mod58(t) - uint64(first)) & (1<<58 - 1)
+	return first + sext58(delta)
+}
+
+// mod58 is the milliseconds of t modulo 2^58.
+func mod58(t time.Time) uint64 {
 	n := uint64(t.UnixNano()) // ms*1e6 modulo 2^64
-	m := ((n >> 6) * inv15625) & (1<<58 - 1)
-	return int64(m<<6) >> 6 // sign-extend the 58 bits
+	return ((n >> 6) * inv15625) & (1<<58 - 1)
+}
+
+// sext58 sign-extends a 58-bit value.
+func sext58(m uint64) int64 {
+	return int64(m<<6) >> 6
 }

@@ -28,6 +28,19 @@ func TestMillisUndoesFranzGoWrap(t *testing.T) {
 	}
 }
 
+func TestInBatchIsExactForEveryTimestamp(t *testing.T) {
+	for _, tt := range []struct{ first, delta int64 }{
+		{math.MaxInt64, 0}, {math.MaxInt64 - 5, 5}, {math.MinInt64, 0}, {math.MinInt64, 7},
+		{1<<58 - 1, 0}, {1 << 57, 1}, {-1, 0}, {-1, 1}, {0, 0},
+		{1_700_000_000_000, 12345}, {32_503_680_000_000, -3}, {9_223_372_036_850, 10},
+	} {
+		ms := tt.first + tt.delta
+		if got := InBatch(franzTime(ms), tt.first); got != ms {
+			t.Errorf("InBatch(timeFromMillis(%d), first %d) = %d", ms, tt.first, got)
+		}
+	}
+}
+
 func TestInverse(t *testing.T) {
 	if 15625*inv15625 != 1 {
 		t.Fatalf("15625 * %d = %d mod 2^64, want 1", inv15625, 15625*inv15625)
