@@ -71,7 +71,8 @@ func run(ctx context.Context, o Options) (*Report, error) {
 				p.Error = err.Error()
 				p.Locked = errors.Is(err, backup.ErrLocked) || errors.Is(err, restorer.ErrLocked)
 				p.Transient = storage.IsTransient(err)
-				p.Damaged = errors.Is(err, repository.ErrDamaged)
+				_, damagedSegments := errors.AsType[*restorer.DamageError](err)
+				p.Damaged = errors.Is(err, repository.ErrDamaged) || damagedSegments
 			}
 			if err != nil || len(p.Problems) > 0 {
 				p.Status, failed = StatusFailed, true

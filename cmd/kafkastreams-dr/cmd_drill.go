@@ -19,7 +19,6 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
-	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -421,7 +420,7 @@ func drillOutcome(rep *drill.Report, file string) error {
 	case p.Transient:
 		return withCode(exitError, err, storage.TransientHint("the storage"))
 	case p.Damaged:
-		return withCode(damageExitCode, err, repositoryHint(repository.ErrDamaged, ""))
+		return withCode(damageExitCode, err, damagedSegmentsHint(cfg, orNone(rep.BackupID)))
 	case p.Refused:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
 	case p.Name == drill.PhaseBackup:

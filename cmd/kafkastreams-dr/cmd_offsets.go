@@ -202,6 +202,11 @@ func repositoryError(err error, location string) error {
 	if errors.Is(err, repository.ErrDamaged) && !storage.IsTransient(err) {
 		return withCode(damageExitCode, err, repositoryHint(err, location))
 	}
+	if isDamage(err) {
+		// A damaged segment (offsets translate reads them): new-user test,
+		// exit 1 and no hint.
+		return withCode(damageExitCode, err, damagedSegmentsHint("", "<id>"))
+	}
 	return withCode(exitError, err, repositoryHint(err, location))
 }
 

@@ -173,6 +173,14 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 			fmt.Fprintf(s.ErrOut, "comparing with the topics, cut and offset maps of restore %s\n", rep.RestoreID)
 		}
 		res, err = verify.AgainstRestore(ctx, store, m, opts, topics, cut, maps)
+		if err != nil && isDamage(err) {
+			// New-user test: a damaged segment said "check
+			// target.bootstrap_servers", exit 1.
+			return withCode(damageExitCode, fmt.Errorf("verify against the cluster: %w", err), damagedSegmentsHint(o.ConfigFile, m.BackupID))
+		}
+		if err != nil && storage.IsTransient(err) {
+			return withCode(exitError, fmt.Errorf("verify against the cluster: %w", err), storage.TransientHint(store.Location()))
+		}
 		if err != nil {
 			return withCode(exitError, fmt.Errorf("verify against the cluster: %w", err), "check target.bootstrap_servers and target.security")
 		}

@@ -111,6 +111,28 @@ func TestS3DamagedSegmentsAreDamage(t *testing.T) {
 	if strings.Contains(stderr, "run the command again") {
 		t.Error("verify: damage is given the re-run hint")
 	}
+
+	// The other readers of segments (second new-user pass: exit 1 with
+	// "check target.bootstrap_servers", "check the drill target", or no
+	// hint at all).
+	for name, args := range map[string][]string{
+		"drill":             {"drill", "-c", r.cfg, "--backup-id", "latest", "--target-bootstrap-servers", strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")},
+		"offsets translate": {"offsets", "translate", "-c", r.cfg},
+	} {
+		code, stdout, stderr := runBounded(t, args...)
+		t.Logf("%s: exit %d\n%s\n%s", name, code, stdout, stderr)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d for a damaged backup, want 2", name, code)
+		}
+		if !strings.Contains(stdout+stderr, "verify") || !strings.Contains(stdout+stderr, "--backup-id") {
+			t.Errorf("%s: no verify / --backup-id hint", name)
+		}
+		for _, bad := range []string{"check target.bootstrap_servers", "check the drill target", "run the command again", "run the same command again"} {
+			if strings.Contains(stderr, bad) {
+				t.Errorf("%s: damage is given the hint of another failure (%q)", name, bad)
+			}
+		}
+	}
 }
 
 // TestTransientStorageFailureHint: every command whose storage fails
@@ -350,5 +372,31 @@ func TestS3DamagedManifestIsDamage(t *testing.T) {
 		if strings.Contains(stderr, "run the command again") {
 			t.Errorf("%s: damage is given the re-run hint", name)
 		}
+	}
+}
+
+// TestVerifyAgainstClusterOfADamagedBackup: a segment damaged after the
+// restore makes verify --against-cluster exit 2 with the verify --deep /
+// --backup-id hint (second new-user pass: exit 1, "check
+// target.bootstrap_servers").
+func TestVerifyAgainstClusterOfADamagedBackup(t *testing.T) {
+	r := newFaultyRepo(t)
+	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
+	if code, stdout, stderr := runBounded(t, "restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target); code != exitOK {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	m, err := repository.Latest(t.Context(), r.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := m.Topics[0].PartitionCuts[0].Segments[0].Key
+	r.flipOnDisk(t, key)
+	code, stdout, stderr := runBounded(t, "verify", "-c", r.cfg, "--against-cluster", "--target-bootstrap-servers", target)
+	t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
+	if code != exitUsage {
+		t.Errorf("exit %d for a damaged backup, want 2", code)
+	}
+	if !strings.Contains(stderr, "--deep") || !strings.Contains(stderr, "--backup-id") || strings.Contains(stderr, "check target.bootstrap_servers") {
+		t.Errorf("the hint is not the damage hint:\n%s", stderr)
 	}
 }

@@ -16,9 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/metrics"
 	"github.com/kafkastreams-dr/kafkastreams-dr/progress"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -338,6 +340,28 @@ func repositoryHint(err error, location string) string {
 			damagedManifestWaysOut
 	}
 	return ""
+}
+
+// isDamage reports whether err is damage to the backup found by a reader:
+// a manifest that does not decode, a segment that fails its check or does
+// not decode after a complete read, an object whose stored bytes fail
+// their stored checksum. A transient storage failure is never damage.
+func isDamage(err error) bool {
+	if storage.IsTransient(err) {
+		return false
+	}
+	_, damage := errors.AsType[*restorer.DamageError](err)
+	return damage || errors.Is(err, repository.ErrDamaged) || errors.Is(err, format.ErrCorrupt) || storage.IsCorrupt(err)
+}
+
+// damagedSegmentsHint is the next step after damaged segments of backup id
+// (read with config file): see every problem, then what does not read them.
+func damagedSegmentsHint(file, id string) string {
+	if file == "" {
+		file = "FILE"
+	}
+	return fmt.Sprintf("the backup is damaged: see every damaged object with kafkastreams-dr verify -c %s --deep --backup-id %s; then %s", file, id,
+		strings.ReplaceAll(damagedManifestWaysOut, "-c FILE", "-c "+file))
 }
 
 // damagedManifestWaysOut ends every hint after a damaged manifest: the
