@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrInvalidKey is returned (wrapped, with the key quoted) by every backend
@@ -18,7 +19,10 @@ const TempPrefix = ".tmp-"
 // ValidateKey reports whether key is a valid object key. A valid key is
 // non-empty, at most 1024 bytes (the S3 limit), slash-separated, does not
 // start or end with '/', has no empty, "." or ".." elements, no element
-// starting with TempPrefix, and contains no backslash or NUL byte.
+// starting with TempPrefix, and contains no backslash, no control
+// character (U+0000..U+001F, U+007F: S3 servers list such keys back
+// altered, so a repository under one would look empty) and only valid
+// UTF-8.
 // The error wraps ErrInvalidKey and names the key.
 func ValidateKey(key string) error {
 	reason := keyProblem(key)
@@ -42,6 +46,10 @@ func keyProblem(key string) string {
 		return "contains a backslash"
 	case strings.ContainsRune(key, 0):
 		return "contains a NUL byte"
+	case strings.ContainsFunc(key, isControl):
+		return "contains a control character"
+	case !utf8.ValidString(key):
+		return "is not valid UTF-8"
 	}
 	for _, elem := range strings.Split(key, "/") {
 		switch {
@@ -90,6 +98,10 @@ func validatePrefix(prefix string) error {
 		return fail("contains a backslash")
 	case strings.ContainsRune(prefix, 0):
 		return fail("contains a NUL byte")
+	case strings.ContainsFunc(prefix, isControl):
+		return fail("contains a control character")
+	case !utf8.ValidString(prefix):
+		return fail("is not valid UTF-8")
 	}
 	elems := strings.Split(prefix, "/")
 	for _, elem := range elems[:len(elems)-1] { // the last element may be partial
@@ -104,3 +116,6 @@ func validatePrefix(prefix string) error {
 	}
 	return nil
 }
+
+// isControl reports the C0 control characters and DEL.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
