@@ -243,7 +243,11 @@ func AgainstRestore(ctx context.Context, store storage.Backend, m *format.Manife
 			so, ok := starts.Lookup(t.Name, p.Partition)
 			eo, _ := ends.Lookup(t.Name, p.Partition)
 			if !ok || so.Err != nil {
-				res.Problems = append(res.Problems, Problem{Topic: t.Name, Partition: p.Partition, Offset: -1, Message: fmt.Sprintf("missing on the target (%v)", so.Err)})
+				msg := "missing on the target"
+				if ok && so.Err != nil {
+					msg += fmt.Sprintf(" (%v)", so.Err)
+				}
+				res.Problems = append(res.Problems, Problem{Topic: t.Name, Partition: p.Partition, Offset: -1, Message: msg})
 				continue
 			}
 			end := int64(-1)

@@ -403,3 +403,15 @@ func TestVerifyAgainstClusterOfADamagedBackup(t *testing.T) {
 		t.Errorf("the hint is not the damage hint:\n%s", stderr)
 	}
 }
+
+// TestVerifyAgainstAnEmptyTarget: a topic the target lacks is named
+// missing, exit 1, without a Go "<nil>" where no Kafka error was given
+// (second new-user pass: "missing on the target (<nil>)").
+func TestVerifyAgainstAnEmptyTarget(t *testing.T) {
+	r := newFaultyRepo(t)
+	target := strings.Join(testkit.StartKfake(t, 1).Addrs(), ",")
+	code, stdout, stderr := runBounded(t, "verify", "-c", r.cfg, "--against-cluster", "--target-bootstrap-servers", target)
+	if code != exitError || !strings.Contains(stdout, "missing on the target") || strings.Contains(stdout+stderr, "<nil>") {
+		t.Errorf("exit %d, want 1 naming the missing partitions without <nil>:\n%s\n%s", code, stdout, stderr)
+	}
+}
