@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"slices"
 	"sort"
@@ -25,6 +24,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -718,18 +718,10 @@ type unrestorable struct {
 	nullKeyPartition       int32
 }
 
-// Timestamps franz-go's producer can send (it sends time.Time.UnixNano()/1e6),
-// the same range the restore's preflight refuses outside of
-// (restorer.producerCanSend): 1677-09-21T00:12:43.146Z..2262-04-11T23:47:16.854Z.
-const (
-	producerTimestampMin = math.MinInt64 / 1_000_000
-	producerTimestampMax = math.MaxInt64 / 1_000_000
-)
-
 // noteRecord counts rec of topic/partition toward the unrestorable
 // warnings. Called by the copy goroutines.
 func (r *runner) noteRecord(topic string, partition int32, rec *format.Record) {
-	far := rec.Timestamp != -1 && (rec.Timestamp < producerTimestampMin || rec.Timestamp > producerTimestampMax)
+	far := !kgotime.ProducerCanSend(rec.Timestamp) // the restore refuses these (restorer.producerCanSend)
 	if !far && rec.Key != nil {
 		return
 	}

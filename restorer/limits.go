@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 )
 
 // This file holds the preflight checks of the limits a Kafka broker
@@ -128,18 +129,9 @@ func timestampRejected(now, ts, before, after int64) bool {
 	return diff > before || -1*diff > after
 }
 
-// The timestamps, in epoch milliseconds, the restore's producer can send:
-// franz-go computes a record's milliseconds as time.Time.UnixNano()/1e6,
-// which is only defined from 1677-09-21 to 2262-04-11; outside it the
-// record would be restored with another timestamp.
-const (
-	producerTimestampMin = math.MinInt64 / 1_000_000
-	producerTimestampMax = math.MaxInt64 / 1_000_000
-)
-
-func producerCanSend(ts int64) bool {
-	return ts >= producerTimestampMin && ts <= producerTimestampMax
-}
+// producerCanSend reports whether the restore's producer sends ts
+// unchanged (kgotime.ProducerCanSend).
+func producerCanSend(ts int64) bool { return kgotime.ProducerCanSend(ts) }
 
 // timestampMargin is how far the broker's clock at validation may be from
 // this host's at preflight and still get the same verdict without a
@@ -297,7 +289,7 @@ type partitionFindings struct {
 	tooLarge, firstTooLarge, largest int64 // batch bytes of the largest
 	badTS, firstBadTS, badTSValue    int64
 	nearTS, firstNearTS              int64 // accepted now, rejected within timestampMargin
-	unsendable, firstUnsendable      int64 // outside producerTimestampMin..Max
+	unsendable, firstUnsendable      int64 // outside kgotime.ProducerMin..Max
 	unsendableValue                  int64
 	noTS                             int64
 	nullKeys, firstNullKey           int64
@@ -514,7 +506,7 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 			if f.unsendable > 0 {
 				refuse("topic %q partition %d: %d record(s) have a timestamp the restore's producer cannot send: the first at offset %d has timestamp %d; "+
 					"franz-go carries record times as time.Time, whose nanoseconds since 1970 fit only from 1677-09-21 to 2262-04-11 (%d..%d ms), and would restore another timestamp: leave the topic out with --topics",
-					tp.Topic, pp.Partition, f.unsendable, f.firstUnsendable, f.unsendableValue, int64(producerTimestampMin), int64(producerTimestampMax))
+					tp.Topic, pp.Partition, f.unsendable, f.firstUnsendable, f.unsendableValue, int64(kgotime.ProducerMin), int64(kgotime.ProducerMax))
 			}
 			if f.nearTS > 0 {
 				plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q partition %d: %d record(s) (the first at offset %d) have a timestamp within 1 hour of the target's limits (before %s, after %s): "+

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 )
 
 // TestTimestampRejectedAsLogValidator: the preflight's timestamp rule is
@@ -104,12 +106,12 @@ func TestIllegalTopicName(t *testing.T) {
 // the one whose milliseconds survive franz-go's time.Time.UnixNano()/1e6.
 func TestProducerTimestampRange(t *testing.T) {
 	survives := func(ms int64) bool { return time.UnixMilli(ms).UnixNano()/1e6 == ms }
-	for _, ms := range []int64{producerTimestampMin, producerTimestampMax, -1, 0, 1_764_000_000_000} {
+	for _, ms := range []int64{kgotime.ProducerMin, kgotime.ProducerMax, -1, 0, 1_764_000_000_000} {
 		if !producerCanSend(ms) || !survives(ms) {
 			t.Errorf("timestamp %d: producerCanSend %v, survives UnixNano %v; want both", ms, producerCanSend(ms), survives(ms))
 		}
 	}
-	for _, ms := range []int64{producerTimestampMin - 1, producerTimestampMax + 1, math.MaxInt64, math.MinInt64} {
+	for _, ms := range []int64{kgotime.ProducerMin - 1, kgotime.ProducerMax + 1, math.MaxInt64, math.MinInt64} {
 		if producerCanSend(ms) || survives(ms) {
 			t.Errorf("timestamp %d: producerCanSend %v, survives UnixNano %v; want neither", ms, producerCanSend(ms), survives(ms))
 		}

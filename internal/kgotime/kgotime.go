@@ -14,7 +14,10 @@
 // the wire (Long.MAX_VALUE included).
 package kgotime
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // inv15625 is the inverse of 15625 (1e6 / 2^6) modulo 2^64.
 var inv15625 = func() uint64 {
@@ -54,4 +57,19 @@ func mod58(t time.Time) uint64 {
 // sext58 sign-extends a 58-bit value.
 func sext58(m uint64) int64 {
 	return int64(m<<6) >> 6
+}
+
+// The timestamps, in epoch milliseconds, franz-go's producer can send: it
+// computes a record's milliseconds as time.Time.UnixNano()/1e6, which is
+// only defined from 1677-09-21T00:12:43.146Z to 2262-04-11T23:47:16.854Z;
+// outside it a record would be produced with another timestamp.
+const (
+	ProducerMin = math.MinInt64 / 1_000_000
+	ProducerMax = math.MaxInt64 / 1_000_000
+)
+
+// ProducerCanSend reports whether franz-go's producer sends ts (epoch
+// milliseconds) unchanged.
+func ProducerCanSend(ts int64) bool {
+	return ts >= ProducerMin && ts <= ProducerMax
 }
