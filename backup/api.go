@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -127,7 +127,7 @@ func (e *PhaseError) Resumable() bool { return e.Phase == PhaseCopy || e.Phase =
 
 // ErrLocked is wrapped by the error Run returns when another run holds the
 // repository lock.
-var ErrLocked = repolock.ErrLocked
+var ErrLocked = repository.ErrLocked
 
 // ErrNothingSelected is wrapped by the error Run returns when the filters
 // select no topic that can be backed up.

@@ -21,11 +21,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
@@ -52,7 +51,7 @@ type runner struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
 	store storage.Backend
-	lock  *repolock.Lock
+	lock  *repository.Lock
 
 	mu       sync.Mutex // guards m and result counters
 	m        *format.Manifest
@@ -124,7 +123,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	runID := format.NewBackupID(time.Now(), rnd)
-	r.lock, err = repolock.AcquireWait(ctx, r.store, format.LockKey, "backup run "+runID, o.LockWait, func(msg string, args ...any) { log.Warn(msg, args...) })
+	r.lock, err = repository.AcquireLockWait(ctx, r.store, format.LockKey, "backup run "+runID, o.LockWait, func(msg string, args ...any) { log.Warn(msg, args...) })
 	if err != nil {
 		return nil, PhaseRepository, err
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -24,7 +24,7 @@ const (
 
 // ErrLocked is wrapped by the error Prune returns when a backup or a
 // restore holds a live lock on the repository.
-var ErrLocked = repolock.ErrLocked
+var ErrLocked = repository.ErrLocked
 
 // ErrNoPolicy is returned by Prune when PruneOptions keeps nothing
 // explicitly: no rule of its Policy is set.
@@ -136,7 +136,7 @@ func Prune(ctx context.Context, store storage.Backend, o PruneOptions) (*PruneRe
 		}
 		return p.res, nil
 	}
-	locks := map[string]*repolock.Lock{}
+	locks := map[string]*repository.Lock{}
 	defer func() {
 		for _, l := range locks {
 			l.Release(ctx)
@@ -183,10 +183,10 @@ func plural(n int, one, many string) string {
 
 // takeLocks takes the backup lock (when held has none) and every restore
 // lock under restores/locks/ that held lacks, adding them to held.
-func takeLocks(ctx context.Context, store storage.Backend, held map[string]*repolock.Lock, logf func(string, ...any)) error {
+func takeLocks(ctx context.Context, store storage.Backend, held map[string]*repository.Lock, logf func(string, ...any)) error {
 	const owner = "prune"
 	if held[format.LockKey] == nil {
-		l, err := repolock.Acquire(ctx, store, format.LockKey, owner, logf)
+		l, err := repository.AcquireLock(ctx, store, format.LockKey, owner, logf)
 		if err != nil {
 			return fmt.Errorf("prune: %w", err)
 		}
@@ -204,8 +204,8 @@ func takeLocks(ctx context.Context, store storage.Backend, held map[string]*repo
 		if held[k] != nil {
 			continue
 		}
-		l, err := repolock.Acquire(ctx, store, k, owner, logf)
-		if errors.Is(err, repolock.ErrLocked) {
+		l, err := repository.AcquireLock(ctx, store, k, owner, logf)
+		if errors.Is(err, repository.ErrLocked) {
 			return fmt.Errorf("prune: a restore is running (it reads segments prune could delete): %w", err)
 		}
 		if err != nil {

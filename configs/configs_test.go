@@ -31,9 +31,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
-	"github.com/kafkastreams-dr/kafkastreams-dr/metrics"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/ui/metrics"
 )
 
 // root is the repository's root, seen from this package's directory.

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -221,7 +221,7 @@ var ErrNothingWritten = errors.New("nothing was written")
 
 // ErrLocked is wrapped when another restore into the same target cluster
 // holds the repository's restore lock for it.
-var ErrLocked = repolock.ErrLocked
+var ErrLocked = repository.ErrLocked
 
 // Run plans the restore, runs preflight, and unless DryRun restores. With
 // DryRun the returned report holds the plan only. A *RefusedError means

@@ -11,9 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/config"
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 )
 

@@ -20,11 +20,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/repolock"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -136,7 +136,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		// find the same topics resumable and write every record twice.
 		var rnd [4]byte
 		rand.Read(rnd[:])
-		lock, err := repolock.AcquireWait(ctx, r.store, restoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID, o.LockWait,
+		lock, err := repository.AcquireLockWait(ctx, r.store, restoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID, o.LockWait,
 			func(msg string, args ...any) { log.Warn(msg, args...) })
 		if err != nil {
 			return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)

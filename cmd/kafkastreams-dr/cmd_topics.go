@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
-	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 

@@ -15,10 +15,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
-	"github.com/kafkastreams-dr/kafkastreams-dr/metrics"
-	"github.com/kafkastreams-dr/kafkastreams-dr/progress"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/ui/metrics"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/ui/progress"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"

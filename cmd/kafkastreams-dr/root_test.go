@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
 

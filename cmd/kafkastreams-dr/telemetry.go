@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
-	"github.com/kafkastreams-dr/kafkastreams-dr/metrics"
-	"github.com/kafkastreams-dr/kafkastreams-dr/progress"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/ui/metrics"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/ui/progress"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 )
 

@@ -1,4 +1,4 @@
-package repolock
+package repository
 
 import (
 	"context"
@@ -18,10 +18,10 @@ func putLock(t *testing.T, store storage.Backend, heartbeat time.Time) {
 	}
 }
 
-// TestAcquireWait is a regression test (review): a backup after a killed
+// TestAcquireLockWait is a regression test (review): a backup after a killed
 // one on another host was refused at once (exit 2, and the Job failed)
 // although the dead holder's lock goes stale two minutes later.
-func TestAcquireWait(t *testing.T) {
+func TestAcquireLockWait(t *testing.T) {
 	pollInterval = 50 * time.Millisecond
 	logf := func(string, ...any) {}
 	ctx := context.Background()
@@ -29,7 +29,7 @@ func TestAcquireWait(t *testing.T) {
 	t.Run("no wait refuses a live lock", func(t *testing.T) {
 		store, _ := storage.NewFilesystem(t.TempDir())
 		putLock(t, store, time.Now())
-		if _, err := AcquireWait(ctx, store, "lock", "me", 0, logf); !errors.Is(err, ErrLocked) {
+		if _, err := AcquireLockWait(ctx, store, "lock", "me", 0, logf); !errors.Is(err, ErrLocked) {
 			t.Fatalf("err = %v, want ErrLocked", err)
 		}
 	})
@@ -37,7 +37,7 @@ func TestAcquireWait(t *testing.T) {
 		store, _ := storage.NewFilesystem(t.TempDir())
 		putLock(t, store, time.Now())
 		go func() { time.Sleep(300 * time.Millisecond); store.Delete(ctx, "lock") }()
-		l, err := AcquireWait(ctx, store, "lock", "me", 5*time.Second, logf)
+		l, err := AcquireLockWait(ctx, store, "lock", "me", 5*time.Second, logf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestAcquireWait(t *testing.T) {
 		store, _ := storage.NewFilesystem(t.TempDir())
 		putLock(t, store, time.Now().Add(-StaleAfter+400*time.Millisecond))
 		began := time.Now()
-		l, err := AcquireWait(ctx, store, "lock", "me", 5*time.Second, logf)
+		l, err := AcquireLockWait(ctx, store, "lock", "me", 5*time.Second, logf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestAcquireWait(t *testing.T) {
 	t.Run("gives up after the wait", func(t *testing.T) {
 		store, _ := storage.NewFilesystem(t.TempDir())
 		putLock(t, store, time.Now())
-		if _, err := AcquireWait(ctx, store, "lock", "me", 200*time.Millisecond, logf); !errors.Is(err, ErrLocked) {
+		if _, err := AcquireLockWait(ctx, store, "lock", "me", 200*time.Millisecond, logf); !errors.Is(err, ErrLocked) {
 			t.Fatalf("err = %v, want ErrLocked after the wait", err)
 		}
 	})

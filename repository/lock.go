@@ -1,10 +1,11 @@
-// Package repolock is the lock a run takes in a backup repository before it
+package repository
+
+// The repository lock: the lock a run takes in a backup repository before it
 // writes: an object created only if absent (storage.Backend.PutIfAbsent),
 // whose holder rewrites a heartbeat in it. A lock whose heartbeat is older
 // than StaleAfter, or that a process on this host that no longer exists
 // took, may be taken over (restic's rule). Backups lock the key "lock";
 // restores lock one key per target cluster.
-package repolock
 
 import (
 	"bytes"
@@ -37,7 +38,7 @@ const (
 	heartbeat  = 20 * time.Second
 )
 
-// ErrLocked is wrapped by the error Acquire returns when another run holds
+// ErrLocked is wrapped by the error AcquireLock returns when another run holds
 // the lock.
 var ErrLocked = errors.New("repository is locked")
 
@@ -84,11 +85,11 @@ func (li *lockInfo) stale(now time.Time, host string) string {
 	return ""
 }
 
-// Acquire takes the lock at key for owner (a backup or restore id, shown to
+// AcquireLock takes the lock at key for owner (a backup or restore id, shown to
 // whoever finds the lock taken), taking over a stale lock (logged with
 // logf). It returns an error wrapping ErrLocked when a live run holds it.
 // The holder must Release it.
-func Acquire(ctx context.Context, store storage.Backend, key, owner string, logf func(string, ...any)) (*Lock, error) {
+func AcquireLock(ctx context.Context, store storage.Backend, key, owner string, logf func(string, ...any)) (*Lock, error) {
 	host, _ := os.Hostname()
 	now := time.Now().UTC()
 	l := &Lock{store: store, key: key, info: lockInfo{Owner: owner, Hostname: host, PID: os.Getpid(), CreatedAt: now, HeartbeatAt: now}}
@@ -123,16 +124,16 @@ func Acquire(ctx context.Context, store storage.Backend, key, owner string, logf
 	return nil, fmt.Errorf("%w: could not take the lock at %s/%s after removing a stale one (another run took it)", ErrLocked, store.Location(), key)
 }
 
-// AcquireWait is Acquire, but while a live run holds the lock it tries
+// AcquireLockWait is AcquireLock, but while a live run holds the lock it tries
 // again every few seconds for up to wait: until the holder releases it, or
 // its heartbeat goes stale (StaleAfter) after the holder died. A scheduled
 // backup after a killed one (OOM, node drain, SIGKILL from another host)
-// then proceeds instead of failing. wait 0 is Acquire.
-func AcquireWait(ctx context.Context, store storage.Backend, key, owner string, wait time.Duration, logf func(string, ...any)) (*Lock, error) {
+// then proceeds instead of failing. wait 0 is AcquireLock.
+func AcquireLockWait(ctx context.Context, store storage.Backend, key, owner string, wait time.Duration, logf func(string, ...any)) (*Lock, error) {
 	deadline := time.Now().Add(wait)
 	logged := false
 	for {
-		l, err := Acquire(ctx, store, key, owner, logf)
+		l, err := AcquireLock(ctx, store, key, owner, logf)
 		if err == nil || !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
 			return l, err
 		}
@@ -148,7 +149,7 @@ func AcquireWait(ctx context.Context, store storage.Backend, key, owner string, 
 	}
 }
 
-// pollInterval is how often AcquireWait tries again.
+// pollInterval is how often AcquireLockWait tries again.
 var pollInterval = 5 * time.Second
 
 // Check verifies that the lock object is still this holder's.
