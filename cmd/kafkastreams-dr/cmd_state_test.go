@@ -22,11 +22,12 @@ func writeState(t *testing.T, path, content string) {
 	}
 }
 
-// TestStateCheckFlagsCase19: after a restore, an instance whose
-// .checkpoint was written before it (case 19: an offset of the old
+// TestStateCheckFlagsStaleCheckpointAfterRestore: after a restore, an
+// instance whose .checkpoint was written before it (field case 19,
+// docs/DOMAIN.md#field-case-19: an offset of the old
 // numbering, far beyond the restored changelog's end) must wipe; exit 3
 // and the wipe command as the next step.
-func TestStateCheckFlagsCase19(t *testing.T) {
+func TestStateCheckFlagsStaleCheckpointAfterRestore(t *testing.T) {
 	stateDir := t.TempDir()
 	// Written before the restore below.
 	writeState(t, filepath.Join(stateDir, "order-processor", "1_0", ".checkpoint"),
