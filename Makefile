@@ -1,11 +1,15 @@
 # kafkastreams-dr: build, test and the tools the tests need.
 #
-#   make tools       fetch what the tests need into $(TOOLS_DIR) (idempotent)
-#   make test        the full suite with real servers; nothing may skip
+#   make tools       install the missing system packages (.ci/system-packages:
+#                    kcat, awscli, a JDK >= 17, Maven; apt-get, with sudo when
+#                    not root; nothing when present), then fetch what the tests
+#                    need into $(TOOLS_DIR) (idempotent)
+#   make test        make tools, then the full suite with real servers; nothing
+#                    may skip
 #   make test-short  go test -short, without fetching tools
 #
-# .ci/run installs the system packages (JDK, Maven, kcat, awscli), then runs
-# `make tools` and `make test`.
+# .ci/run (CI on a fresh Debian machine) runs the same .ci/system-packages,
+# then `make tools` and `make test`.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -43,7 +47,15 @@ STREAMS_APP_STAMP := $(STREAMS_APP_DIR)/.complete-$(shell sha256sum $(STREAMS_AP
 TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
 	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR)
 
-.PHONY: tools build test test-short bench quickstart vet fmt-check
+.PHONY: tools build test test-short bench quickstart vet fmt-check system-packages
+
+# The system packages come first: the tool recipes need mvn, the tests kcat
+# and aws (order-only, so that a run never rebuilds a cached tool).
+tools: system-packages
+$(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP): | system-packages
+
+system-packages:
+	@.ci/system-packages
 
 tools: $(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP)
 

@@ -81,8 +81,8 @@ func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
 // read_committed Fetch requests to the partition leader. The partition is
 // done when the fetch position reaches w.end, never when "last record ==
 // end-1": transaction markers, aborted records and compaction leave offsets
-// that carry no record (DOMAIN.md §3, case 14), and the position steps over
-// them.
+// that carry no record (docs/DOMAIN.md#read-committed, field case 14), and
+// the position steps over them.
 //
 // A fetch that does not move the position (a retriable error, or an answer
 // with no records below w.end, which a healthy leader never gives) is

@@ -277,8 +277,9 @@ func tradesOptions(seeds []string, store storage.Backend) backup.Options {
 		Include: []string{"trades"}, SegmentMaxRecords: 1000, Concurrency: 2}
 }
 
-// TestKilledBackupResumesExactlyOnce is case 22: SIGKILL a backup at
-// several points, re-run, and every offset is in the backup exactly once.
+// TestKilledBackupResumesExactlyOnce is field case 22 (an interrupted
+// backup, docs/DOMAIN.md#field-case-22): SIGKILL a backup at several
+// points, re-run, and every offset is in the backup exactly once.
 func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills subprocesses")

@@ -42,7 +42,7 @@ const (
 var ToolVersion = "dev"
 
 // alwaysKeptConfigs are recorded in the manifest even when they have their
-// default value: a restore must reproduce them (case 08).
+// default value: a restore must reproduce them (docs/DOMAIN.md#field-case-08).
 var alwaysKeptConfigs = []string{"cleanup.policy", "retention.ms", "min.insync.replicas", "max.message.bytes", "message.timestamp.type"}
 
 type runner struct {
@@ -133,7 +133,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		AbortStaleUploads(context.Context, time.Duration) (int, error)
 	}); ok {
 		// We hold the lock: every multipart upload in progress under the
-		// prefix belongs to a run that died (case 24 A3).
+		// prefix belongs to a run that died (docs/DOMAIN.md#field-case-24 A3).
 		if n, err := a.AbortStaleUploads(ctx, 0); err != nil {
 			log.Warn("could not abort leftover multipart uploads", "err", err)
 		} else if n > 0 {
@@ -352,7 +352,7 @@ func kafkaTopicID(id kadm.TopicID) string {
 }
 
 // newCut reads the group offsets, then the partitions' start and end offsets
-// (in that order, DOMAIN.md §5), and builds the manifest of a new run.
+// (in that order, docs/DOMAIN.md#consistent-cut), and builds the manifest of a new run.
 func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filter, parent *format.Manifest, selection *format.Selection) ([]*work, error) {
 	o := r.o
 	details, err := ListTopics(ctx, r.adm, o.RetryTimeout)
@@ -593,7 +593,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 
 // inFlight records the end offsets of the repartition topics the group has
 // offsets on: records between the committed offset and the end were in
-// flight between sub-topologies and cannot be restored (DOMAIN.md §4).
+// flight between sub-topologies and cannot be restored (docs/DOMAIN.md#in-flight).
 func (r *runner) inFlight(ctx context.Context, g *format.Group) {
 	var topics []string
 	for _, o := range g.Offsets {

@@ -691,14 +691,14 @@ func TestDrillRebuildToTime(t *testing.T) {
 // empty state dir and processes M more events.
 //
 // The backup reads the group's committed offsets first, then captures the
-// ends of every topic (DOMAIN.md §5). So the restored counts state (the
+// ends of every topic (docs/DOMAIN.md#consistent-cut). So the restored counts state (the
 // counts changelog up to its end at the cut) may already include events at
 // or after the committed input offsets, which the app processes again: the
 // documented at-least-once window. But this app counts in a second
 // sub-topology, behind the by-category repartition topic: the input offsets
 // say an event was forwarded to the repartition topic, not that it was
 // counted. Events forwarded but not yet counted at the cut are in no
-// restored topic and are not processed again (DOMAIN.md §4: in flight in a
+// restored topic and are not processed again (docs/DOMAIN.md#in-flight: in flight in a
 // repartition topic, the RPO risk the backup warns about and the manifest
 // records as end_offset - offset of the repartition topic). The test
 // asserts:
@@ -721,7 +721,7 @@ func TestDrillRebuildToTime(t *testing.T) {
 // topic at the cut; 0 to 16 restored events were processed again on the
 // target, none of them already in the restored state (no double count). So
 // for a topology with a repartition step the loss of the in-flight
-// repartitioned records dominates; the at-least-once window of DOMAIN.md §5
+// repartitioned records dominates; the at-least-once window of docs/DOMAIN.md#consistent-cut
 // did not show.
 func TestDrillIncremental(t *testing.T) {
 	begin := time.Now()

@@ -36,10 +36,12 @@ import (
 // Input topics the restore tests add to the sample application.
 const (
 	// eventsTopic is written in transactions, one of them aborted, so its
-	// log holds aborted records and commit/abort markers (case 14).
+	// log holds aborted records and commit/abort markers (field case 14,
+	// transactions: docs/DOMAIN.md#field-case-14).
 	eventsTopic = "order-events"
-	// clicksTopic has out-of-order timestamps (case 20) and a log start
-	// above 0 with a group offset below it (case 16).
+	// clicksTopic has out-of-order timestamps (field case 20, a
+	// point-in-time cut) and a log start above 0 with a group offset below
+	// it (field case 16, a committed offset outside the restored range).
 	clicksTopic = "clicks"
 )
 
@@ -236,12 +238,13 @@ func waitForLeaders(t *testing.T, adm *kadm.Client, topics ...string) {
 }
 
 // commitAwkwardOffsets commits the application's offsets where a naive
-// translation goes wrong: into a compaction hole of customers (case 16), at
-// an aborted record, at an abort marker, at a commit marker and at the log
-// end of eventsTopic (case 14), at a record older than its predecessor and
-// below the log start of clicksTopic (cases 16, 20). The sample's own
-// commits stay (orders-1 at the log end, payments inside a log starting at 8,
-// a repartition topic).
+// translation goes wrong (docs/DOMAIN.md#offset-translation): into a
+// compaction hole of customers (field case 16), at an aborted record, at an
+// abort marker, at a commit marker and at the log end of eventsTopic
+// (field case 14, transactions), at a record older than its predecessor and
+// below the log start of clicksTopic (field cases 16 and 20). The sample's
+// own commits stay (orders-1 at the log end, payments inside a log starting
+// at 8, a repartition topic).
 func commitAwkwardOffsets(t *testing.T, c cluster, adm *kadm.Client) {
 	t.Helper()
 	offs := kadm.Offsets{}
@@ -396,12 +399,14 @@ func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Re
 	adm := admin(t, dst)
 
 	// Exactly the backed-up topics, with the source's partition counts:
-	// no repartition, FK-join or other application's topic (cases 01, 03, 05).
+	// no repartition, FK-join or other application's topic (field cases 01
+	// broker-internal topics, 03 internal topics, 05 partition counts).
 	if got := restorecheck.Topics(t, adm); !maps.Equal(got, s.parts) {
 		t.Errorf("topics on the target %v, want the backed-up topics %v", got, s.parts)
 	}
 
-	// Every topic-level config of the source and the manifest, equal (case 08).
+	// Every topic-level config of the source and the manifest, equal
+	// (field case 08, topic configs).
 	tc := restorecheck.TopicConfigs(t, adm, s.topics...)
 	for _, tp := range s.m.Topics {
 		keys := map[string]bool{}
@@ -428,7 +433,8 @@ func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Re
 	}
 
 	// Every record, field for field, in its original partition and order
-	// (cases 06, 12, 13, 14); the log ends where the records end (case 19 A4).
+	// (field cases 06 original partition, 12 tombstones, 13 headers, 14
+	// aborted records); the log ends where the records end (field case 19 A4).
 	ends := restorecheck.EndOffsets(t, adm, s.topics...)
 	recs := restorecheck.ReadAll(t, dst.Addrs(), ends)
 	reports := map[string]restorer.PartitionReport{}
@@ -465,13 +471,14 @@ func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Re
 		}
 	}
 	if !rep.WipeState {
-		t.Errorf("report: wipe_state false after restoring changelogs (case 19)")
+		t.Errorf("report: wipe_state false after restoring changelogs (field case 19: the state must be wiped)")
 	}
 
 	checkKcatSame(t, s, dst)
 
 	// Group offsets, translated by the rule, computed here from the records
-	// (cases 07, 14, 16, 17). Only the offsets the source group had; no
+	// (field cases 07 empty partitions, 14 transactions, 16 offsets past the
+	// end, 17 offsets really committed). Only the offsets the source group had; no
 	// changelog, repartition or invented offsets.
 	want := restorecheck.Offsets{}
 	for topic, parts := range s.committed {
@@ -494,7 +501,8 @@ func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Re
 
 // checkGroupPlan checks the report's group plan: every committed offset of
 // the source once, repartition offsets dropped, the rest committed with the
-// expected translation (case 17 A5, case 16 A4).
+// expected translation (field case 17 A5: repartition offsets dropped;
+// field case 16 A4: a commit below the log start is named).
 func checkGroupPlan(t *testing.T, rep *restorer.Report, s *restoreSource, want restorecheck.Offsets) {
 	t.Helper()
 	if rep.Group == nil || rep.Group.GroupID != sample.AppID {
@@ -530,7 +538,7 @@ func checkGroupPlan(t *testing.T, rep *restorer.Report, s *restoreSource, want r
 	}
 	for _, op := range rep.Group.Offsets {
 		if op.Topic == clicksTopic && op.Partition == 1 && !strings.Contains(op.Note, "before") {
-			t.Errorf("report: %s/1 was committed at %d, below the log start at backup time; the note %q does not say so (case 16 A4)", clicksTopic, op.Committed, op.Note)
+			t.Errorf("report: %s/1 was committed at %d, below the log start at backup time; the note %q does not say so (field case 16 A4)", clicksTopic, op.Committed, op.Note)
 		}
 	}
 }
@@ -588,7 +596,8 @@ func kcatByPartition(t *testing.T, brokers, topic string, asCreate bool) map[int
 // checkGroupConsumer starts a real consumer in the application's group on
 // the target and checks the first record it reads from every partition the
 // group has an offset for: the record that follows the committed offset on
-// the source, or nothing when the offset is at the end (cases 14, 16, 17).
+// the source, or nothing when the offset is at the end (field cases 14, 16
+// and 17: docs/DOMAIN.md#commit-verified).
 func checkGroupConsumer(t *testing.T, s *restoreSource, dst cluster, want restorecheck.Offsets) {
 	t.Helper()
 	type tp struct {
@@ -680,7 +689,8 @@ func TestRestoreKfake(t *testing.T) {
 			t.Errorf("PredictOffsets:\n%+v\nthe restore's group plan:\n%+v", pg.Offsets, rep.Group.Offsets)
 		}
 
-		// Case 23 A1: the same restore again produces nothing and commits
+		// Field case 23 A1 (a restore run again): the same restore again
+		// produces nothing and commits
 		// the same offsets.
 		adm := admin(t, dst)
 		ends := restorecheck.EndOffsets(t, adm, s.topics...)
@@ -703,7 +713,7 @@ func TestRestoreKfake(t *testing.T) {
 			t.Errorf("group offsets after the same restore again: %v, want %v", got, want)
 		}
 
-		// Case 23 A2: a topic deleted and created again empty (a new topic
+		// Field case 23 A2: a topic deleted and created again empty (a new topic
 		// id) is restored in full; the others are left alone.
 		if _, err := adm.DeleteTopic(ctx, sample.Payments); err != nil {
 			t.Fatal(err)
@@ -734,7 +744,8 @@ func TestRestoreKfake(t *testing.T) {
 		adm := admin(t, dst)
 		before := restorecheck.Snapshot(t, adm, sample.AppID)
 
-		// Case 20 A1: with changelogs selected, refused before any write.
+		// Field case 20 A1 (docs/DOMAIN.md#pitr): with changelogs selected,
+		// refused before any write.
 		o := restoreOptions(dst, s)
 		o.Strategy = ""
 		o.ToTime = &s.pitr
@@ -747,7 +758,7 @@ func TestRestoreKfake(t *testing.T) {
 		}
 		restorecheck.Unchanged(t, adm, sample.AppID, before)
 
-		// Case 20 A2: rebuild from inputs and outputs cut at the time.
+		// Field case 20 A2: rebuild from inputs and outputs cut at the time.
 		o.Strategy = restorer.StrategyRebuild
 		o.Topics = []string{sample.Orders, sample.Payments, sample.Totals, clicksTopic}
 		rep, err := restorer.Run(ctx, o)
@@ -806,25 +817,25 @@ func TestRestoreKfake(t *testing.T) {
 			setup   func(t *testing.T, dst *testkit.Kfake)
 			want    []string // the refusal names these
 		}{
-			{name: "NonEmptyTopic", // case 23 A4
+			{name: "NonEmptyTopic", // field case 23 A4: a target that is not empty
 				setup: func(t *testing.T, dst *testkit.Kfake) {
 					createTopic(t, dst, sample.Payments, 1, nil)
 					testkit.KcatProduce(t, dst.Bootstrap(), sample.Payments, 0, []string{"unrelated:record"}, "-K:")
 				},
 				want: []string{sample.Payments, "not empty"}},
-			{name: "FewerPartitions", // case 05 A2
+			{name: "FewerPartitions", // field case 05 A2: the wrong number of partitions
 				setup: func(t *testing.T, dst *testkit.Kfake) { createTopic(t, dst, sample.Orders, 2, nil) },
 				want:  []string{sample.Orders, "2 partitions"}},
-			{name: "MorePartitions", // case 05 A3
+			{name: "MorePartitions", // field case 05 A3
 				setup: func(t *testing.T, dst *testkit.Kfake) { createTopic(t, dst, sample.Orders, 8, nil) },
 				want:  []string{sample.Orders, "8 partitions"}},
-			{name: "ActiveGroupMember", // case 18 A2
+			{name: "ActiveGroupMember", // field case 18 A2: a running application
 				setup: func(t *testing.T, dst *testkit.Kfake) {
 					createTopic(t, dst, "unrelated", 1, nil)
 					runGroupMember(t, dst, sample.AppID, "unrelated")
 				},
 				want: []string{sample.AppID, "Stable"}},
-			{name: "RecordTooLargeForTopic", // case 08, 21
+			{name: "RecordTooLargeForTopic", // field cases 08 and 21: max.message.bytes
 				setup: func(t *testing.T, dst *testkit.Kfake) {
 					createTopic(t, dst, sample.Orders, 3, map[string]*string{"max.message.bytes": ptr("64")})
 				},
@@ -865,7 +876,7 @@ func TestRestoreKfake(t *testing.T) {
 		}
 	})
 
-	t.Run("ReplicationFactor", func(t *testing.T) { // case 08 A3
+	t.Run("ReplicationFactor", func(t *testing.T) { // field case 08 A3: never a silent downgrade
 		for _, tp := range s.m.Topics {
 			if tp.ReplicationFactor != 3 {
 				t.Fatalf("topic %q backed up with replication factor %d; this test needs 3", tp.Name, tp.ReplicationFactor)
@@ -1011,7 +1022,7 @@ func TestRestoreRealKafka(t *testing.T) {
 	})
 	ctx := context.Background()
 
-	// Case 18 A2 on a real broker: a Stable group refuses the restore, and
+	// Field case 18 A2 on a real broker: a Stable group refuses the restore, and
 	// nothing is written. Then the member leaves (the group is Empty, A1).
 	createTopic(t, dst, "unrelated", 1, nil)
 	stop := runGroupMember(t, dst, sample.AppID, "unrelated")
@@ -1110,7 +1121,8 @@ func TestRestoreRealKafka(t *testing.T) {
 	checkGroupConsumer(t, s, dst, want)
 }
 
-// Interrupted restore (case 23 A3).
+// Interrupted restore (field case 23 A3: a restore killed part-way resumes
+// where it stopped, docs/DOMAIN.md#field-case-23).
 
 const (
 	bulkTopic   = "bulk"

@@ -1,10 +1,11 @@
 // Package estimate answers the operator's question before an incident
-// (seed 001): what recovery time does each strategy give us? For each
-// strategy of DOMAIN.md §6 it sums the data a restore must move, from the
-// latest backup's manifest (and, when the source cluster is reachable, the
-// current log sizes of the input topics a rebuild must reprocess), and
-// projects the restore time from the throughput this repository's own
-// past restores measured (their reports), or a stated default.
+// (docs/DOMAIN.md#rto): what recovery time does each strategy give us? For
+// each strategy of docs/DOMAIN.md#strategies it sums the data a restore
+// must move, from the latest backup's manifest (and, when the source
+// cluster is reachable, the current log sizes of the input topics a rebuild
+// must reprocess), and projects the restore time from the throughput this
+// repository's own past restores measured (their reports), or a stated
+// default.
 package estimate
 
 import (

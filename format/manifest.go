@@ -72,7 +72,7 @@ func (s *Selection) Equal(o *Selection) bool {
 }
 
 // Group is the application.id consumer group as read at the start of the run,
-// before any end offset was captured (DOMAIN.md §5).
+// before any end offset was captured (docs/DOMAIN.md#consistent-cut).
 type Group struct {
 	GroupID  string        `json:"group_id"`
 	State    string        `json:"state,omitempty"`    // e.g. Empty, Stable, Dead; "" when the group does not exist

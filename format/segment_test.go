@@ -15,9 +15,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
-// goldenRecords covers every field rule of the encoding: null vs empty key
-// and value (case 12), header order, duplicates, null and binary header
-// values (case 13), negative timestamps and LogAppendTime.
+// goldenRecords covers every field rule of the encoding
+// (docs/DOMAIN.md#record-fidelity): null vs empty key and value (field case
+// 12, a tombstone is not an empty value), header order, duplicates, null
+// and binary header values (field case 13, headers kept byte for byte),
+// negative timestamps and LogAppendTime.
 func goldenRecords() []Record {
 	return []Record{
 		{Partition: 3, Offset: 0, Timestamp: 1700000000000, Key: []byte("k1"), Value: []byte("v1")},

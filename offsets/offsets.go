@@ -4,12 +4,13 @@
 // A restore re-produces records, so the restored partition numbers them
 // again from its own log start: compaction holes, transaction markers and
 // aborted records of the source take no offsets on the target. The rule
-// (DOMAIN.md §4, this project's decision, stricter than existing tools'
-// "nearest lower + delta"): a committed offset O maps to the new offset of
-// the first restored record whose original offset is >= O; when there is
-// none, to the restored partition's log end. The mapping is monotonic and
-// never points past the new end, so a consumer resumes at exactly the
-// record it would have read next on the source, or at the end.
+// (docs/DOMAIN.md#offset-translation, this project's decision, stricter
+// than existing tools' "nearest lower + delta"): a committed offset O maps
+// to the new offset of the first restored record whose original offset is
+// >= O; when there is none, to the restored partition's log end. The
+// mapping is monotonic and never points past the new end, so a consumer
+// resumes at exactly the record it would have read next on the source, or
+// at the end.
 package offsets
 
 import (

@@ -25,19 +25,22 @@ func TestTranslate(t *testing.T) {
 		committed int64
 		want      int64
 	}{
-		// Case 14: log 0 data, 1 commit, 2 aborted, 3 abort marker, 4 data, 5 commit; end 6.
-		{"case 14: committed at log end", mapOf(t, 0, 0, 4), 6, 2},
-		{"case 14: committed on an aborted record", mapOf(t, 0, 0, 4), 2, 1},
-		{"case 14: committed on an abort marker", mapOf(t, 0, 0, 4), 3, 1},
-		{"case 14: committed on a commit marker", mapOf(t, 0, 0, 4), 1, 1},
-		{"case 14: committed at the first record", mapOf(t, 0, 0, 4), 0, 0},
-		// Case 16: transactions-0 log 100..129 restored at 0..29, committed 120.
-		{"case 16: inside the restored range", mapOf(t, 0, seq(100, 130)...), 120, 20},
-		{"case 16: empty partition, committed 500", mapOf(t, 0), 500, 0},
-		{"case 16: committed before the log start", mapOf(t, 0, seq(100, 130)...), 90, 0},
-		// Case 07: partition 0 has 3 records, committed 3 (all consumed).
-		{"case 07: all consumed", mapOf(t, 0, 0, 1, 2), 3, 3},
-		{"case 07: log start 120, nothing restored", mapOf(t, 0), 120, 0},
+		// Field case 14 (docs/DOMAIN.md#field-case-14), transactions: log 0 data,
+		// 1 commit, 2 aborted, 3 abort marker, 4 data, 5 commit; end 6.
+		{"field case 14, transactions: committed at log end", mapOf(t, 0, 0, 4), 6, 2},
+		{"field case 14, transactions: committed on an aborted record", mapOf(t, 0, 0, 4), 2, 1},
+		{"field case 14, transactions: committed on an abort marker", mapOf(t, 0, 0, 4), 3, 1},
+		{"field case 14, transactions: committed on a commit marker", mapOf(t, 0, 0, 4), 1, 1},
+		{"field case 14, transactions: committed at the first record", mapOf(t, 0, 0, 4), 0, 0},
+		// Field case 16 (docs/DOMAIN.md#field-case-16): transactions-0 log
+		// 100..129 restored at 0..29, committed 120.
+		{"field case 16, offsets past the end: inside the restored range", mapOf(t, 0, seq(100, 130)...), 120, 20},
+		{"field case 16, offsets past the end: empty partition, committed 500", mapOf(t, 0), 500, 0},
+		{"field case 16, offsets past the end: committed before the log start", mapOf(t, 0, seq(100, 130)...), 90, 0},
+		// Field case 07 (docs/DOMAIN.md#field-case-07): partition 0 has 3
+		// records, committed 3 (all consumed).
+		{"field case 07, empty partitions: all consumed", mapOf(t, 0, 0, 1, 2), 3, 3},
+		{"field case 07, empty partitions: log start 120, nothing restored", mapOf(t, 0), 120, 0},
 		// Compaction holes: 0, 5, 6, 9 kept.
 		{"compaction: committed in a hole", mapOf(t, 0, 0, 5, 6, 9), 3, 1},
 		{"compaction: committed on a kept record", mapOf(t, 0, 0, 5, 6, 9), 6, 2},

@@ -5,7 +5,7 @@
 // partition byte for byte, translates the application.id group's committed
 // offsets (package offsets) and commits them through the group
 // coordinator, reading them back to verify. Point-in-time restore of
-// changelog topics is refused (DOMAIN.md §6).
+// changelog topics is refused (docs/DOMAIN.md#pitr).
 package restorer
 
 import (
@@ -24,7 +24,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
-// Strategy is how the application's state comes back (DOMAIN.md §6).
+// Strategy is how the application's state comes back (docs/DOMAIN.md#strategies).
 type Strategy string
 
 const (
@@ -231,7 +231,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // WipeInstruction is what must happen to every instance's local state after
-// a changelog restore (case 19).
+// a changelog restore (docs/DOMAIN.md#state-wipe).
 func WipeInstruction(applicationID string) string {
 	return fmt.Sprintf("before the application starts, every instance must start with an empty state directory for application.id %q "+
 		"(delete <state.dir>/%s, or call KafkaStreams#cleanUp() before start): its stores and their positions (.checkpoint files, or inside RocksDB since Kafka 4, KIP-1035) refer to the old cluster's changelog offsets; kafkastreams-dr state check tells which",

@@ -28,7 +28,7 @@ func isChangelog(t *format.Topic, declared []string) bool {
 }
 
 // selectTopics picks the backup's topics to restore, refuses a
-// point-in-time restore with any changelog among them (case 20), and
+// point-in-time restore with any changelog among them (docs/DOMAIN.md#pitr), and
 // computes the cut and record count of every partition.
 func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest, o *Options) (*selection, error) {
 	var filter *topicfilter.Filter
@@ -45,7 +45,7 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 	for i := range m.Topics {
 		t := &m.Topics[i]
 		if strings.HasPrefix(t.Name, "__") {
-			// Never restore broker-internal topics (case 01 A3), whatever the manifest says.
+			// Never restore broker-internal topics (docs/DOMAIN.md#field-case-01 A3), whatever the manifest says.
 			return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the backup holds broker-internal topic %q: it cannot be restored as data", t.Name)}}
 		}
 		if filter != nil && !filter.Match(t.Name) {

@@ -208,7 +208,7 @@ func (r *restore) endOffset(ctx context.Context, topic string, partition int32) 
 }
 
 // waitReady waits until every partition of every planned topic has a leader
-// in metadata (case 05 A4) and, for the topics this run created, answers
+// in metadata (docs/DOMAIN.md#field-case-05 A4) and, for the topics this run created, answers
 // ListOffsets for its log start and end: metadata naming a leader does not
 // mean the leader serves the partition yet (issue 9). A created topic must
 // be empty.

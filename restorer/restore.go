@@ -56,7 +56,7 @@ type restore struct {
 
 // journal records which topics a restore of one backup into one target
 // cluster created, so that running the same restore again resumes it
-// instead of refusing the now non-empty topics (case 23). Key:
+// instead of refusing the now non-empty topics (docs/DOMAIN.md#field-case-23). Key:
 // restores/journals/<backup-id>/<target-cluster-id>.json.
 type journal struct {
 	BackupID        string            `json:"backup_id"`
@@ -772,7 +772,7 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 
 // checkEnds compares each restored partition's log end on the target with
 // the end its offset map says: another producer writing during the restore
-// would break the restored sequence and the offset translation (case 19 A4).
+// would break the restored sequence and the offset translation (docs/DOMAIN.md#field-case-19 A4).
 func (r *restore) checkEnds(ctx context.Context, reports []PartitionReport) error {
 	var names []string
 	for _, pr := range reports {
@@ -807,7 +807,7 @@ func topicOf(sel *selection, name string) *format.Topic {
 }
 
 // waitLeaders waits until every partition of every planned topic has a
-// leader on the target (case 05 A4): metadata right after CreateTopics can
+// leader on the target (docs/DOMAIN.md#field-case-05 A4): metadata right after CreateTopics can
 // still miss partitions.
 func (r *restore) waitLeaders(ctx context.Context) error {
 	names := make([]string, len(r.plan.Topics))
@@ -1044,7 +1044,7 @@ func fetchOne(ctx context.Context, target []kgo.Opt, topic string, p int32, offs
 
 // commitOffsets commits the planned offsets, translated with the offset
 // maps observed while producing, through the group coordinator; checks
-// every partition's error; reads them back and compares (case 17).
+// every partition's error; reads them back and compares (docs/DOMAIN.md#commit-verified).
 func (r *restore) commitOffsets(ctx context.Context, rep *Report) error {
 	g := r.plan.Group
 	maps := map[string]map[int32]*offsets.Map{}

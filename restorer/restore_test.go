@@ -143,7 +143,7 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 // TestRestoreResumesAfterAFailure: a restore that fails midway (the target
 // rejects produce requests) is resumed by running it again: the journal
 // says this restore created the now non-empty topics, and every record ends
-// up on the target exactly once (case 23).
+// up on the target exactly once (field case 23: a resumed restore into topics it created).
 func TestRestoreResumesAfterAFailure(t *testing.T) {
 	_, store, m := backedUpSample(t)
 	dst := testkit.StartKfake(t, 3)

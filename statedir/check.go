@@ -106,7 +106,8 @@ func judgeTask(c Checkpoint, last *Restore) (Verdict, string) {
 // its modification time, predates the restore's boundary (Restore.Boundary).
 // Then:
 //   - a .checkpoint entry of a restored changelog in a stale task, or a
-//     .checkpoint file modified before the boundary: must wipe (case 19);
+//     .checkpoint file modified before the boundary: must wipe
+//     (docs/DOMAIN.md#field-case-19);
 //   - an offset beyond the changelog's end: must wipe (Kafka Streams would
 //     declare the task corrupted, or worse, KAFKA-16017);
 //   - a changelog missing on the cluster, or an unknown offset (-4): unknown;

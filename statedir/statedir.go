@@ -3,11 +3,12 @@
 // .checkpoint files say up to which changelog offset each store was
 // restored (org.apache.kafka.streams.state.internals.OffsetCheckpoint).
 // After a restore renumbers the changelogs those offsets are meaningless
-// (DOMAIN.md §2, case 19): Check says which task directories must be
-// wiped, dating each RocksDB store by what its own files record (SST table
-// properties, rotated LOG names) rather than by modification times, which
-// a copy or touch changes; PlanWipe and Wipe remove one application's
-// state like KafkaStreams#cleanUp(), and only that.
+// (docs/DOMAIN.md#state-wipe, field case 19): Check says which task
+// directories must be wiped, dating each RocksDB store by what its own
+// files record (SST table properties, rotated LOG names) rather than by
+// modification times, which a copy or touch changes; PlanWipe and Wipe
+// remove one application's state like KafkaStreams#cleanUp(), and only
+// that.
 package statedir
 
 import (

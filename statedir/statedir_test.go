@@ -19,10 +19,12 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// case19StateDir lays out case 19's instance: core-app, task 1_2, a
-// checkpoint at 94826804 on core-app-core-store-changelog partition 2, plus
-// another application's state beside it.
-func case19StateDir(t *testing.T) string {
+// staleCheckpointStateDir lays out field case 19's instance
+// (docs/DOMAIN.md#field-case-19: local state pointing into the old
+// numbering): core-app, task 1_2, a checkpoint at 94826804 on
+// core-app-core-store-changelog partition 2, plus another application's
+// state beside it.
+func staleCheckpointStateDir(t *testing.T) string {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "core-app", "1_2", CheckpointFile), "0\n1\ncore-app-core-store-changelog 2 94826804\n")
 	writeFile(t, filepath.Join(dir, "core-app", "0_0", CheckpointFile), "0\n2\ncore-app-other-store-changelog 0 10\ninventory 0 -4\n")
@@ -31,8 +33,10 @@ func case19StateDir(t *testing.T) string {
 	return dir
 }
 
-func TestCheckFlagsCase19(t *testing.T) {
-	dir := case19StateDir(t)
+// TestCheckFlagsStaleCheckpointAfterRestore is field case 19: a checkpoint
+// of the old numbering, after a restore renumbered the changelog.
+func TestCheckFlagsStaleCheckpointAfterRestore(t *testing.T) {
+	dir := staleCheckpointStateDir(t)
 	cps, err := Scan(dir, "core-app")
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +95,7 @@ func TestReadCheckpointRejectsBadFiles(t *testing.T) {
 }
 
 func TestWipeRemovesOnlyThatApplication(t *testing.T) {
-	dir := case19StateDir(t)
+	dir := staleCheckpointStateDir(t)
 	n, err := Wipe(dir, "core-app")
 	if err != nil || n != 2 {
 		t.Fatalf("Wipe = %d, %v; want 2 checkpoints removed", n, err)
@@ -105,7 +109,7 @@ func TestWipeRemovesOnlyThatApplication(t *testing.T) {
 }
 
 func TestWipeRefuses(t *testing.T) {
-	dir := case19StateDir(t)
+	dir := staleCheckpointStateDir(t)
 	tests := []struct {
 		name, stateDir, app, want string
 	}{
@@ -128,7 +132,7 @@ func TestWipeRefuses(t *testing.T) {
 }
 
 func TestWipeRefusesWhileLocked(t *testing.T) {
-	dir := case19StateDir(t)
+	dir := staleCheckpointStateDir(t)
 	lock := filepath.Join(dir, "core-app", "1_2", ".lock")
 	writeFile(t, lock, "")
 	// Another process holds the lock, as a running Kafka Streams instance
@@ -164,7 +168,7 @@ func TestCheckTaskWithoutCheckpoint(t *testing.T) {
 // TestCheckMalformedCheckpoint is a regression test (new-user test): one
 // bad .checkpoint aborted the whole check instead of judging that task.
 func TestCheckMalformedCheckpoint(t *testing.T) {
-	dir := case19StateDir(t)
+	dir := staleCheckpointStateDir(t)
 	writeFile(t, filepath.Join(dir, "core-app", "2_0", CheckpointFile), "0\n5\ngarbage\n")
 	cps, err := Scan(dir, "core-app")
 	if err != nil {

@@ -91,7 +91,8 @@ func TestS3Conformance(t *testing.T) {
 }
 
 // recorder is a reverse proxy in front of the S3 server that records
-// every request (case 24 A1: assert the URL style on the wire).
+// every request (field case 24 A1, S3-compatible stores: assert the URL
+// style on the wire).
 type recorder struct {
 	mu   sync.Mutex
 	reqs []*http.Request // clones without bodies
@@ -133,7 +134,8 @@ func startRecorder(t *testing.T, srv testkit.S3Server, host string, modify func(
 	return rec, "http://" + net.JoinHostPort(host, port)
 }
 
-// TestS3PathStyleRequests is case 24 A1: with PathStyle, requests go to
+// TestS3PathStyleRequests is field case 24 A1 (docs/DOMAIN.md#field-case-24,
+// S3-compatible stores): with PathStyle, requests go to
 // http://host:port/<bucket>/<prefix>/<key>, never to a bucket sub-domain.
 func TestS3PathStyleRequests(t *testing.T) {
 	srv := testkit.StartS3(t)
@@ -293,8 +295,9 @@ func TestNewS3Errors(t *testing.T) {
 	}
 }
 
-// TestS3AbortStaleUploads is case 24 A3 / case 22 A4: multipart uploads
-// orphaned by a killed run are aborted for the backend's prefix only.
+// TestS3AbortStaleUploads is field case 24 A3 / field case 22 A4 (an
+// interrupted backup's leftovers): multipart uploads orphaned by a killed
+// run are aborted for the backend's prefix only.
 func TestS3AbortStaleUploads(t *testing.T) {
 	srv := testkit.StartS3(t)
 	srv.SetEnv(t)
@@ -372,7 +375,7 @@ func TestS3ServerVerifiesChecksums(t *testing.T) {
 	t.Logf("server rejected the wrong checksum: %v", err)
 }
 
-// TestS3AndFilesystemByteIdentical is case 24 A4: the same writes produce
+// TestS3AndFilesystemByteIdentical is field case 24 A4: the same writes produce
 // the same keys, sizes and bytes on disk and on S3.
 func TestS3AndFilesystemByteIdentical(t *testing.T) {
 	srv := testkit.StartS3(t)

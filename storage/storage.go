@@ -1,6 +1,13 @@
 // Package storage is the object store a backup repository lives in: one small
-// interface (Backend) with a local-directory backend and an S3 backend, and
-// wrappers (retry, read-only, dry-run) around the same interface.
+// interface (Backend) with a local-directory backend (NewFilesystem) and an
+// S3 backend (NewS3), and one wrapper around the same interface, ReadOnly,
+// through which the commands that only read the repository open it (a write
+// through it fails with ErrReadOnly). Retries are not a wrapper: the
+// S3 backend retries each request itself within S3Options.RetryTimeout (a
+// local directory has nothing to retry), and marks what is left after the
+// budget ErrTransient. A dry run (restore --dry-run, prune --dry-run) is the
+// command opening its store with ReadOnly, not a backend that pretends to
+// write.
 //
 // storage knows nothing of Kafka: keys are opaque slash-separated strings
 // relative to the backend's root (a directory, or an S3 bucket and prefix).

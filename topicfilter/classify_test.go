@@ -11,7 +11,7 @@ type classRow struct {
 	sourceChangelog bool
 }
 
-// checkClasses classifies every topic of a case list and compares with the
+// checkClasses classifies every topic of a field case's list and compares with the
 // expected table, which must cover the list exactly.
 func checkClasses(t *testing.T, c Classifier, topics []TopicInfo, want []classRow) {
 	t.Helper()
@@ -47,7 +47,9 @@ func countClasses(c Classifier, topics []TopicInfo) map[Class]int {
 	return n
 }
 
-func TestClassifyCase03L1(t *testing.T) {
+// TestClassifyInternalTopicsL1 is field case 03's list L1
+// (docs/DOMAIN.md#field-case-03: internal topics that naming rules miss).
+func TestClassifyInternalTopicsL1(t *testing.T) {
 	c := Classifier{ApplicationID: "streamsId"}
 	topics := loadTopics(t, "case03-L1.txt")
 	checkClasses(t, c, topics, []classRow{
@@ -58,16 +60,18 @@ func TestClassifyCase03L1(t *testing.T) {
 		{"streamsId-KSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition", Repartition, false},
 		{"sensor-data-aggregation-streams", External, false},
 	})
-	// A1: exactly 2 changelogs, 1 repartition, 3 external.
+	// Field case 03 A1: exactly 2 changelogs, 1 repartition, 3 external.
 	got := countClasses(c, topics)
 	if got[Changelog] != 2 || got[Repartition] != 1 || got[External] != 3 {
 		t.Errorf("counts = %v, want 2 changelog, 1 repartition, 3 external", got)
 	}
 }
 
-func TestClassifyCase03L2(t *testing.T) {
+// TestClassifyInternalTopicsL2 is field case 03's list L2: changelogs of
+// generated and named stores, a processor-named repartition topic.
+func TestClassifyInternalTopicsL2(t *testing.T) {
 	checkClasses(t, Classifier{ApplicationID: "dev-consumer"}, loadTopics(t, "case03-L2.txt"), []classRow{
-		{"__consumer_offsets", External, false}, // broker-internal; Plan never selects it (case 01)
+		{"__consumer_offsets", External, false}, // broker-internal; Plan never selects it (field case 01)
 		{"alerts", External, false},
 		{"body-temp-events", External, false},
 		{"dev-consumer-KSTREAM-JOINOTHER-0000000021-store-changelog", Changelog, false},
@@ -79,7 +83,10 @@ func TestClassifyCase03L2(t *testing.T) {
 	})
 }
 
-func TestClassifyCase03L3NamedTopologies(t *testing.T) {
+// TestClassifyInternalTopicsL3NamedTopologies is field case 03's list L3:
+// named topologies, whose prefix is not the application.id, FK-join topics,
+// and changelog names that embed input topic names.
+func TestClassifyInternalTopicsL3NamedTopologies(t *testing.T) {
 	c := Classifier{
 		ApplicationID:    "unique_topic_prefix",
 		InternalPrefixes: []string{"unique_topic_prefix-FKJ-topology", "unique_topic_prefix-count-topology"},
@@ -99,9 +106,10 @@ func TestClassifyCase03L3NamedTopologies(t *testing.T) {
 }
 
 // TestClassify covers the internal-topic rule row by row: the suffix set of
-// StreamsResetter.matchesInternalTopicFormat (case 03 A3), the prefix
-// requirement (A4), prefix collisions (case 02 A3, KAFKA-14922), pseudo
-// topics (A5), source changelogs (case 04) and suffix-only classification.
+// StreamsResetter.matchesInternalTopicFormat (field case 03 A3), the prefix
+// requirement (A4), prefix collisions (field case 02 A3, KAFKA-14922),
+// pseudo topics (field case 03 A5), source changelogs (field case 04) and
+// suffix-only classification (docs/DOMAIN.md#internal-topics).
 func TestClassify(t *testing.T) {
 	app := Classifier{ApplicationID: "appId"}
 	tests := []struct {
@@ -112,7 +120,7 @@ func TestClassify(t *testing.T) {
 		sourceChangelog bool
 		reasonHas       string
 	}{
-		// A3: the suffix set, including the rows of Kafka's
+		// Field case 03 A3: the suffix set, including the rows of Kafka's
 		// StreamsResetterTest.shouldDetermineInternalTopicBasedOnTopicName1.
 		{"suffix -changelog is a changelog", app, "appId-store-changelog", Changelog, false, `changelog of store "store" (application.id prefix "appId")`},
 		{"changelog of a named topology names its internal prefix", Classifier{ApplicationID: "appId", InternalPrefixes: []string{"appId-topo"}}, "appId-topo-store-changelog", Changelog, false, `changelog of store "store" (internal prefix "appId-topo")`},
@@ -128,16 +136,16 @@ func TestClassify(t *testing.T) {
 		{"suffix match is case-sensitive", app, "appId-store-Changelog", External, false, "no internal-topic suffix"},
 		{"suffix must end the name", app, "appId-store-changelog-v2", External, false, "no internal-topic suffix"},
 		{"overlapping prefix and suffix pass Kafka's rule", app, "appId-changelog", Changelog, false, `store ""`},
-		// A5: schema-registry pseudo topics do not end in "-topic".
+		// Field case 03 A5: schema-registry pseudo topics do not end in "-topic".
 		{"FK-join pseudo topic -fk is external", app, "appId-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic-fk", External, false, "no internal-topic suffix"},
 		{"FK-join pseudo topic -pk is external", app, "appId-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic-pk", External, false, "no internal-topic suffix"},
 		{"FK-join pseudo topic -vh is external", app, "appId-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic-vh", External, false, "no internal-topic suffix"},
-		// A4: the suffix alone never makes a topic internal when the
+		// Field case 03 A4: the suffix alone never makes a topic internal when the
 		// application is known.
 		{"changelog suffix without prefix is external", Classifier{ApplicationID: "dev-consumer"}, "customer-changelog", External, false, `does not start with "dev-consumer-"`},
 		{"repartition suffix without prefix is external", app, "other-x-repartition", External, false, `does not start with "appId-"`},
 		{"prefix needs the dash", app, "appIdx-store-changelog", External, false, `does not start with "appId-"`},
-		// Case 02 A3 / KAFKA-14922.
+		// Field case 02 A3 / KAFKA-14922: one application.id the prefix of another's.
 		{"longer other application.id owns the topic", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}}, "my-app-v1-counts-changelog", External, false, "internal topic of application.id my-app-v1"},
 		{"longer other application.id owns repartition topics too", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}}, "my-app-v1-orders-repartition", External, false, "KAFKA-14922"},
 		{"own topic beside a longer other application.id stays own", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}}, "my-app-counts-changelog", Changelog, false, `changelog of store "counts"`},
@@ -146,7 +154,7 @@ func TestClassify(t *testing.T) {
 		{"other application's internal topic without shared prefix", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"billing"}}, "billing-totals-changelog", External, false, "internal topic of application.id billing"},
 		{"other application's output topic stays external", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}}, "my-app-v1-results", External, false, "no internal-topic suffix"},
 		{"without other ids a colliding topic cannot be told apart", Classifier{ApplicationID: "my-app"}, "my-app-v1-counts-changelog", Changelog, false, `changelog of store "v1-counts"`},
-		// Case 04: source-topic changelogs.
+		// Field case 04: source-topic changelogs.
 		{"declared source changelog is a changelog", Classifier{ApplicationID: "inventory-app", SourceChangelogTopics: []string{"product-catalog"}}, "product-catalog", Changelog, true, "input topic reused as changelog"},
 		{"undeclared compacted input stays external", Classifier{ApplicationID: "inventory-app"}, "product-catalog", External, false, "input or output topic"},
 		// L4: ksqlDB prefixes.
@@ -157,7 +165,7 @@ func TestClassify(t *testing.T) {
 		{"without application id a repartition suffix is enough", Classifier{}, "x-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-1-topic", Repartition, false, "no application_id configured"},
 		{"without application id other ids are ignored", Classifier{OtherApplicationIDs: []string{"x"}}, "x-store-changelog", Changelog, false, "no application_id configured"},
 		{"without application id plain names are external", Classifier{}, "orders", External, false, "no internal-topic suffix"},
-		// Case 01.
+		// Field case 01: broker-internal topics.
 		{"broker-internal topic", app, "__consumer_offsets", External, false, "broker-internal"},
 		{"broker-internal name beats a declared source changelog", Classifier{SourceChangelogTopics: []string{"__x"}}, "__x", External, false, "broker-internal"},
 	}

@@ -7,13 +7,15 @@ import (
 	"testing"
 )
 
-// TestFilterCase02Table is the filter table of cases/02, checked with set
-// equality. The case's list also holds audit_events, which "cannot coexist
+// TestFilterGlobIsNotRegex is the filter table of field case 02
+// (docs/DOMAIN.md#field-case-02: a filter read as a regex, an application id
+// read as a prefix), checked with set equality. The case's list also holds
+// audit_events, which "cannot coexist
 // with audit.events on one Kafka cluster": the case table's rows are
 // evaluated on the cluster without it (where "audit?events" selects exactly
 // audit.events and audit-events), and one extra row over the whole list
 // shows that "?" also matches the "_".
-func TestFilterCase02Table(t *testing.T) {
+func TestFilterGlobIsNotRegex(t *testing.T) {
 	all := names(loadTopics(t, "case02-topics.txt"))
 	cluster := slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == "audit_events" })
 	tests := []struct {

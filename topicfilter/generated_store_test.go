@@ -14,7 +14,7 @@ import (
 // changelog was backed up as orders-app's when orders-app-v1 had no
 // consumer group). A generated name with nothing before it, a user's
 // store name, and a source KTable's "<topic>-STATE-STORE-NNNNNNNNNN" do not
-// warn (case 03, L2 and L3).
+// warn (field case 03, lists L2 and L3).
 func TestPlanWarnsOnGeneratedStoreAfterAPrefix(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -36,14 +36,14 @@ func TestPlanSelection(t *testing.T) {
 		include, exclude []string
 		want             []string
 	}{
-		{"case 01 A1: star over broker topics selects only orders", "case01-topics.txt", Classifier{}, []string{"*"}, nil, []string{"orders"}},
-		{"case 02: longer application id is not selected without exclude", "case02-topics.txt", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}}, []string{"my-app-*"}, nil, []string{"my-app-counts-changelog"}},
-		{"case 03 A1: L1 drops the repartition topic", "case03-L1.txt", Classifier{ApplicationID: "streamsId"}, []string{"*"}, nil, []string{
+		{"field case 01 A1: star over broker topics selects only orders", "case01-topics.txt", Classifier{}, []string{"*"}, nil, []string{"orders"}},
+		{"field case 02: longer application id is not selected without exclude", "case02-topics.txt", Classifier{ApplicationID: "my-app", OtherApplicationIDs: []string{"my-app-v1"}}, []string{"my-app-*"}, nil, []string{"my-app-counts-changelog"}},
+		{"field case 03 A1: L1 drops the repartition topic", "case03-L1.txt", Classifier{ApplicationID: "streamsId"}, []string{"*"}, nil, []string{
 			"rest-api", "sensor-data-aggregation-streams", "sensor-data-raw",
 			"streamsId-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog",
 			"streamsId-KTABLE-SUPPRESS-STATE-STORE-0000000010-changelog",
 		}},
-		{"case 03: L2 drops repartition and broker topics", "case03-L2.txt", Classifier{ApplicationID: "dev-consumer"}, []string{"*"}, nil, []string{
+		{"field case 03: L2 drops repartition and broker topics", "case03-L2.txt", Classifier{ApplicationID: "dev-consumer"}, []string{"*"}, nil, []string{
 			"alerts", "body-temp-events",
 			"dev-consumer-KSTREAM-JOINOTHER-0000000021-store-changelog",
 			"dev-consumer-KSTREAM-JOINTHIS-0000000020-store-changelog",
@@ -51,7 +51,7 @@ func TestPlanSelection(t *testing.T) {
 			"dev-consumer-ss-pulse-counts-changelog",
 			"pulse-events",
 		}},
-		{"case 03 A2: L3 drops FK-join topics", "case03-L3.txt", Classifier{InternalPrefixes: []string{"unique_topic_prefix-FKJ-topology", "unique_topic_prefix-count-topology"}}, []string{"*"}, nil, []string{
+		{"field case 03 A2: L3 drops FK-join topics", "case03-L3.txt", Classifier{InternalPrefixes: []string{"unique_topic_prefix-FKJ-topology", "unique_topic_prefix-count-topology"}}, []string{"*"}, nil, []string{
 			"input-stream-1", "input-stream-2", "input-stream-3",
 			"unique_topic_prefix-FKJ-topology-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010-changelog",
 			"unique_topic_prefix-FKJ-topology-input-stream-2-STATE-STORE-0000000000-changelog",
@@ -65,7 +65,7 @@ func TestPlanSelection(t *testing.T) {
 			"dev-consumer-KTABLE-SUPPRESS-STATE-STORE-0000000006-changelog",
 			"dev-consumer-ss-pulse-counts-changelog",
 		}},
-		{"case 04: declared source changelog is selected", "case04-topics.txt", Classifier{ApplicationID: "inventory-app", SourceChangelogTopics: []string{"product-catalog"}}, []string{"*"}, nil, []string{"product-catalog", "stock-levels", "stock-moves"}},
+		{"field case 04: declared source changelog is selected", "case04-topics.txt", Classifier{ApplicationID: "inventory-app", SourceChangelogTopics: []string{"product-catalog"}}, []string{"*"}, nil, []string{"product-catalog", "stock-levels", "stock-moves"}},
 		{"exclude beats include", "case03-L2.txt", Classifier{ApplicationID: "dev-consumer"}, []string{"*-events", "alerts"}, []string{"pulse-*", "alerts"}, []string{"body-temp-events"}},
 		{"empty include selects nothing", "case03-L2.txt", Classifier{ApplicationID: "dev-consumer"}, nil, nil, nil},
 	}
@@ -167,9 +167,9 @@ func TestPlanWarnings(t *testing.T) {
 			[]string{`include pattern "my-app-*-changelog" matched 1 internal topic of application.id my-app-v1, dropped: my-app-v1-counts-changelog`}, nil},
 		{"include that matched topics of two other applications names both", "case02-topics.txt", Classifier{ApplicationID: "my", OtherApplicationIDs: []string{"my-app", "my-app-v1"}}, []string{"my-*"}, nil,
 			[]string{`include pattern "my-*" matched 3 internal topics of application.ids my-app, my-app-v1, dropped: my-app-counts-changelog, my-app-v1-counts-changelog, my-app-v1-orders-repartition`}, nil},
-		{"case 04 A3: compacted undeclared input warns", "case04-topics.txt", Classifier{ApplicationID: "inventory-app"}, []string{"*"}, nil,
+		{"field case 04 A3: compacted undeclared input warns", "case04-topics.txt", Classifier{ApplicationID: "inventory-app"}, []string{"*"}, nil,
 			[]string{`topic "product-catalog" is compacted and not declared in source_changelog_topics`}, []string{"stock-moves"}},
-		{"case 04: declared source changelog does not warn", "case04-topics.txt", Classifier{ApplicationID: "inventory-app", SourceChangelogTopics: []string{"product-catalog"}}, []string{"*"}, nil,
+		{"field case 04: declared source changelog does not warn", "case04-topics.txt", Classifier{ApplicationID: "inventory-app", SourceChangelogTopics: []string{"product-catalog"}}, []string{"*"}, nil,
 			nil, []string{"product-catalog"}},
 		{"declared source changelog that is missing warns", "case04-topics.txt", Classifier{ApplicationID: "inventory-app", SourceChangelogTopics: []string{"product-catalog", "price-list"}}, []string{"*"}, nil,
 			[]string{`source changelog topic "price-list" (source_changelog_topics) does not exist`}, nil},

@@ -71,7 +71,7 @@ func newDescribeCmd(g *globalOptions, s *iostreams, runF func(context.Context, *
 }
 
 func runDescribe(ctx context.Context, o *describeOptions, s *iostreams) error {
-	store, err := openRepository(ctx, o.ConfigFile, s)
+	store, err := openRepository(ctx, o.ConfigFile, s, "describe")
 	if err != nil {
 		return err
 	}

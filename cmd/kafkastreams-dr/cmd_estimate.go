@@ -72,7 +72,7 @@ func runEstimate(ctx context.Context, o *estimateOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
-	store, err := openExistingStorage(ctx, cfg.Storage)
+	store, err := openExistingStorage(ctx, cfg.Storage, "estimate")
 	if err != nil {
 		return storageError(err)
 	}

@@ -86,7 +86,7 @@ type listJSON struct {
 }
 
 func runList(ctx context.Context, o *listOptions, s *iostreams) error {
-	store, err := openRepository(ctx, o.ConfigFile, s)
+	store, err := openRepository(ctx, o.ConfigFile, s, "list")
 	if err != nil {
 		return err
 	}

@@ -168,13 +168,14 @@ func loadBackupManifest(ctx context.Context, store storage.Backend, id string) (
 	return restorer.LoadBackup(ctx, store, id)
 }
 
-// openRepository loads the config and opens its repository.
-func openRepository(ctx context.Context, file string, s *iostreams) (storage.Backend, error) {
+// openRepository loads the config and opens its repository, read-only when
+// readOnly names the command (see openExistingStorage).
+func openRepository(ctx context.Context, file string, s *iostreams, readOnly string) (storage.Backend, error) {
 	cfg, err := loadConfig(file, s)
 	if err != nil {
 		return nil, err
 	}
-	store, err := openExistingStorage(ctx, cfg.Storage)
+	store, err := openExistingStorage(ctx, cfg.Storage, readOnly)
 	if err != nil {
 		return nil, storageError(err)
 	}
@@ -218,7 +219,7 @@ type offsetsShowJSON struct {
 }
 
 func runOffsetsShow(ctx context.Context, o *offsetsShowOptions, s *iostreams) error {
-	store, err := openRepository(ctx, o.ConfigFile, s)
+	store, err := openRepository(ctx, o.ConfigFile, s, "offsets show")
 	if err != nil {
 		return err
 	}
@@ -285,7 +286,7 @@ type offsetsTranslateJSON struct {
 }
 
 func runOffsetsTranslate(ctx context.Context, o *offsetsTranslateOptions, s *iostreams) error {
-	store, err := openRepository(ctx, o.ConfigFile, s)
+	store, err := openRepository(ctx, o.ConfigFile, s, "offsets translate")
 	if err != nil {
 		return err
 	}

@@ -163,7 +163,7 @@ func newPruneCmd(g *globalOptions, s *iostreams, runF func(context.Context, *pru
 }
 
 func runPrune(ctx context.Context, o *pruneOptions, s *iostreams) error {
-	store, err := openRepository(ctx, o.ConfigFile, s)
+	store, err := openRepository(ctx, o.ConfigFile, s, readOnlyWhen(o.DryRun, "prune --dry-run"))
 	if err != nil {
 		return err
 	}

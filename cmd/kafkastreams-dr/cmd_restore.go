@@ -357,7 +357,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 		return err
 	}
 	defer func() { o.tel.finish(ctx, err) }()
-	store, err := openExistingStorage(ctx, cfg.Storage)
+	store, err := openExistingStorage(ctx, cfg.Storage, readOnlyWhen(o.DryRun, "restore --dry-run"))
 	if err != nil {
 		return storageError(err)
 	}

@@ -83,7 +83,9 @@ directory, or one without task directories): that is never an all-clear, the pat
 application_id may be wrong; 0 otherwise.
 
 CONFIG KEYS USED
-  application_id, target.* (the cluster), storage.* (the last restore's report).`,
+  application_id, target.* (the cluster), storage.* (the last restore's report; the
+  repository is opened read-only, and a storage.path that does not exist is warned about
+  and judged without the last restore, never created).`,
 		Example: `  kafkastreams-dr state check --state-dir /var/lib/kafka-streams -c order-processor.yaml`,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -161,7 +163,7 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 		clusterID = bm.Cluster
 	}
 	var last *statedir.Restore
-	if store, err := openStorage(ctx, cfg.Storage); err != nil {
+	if store, err := openExistingStorage(ctx, cfg.Storage, "state check"); err != nil {
 		o.Logger.Warn("cannot open the repository: judging without the last restore", "err", err)
 	} else if clusterID == "" {
 		o.Logger.Warn("the cluster reports no cluster id: judging without the last restore")

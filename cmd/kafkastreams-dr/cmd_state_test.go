@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,11 +22,12 @@ func writeState(t *testing.T, path, content string) {
 	}
 }
 
-// TestStateCheckFlagsCase19: after a restore, an instance whose
-// .checkpoint was written before it (case 19: an offset of the old
+// TestStateCheckFlagsStaleCheckpointAfterRestore: after a restore, an
+// instance whose .checkpoint was written before it (field case 19,
+// docs/DOMAIN.md#field-case-19: an offset of the old
 // numbering, far beyond the restored changelog's end) must wipe; exit 3
 // and the wipe command as the next step.
-func TestStateCheckFlagsCase19(t *testing.T) {
+func TestStateCheckFlagsStaleCheckpointAfterRestore(t *testing.T) {
 	stateDir := t.TempDir()
 	// Written before the restore below.
 	writeState(t, filepath.Join(stateDir, "order-processor", "1_0", ".checkpoint"),
@@ -208,6 +210,29 @@ func TestStateCheckStateCopiedAfterRestore(t *testing.T) {
 	for _, want := range []string{"1_0", "1_2", "holds data from 2026-12-01T11:10:51Z", "rocksdb/counts-store/000010.sst"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("state check output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestStateCheckDoesNotCreateRepository is a regression test: state check
+// only reads the repository (the last restore's report), but it opened the
+// storage as a backup does, so a mistyped storage.path was created as an
+// empty directory and the check went on silently without the last restore.
+// The path stays absent, and stderr says why the last restore is unknown.
+func TestStateCheckDoesNotCreateRepository(t *testing.T) {
+	stateDir := t.TempDir()
+	writeState(t, filepath.Join(stateDir, "order-processor", "1_0", ".checkpoint"),
+		"0\n1\norder-processor-order-totals-store-changelog 0 2\n")
+	missing := filepath.Join(t.TempDir(), "typo", "repo")
+	target := testkit.StartKfake(t, 1)
+	cfg := restoreConfig(t, target.Addrs(), missing)
+	_, stdout, stderr := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg)
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state check created storage.path %s (stat: %v)\nstdout:\n%s\nstderr:\n%s", missing, err, stdout, stderr)
+	}
+	for _, want := range []string{"cannot open the repository", missing, "no such directory"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
-	store, err := openExistingStorage(ctx, cfg.Storage)
+	store, err := openExistingStorage(ctx, cfg.Storage, "verify")
 	if err != nil {
 		return storageError(err)
 	}

@@ -300,18 +300,36 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 	return nil, fmt.Errorf("storage backend %q is not supported", s.Backend)
 }
 
-// openExistingStorage is openStorage for commands that only read a
-// repository: a local directory that does not exist is refused instead of
-// created (a mistyped storage.path would otherwise look like an empty
-// repository).
-func openExistingStorage(ctx context.Context, s config.Storage) (storage.Backend, error) {
+// openExistingStorage is openStorage for commands that read a repository
+// that must already exist: a local directory that does not exist is refused
+// instead of created (a mistyped storage.path would otherwise look like an
+// empty repository). readOnly is the command's name when it only reads the
+// repository (e.g. "verify", "restore --dry-run"): the store is then
+// storage.ReadOnly, so that a write fails with storage.ErrReadOnly naming
+// the command instead of changing the repository. "" opens it for writing
+// (restore, prune).
+func openExistingStorage(ctx context.Context, s config.Storage, readOnly string) (storage.Backend, error) {
 	if s.Backend == config.BackendFilesystem {
 		if _, err := os.Stat(s.FilesystemDir()); errors.Is(err, os.ErrNotExist) {
 			return nil, withCode(exitUsage, fmt.Errorf("storage.path %s: no such directory: there is no repository there", s.FilesystemDir()),
 				"check storage.path (and storage.prefix); a backup creates the repository")
 		}
 	}
-	return openStorage(ctx, s)
+	b, err := openStorage(ctx, s)
+	if err != nil || readOnly == "" {
+		return b, err
+	}
+	return storage.ReadOnly(b, readOnly), nil
+}
+
+// readOnlyWhen is the readOnly argument of openExistingStorage for a
+// command that writes the repository unless dryRun: command when dryRun,
+// else "".
+func readOnlyWhen(dryRun bool, command string) string {
+	if dryRun {
+		return command
+	}
+	return ""
 }
 
 // storageError gives an error opening the repository its exit code: the

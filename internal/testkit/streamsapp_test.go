@@ -219,7 +219,8 @@ func appTopics(t *testing.T, adm *kadm.Client, appID string) []string {
 	return names
 }
 
-// checkInternalTopics checks the internal topics against DOMAIN.md §1: the
+// checkInternalTopics checks the internal topics against
+// docs/DOMAIN.md#internal-topics: the
 // named ones, the generated foreign-key join ones, and the changelogs'
 // cleanup policies.
 func checkInternalTopics(t *testing.T, adm *kadm.Client, appID string, topics []string) {
@@ -315,7 +316,8 @@ func checkTaskDirs(t *testing.T, app *StreamsApp) []string {
 }
 
 // checkCheckpoints checks the .checkpoint files against the format of
-// DOMAIN.md §2 (version 0, a count, "topic partition offset" lines), and
+// docs/DOMAIN.md#checkpoint-file (version 0, a count, "topic partition
+// offset" lines), and
 // that together they cover every changelog partition the app wrote to.
 func checkCheckpoints(t *testing.T, adm *kadm.Client, files []string, internal []string) {
 	t.Helper()

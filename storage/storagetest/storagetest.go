@@ -56,7 +56,8 @@ func Content(seed string, n int) []byte {
 
 // ContentSHA256 pins the SHA-256 of Content("conformance", BigSize). A
 // backend passes the "Content" subtest only if it returns exactly these
-// bytes, so all backends return byte-identical content (case 24 A4).
+// bytes, so all backends return byte-identical content (field case 24 A4,
+// docs/DOMAIN.md#field-case-24).
 const ContentSHA256 = "6fa16c7146fd670f7e3cc921a1c7e2930e11556f5faa2d7ae9031133888449e5"
 
 // Run runs the conformance suite against the backends newBackend returns.

@@ -178,7 +178,9 @@ func summary(rs []format.Record) string {
 }
 
 // SampleManifest asserts what the manifest must say about the sample
-// application (cases 01, 03, 04, 07, 08, 14).
+// application (docs/DOMAIN.md field cases 01 broker-internal topics, 03
+// internal topics, 04 source-topic changelogs, 07 empty partitions, 08
+// topic configs, 14 transactions).
 func SampleManifest(t testing.TB, m *format.Manifest) {
 	t.Helper()
 	var names []string
@@ -195,7 +197,7 @@ func SampleManifest(t testing.TB, m *format.Manifest) {
 	}
 	cust := Topic(m, sample.Customers)
 	if cust.Class != "changelog" || !cust.SourceChangelog {
-		t.Errorf("customers: class %q source_changelog %v; want a source-topic changelog (case 04)", cust.Class, cust.SourceChangelog)
+		t.Errorf("customers: class %q source_changelog %v; want a source-topic changelog (field case 04)", cust.Class, cust.SourceChangelog)
 	}
 	for _, p := range cust.PartitionCuts {
 		if p.Records >= p.EndOffset-p.StartOffset {
@@ -213,7 +215,7 @@ func SampleManifest(t testing.TB, m *format.Manifest) {
 		}
 	}
 	if tp := Topic(m, sample.Totals); tp.Partitions != 2 || tp.PartitionCuts[1].Records != 0 || len(tp.PartitionCuts[1].Segments) != 0 {
-		t.Errorf("empty partition 1 of %s: %+v (case 07)", sample.Totals, tp.PartitionCuts)
+		t.Errorf("empty partition 1 of %s: %+v (field case 07, empty partitions)", sample.Totals, tp.PartitionCuts)
 	}
 	if tp := Topic(m, sample.Totals); *tp.Configs["max.message.bytes"].Value != "2097152" {
 		t.Errorf("max.message.bytes override lost: %+v", tp.Configs["max.message.bytes"])
@@ -225,7 +227,7 @@ func SampleManifest(t testing.TB, m *format.Manifest) {
 	for _, p := range Topic(m, sample.Changelog).PartitionCuts {
 		// 4 transactions of 3 records per partition, one aborted, plus 4
 		// markers: 16 offsets and 9 committed records, of which compaction
-		// keeps at least the last value of each of the 3 keys (case 14).
+		// keeps at least the last value of each of the 3 keys (field case 14).
 		if p.EndOffset != 16 || p.Records < 3 || p.Records > 9 {
 			t.Errorf("changelog partition %d: end %d records %d; want end 16 with 3 to 9 committed records", p.Partition, p.EndOffset, p.Records)
 		}
@@ -250,12 +252,13 @@ func SampleManifest(t testing.TB, m *format.Manifest) {
 		}
 	}
 	if !m.CutAt.After(m.Group.ReadAt) && !m.CutAt.Equal(m.Group.ReadAt) {
-		t.Errorf("end offsets captured (%v) before group offsets (%v): DOMAIN.md §5", m.CutAt, m.Group.ReadAt)
+		t.Errorf("end offsets captured (%v) before group offsets (%v): see docs/DOMAIN.md#consistent-cut", m.CutAt, m.Group.ReadAt)
 	}
 }
 
 // SampleRecords spot-checks the field rules with known values, in
-// addition to the oracle comparison (cases 12, 13, 14).
+// addition to the oracle comparison (docs/DOMAIN.md field cases 12
+// tombstones, 13 headers, 14 aborted records).
 func SampleRecords(t testing.TB, store storage.Backend, m *format.Manifest) {
 	t.Helper()
 	orders := Records(t, store, m, sample.Orders, 0)
@@ -288,7 +291,7 @@ func SampleRecords(t testing.TB, store storage.Backend, m *format.Manifest) {
 	}
 	for _, r := range Records(t, store, m, sample.Changelog, 0) {
 		if string(r.Value) == "total-txn1" {
-			t.Errorf("aborted record at offset %d was backed up (case 14)", r.Offset)
+			t.Errorf("aborted record at offset %d was backed up (field case 14: read_committed)", r.Offset)
 		}
 	}
 }

@@ -246,7 +246,8 @@ func ReadAll(t testing.TB, seeds []string, ends Offsets) Records {
 	return out
 }
 
-// Translate is the offset translation rule of DOMAIN.md §4, computed from
+// Translate is the offset translation rule of
+// docs/DOMAIN.md#offset-translation, computed from
 // the records themselves: src are the source partition's committed records
 // and dst the restored partition's, the k-th of dst being the k-th of src
 // restored. The committed offset maps to the new offset of the first
@@ -271,7 +272,7 @@ func FirstAtOrAfter(src []format.Record, committed int64) (format.Record, bool) 
 
 // Prefix returns the records of src before the first one whose timestamp is
 // after limit (milliseconds), and that record's offset, or -1 when every
-// record is at or before limit: the point-in-time cut of DOMAIN.md §6.
+// record is at or before limit: the point-in-time cut of docs/DOMAIN.md#pitr.
 func Prefix(src []format.Record, limit int64) ([]format.Record, int64) {
 	for i, r := range src {
 		if r.Timestamp > limit {
