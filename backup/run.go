@@ -35,11 +35,10 @@ const (
 	DefaultSegmentMaxBytes = 64 << 20
 	DefaultConcurrency     = 4
 	DefaultRetryTimeout    = 2 * time.Minute
+	// DefaultToolVersion is the tool_version a manifest records when
+	// Options.ToolVersion is empty: a build without a version.
+	DefaultToolVersion = "dev"
 )
-
-// ToolVersion is recorded in manifests; the command sets it from its
-// build-time version.
-var ToolVersion = "dev"
 
 // alwaysKeptConfigs are recorded in the manifest even when they have their
 // default value: a restore must reproduce them (case 08).
@@ -97,6 +96,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	if o.RetryTimeout <= 0 {
 		o.RetryTimeout = DefaultRetryTimeout
+	}
+	if o.ToolVersion == "" {
+		o.ToolVersion = DefaultToolVersion
 	}
 	log := o.Logger
 	if log == nil {
@@ -439,7 +441,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	m := &format.Manifest{
 		Format: format.FormatName, FormatVersion: format.Version, State: format.StateRunning,
 		BackupID: id, SourceClusterID: o.SourceClusterID, ApplicationID: o.ApplicationID,
-		ToolVersion: ToolVersion, StartedAt: time.Now().UTC(), Warnings: warnings, Selection: selection,
+		ToolVersion: o.ToolVersion, StartedAt: time.Now().UTC(), Warnings: warnings, Selection: selection,
 	}
 	r.m = m
 	if parent != nil {

@@ -106,8 +106,9 @@ CONFIG KEYS USED
 	return cmd
 }
 
-// backupOptionsFromConfig maps the config onto backup.Options; Source,
-// Store and Logger are filled by the caller.
+// backupOptionsFromConfig maps the config onto backup.Options, with this
+// build's version as the manifests' tool_version; Source, Store and Logger
+// are filled by the caller.
 func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 	return backup.Options{
 		ApplicationID:         cfg.ApplicationID,
@@ -121,6 +122,7 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
 		RetryTimeout:          cfg.Source.RetryTimeout,
+		ToolVersion:           version,
 	}
 }
 
@@ -144,8 +146,6 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	if bo.Store, err = openStorage(ctx, cfg.Storage); err != nil {
 		return storageError(err)
 	}
-	backup.ToolVersion = version
-
 	o.Logger.Info("backup starting", "application_id", cfg.ApplicationID, "repository", bo.Store.Location())
 	res, err := backup.Run(ctx, bo)
 	if err != nil {

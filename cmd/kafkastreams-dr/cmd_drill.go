@@ -190,8 +190,6 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	if err != nil {
 		return storageError(err)
 	}
-	backup.ToolVersion = version
-
 	ro := restoreOptionsFromConfig(cfg)
 	ro.Target = targetOpts
 	ro.RequestTimeout, ro.RetryTimeout = target.Timeouts()
@@ -303,13 +301,12 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 	targetSeeds := target.ListenAddrs()
 	fmt.Fprintf(s.ErrOut, "target cluster: a new, empty cluster of 3 brokers (kfake) at %s\n", strings.Join(targetSeeds, ","))
 
-	backup.ToolVersion = version
 	do := drill.Options{
 		Store: store,
 		Backup: backup.Options{
 			Source: []kgo.Opt{kgo.SeedBrokers(sourceSeeds...)}, ApplicationID: sample.AppID,
 			SourceChangelogTopics: sample.SourceChangelogs, Include: sample.Include, Exclude: sample.Exclude,
-			SourceClusterID: "embedded",
+			SourceClusterID: "embedded", ToolVersion: version,
 		},
 		Restore: restorer.Options{
 			Target: []kgo.Opt{kgo.SeedBrokers(targetSeeds...)}, Strategy: restorer.StrategyChangelog,

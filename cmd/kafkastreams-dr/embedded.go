@@ -46,12 +46,11 @@ func runEmbeddedBackup(ctx context.Context, o *backupOptions, s *iostreams) erro
 		return withCode(exitUsage, fmt.Errorf("--out %s: %w", o.Out, err), "choose a directory you can write to")
 	}
 	fmt.Fprintf(s.ErrOut, "the equivalent config:\n%s\n", indent(embeddedConfig(seeds, o.Out)))
-	backup.ToolVersion = version
 	res, err := backup.Run(ctx, backup.Options{
 		Source: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Store: store,
 		ApplicationID: sample.AppID, SourceChangelogTopics: sample.SourceChangelogs,
 		Include: sample.Include, Exclude: sample.Exclude, SourceClusterID: "embedded",
-		Logger: o.Logger,
+		ToolVersion: version, Logger: o.Logger,
 	})
 	if err != nil {
 		return backupError(err, "<the equivalent config above>")
