@@ -13,10 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
@@ -268,9 +265,9 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 		return withCode(exitUsage, fmt.Errorf("--out %s: %w", out, err), "choose a directory you can write to")
 	}
 
-	source, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID("kdr-drill-source"))
+	source, sourceSeeds, err := startEmbeddedCluster(ctx, s.ErrOut, "source", "kdr-drill-source", true)
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("start the embedded source cluster: %w", err), "")
+		return err
 	}
 	sourceUp := true
 	stopSource := func() {
@@ -280,38 +277,17 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 		}
 	}
 	defer stopSource()
-	sourceSeeds := source.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(sourceSeeds...))
-	if err != nil {
-		return withCode(exitError, err, "")
-	}
-	fmt.Fprintf(s.ErrOut, "source cluster: 3 brokers (kfake) at %s; seeding the sample application %q\n", strings.Join(sourceSeeds, ","), sample.AppID)
-	err = sample.Seed(ctx, cl)
-	cl.Close()
-	if err != nil {
-		return withCode(exitError, fmt.Errorf("seed the embedded source cluster: %w", err), "")
-	}
-	source.Compact() // like the broker's log cleaner: holes in the compacted topics
 
-	target, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID("kdr-drill-target"))
+	target, targetSeeds, err := startEmbeddedCluster(ctx, s.ErrOut, "target", "kdr-drill-target", false)
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("start the embedded target cluster: %w", err), "")
+		return err
 	}
 	defer target.Close()
-	targetSeeds := target.ListenAddrs()
-	fmt.Fprintf(s.ErrOut, "target cluster: a new, empty cluster of 3 brokers (kfake) at %s\n", strings.Join(targetSeeds, ","))
 
 	do := drill.Options{
-		Store: store,
-		Backup: backup.Options{
-			Source: []kgo.Opt{kgo.SeedBrokers(sourceSeeds...)}, ApplicationID: sample.AppID,
-			SourceChangelogTopics: sample.SourceChangelogs, Include: sample.Include, Exclude: sample.Exclude,
-			SourceClusterID: "embedded", ToolVersion: version,
-		},
-		Restore: restorer.Options{
-			Target: []kgo.Opt{kgo.SeedBrokers(targetSeeds...)}, Strategy: restorer.StrategyChangelog,
-			ApplicationID: sample.AppID, SourceChangelogTopics: sample.SourceChangelogs,
-		},
+		Store:   store,
+		Backup:  sampleBackupOptions(sourceSeeds),
+		Restore: embeddedRestoreOptions(targetSeeds, sample.AppID, sample.SourceChangelogs),
 		Shallow: o.NoDeep,
 		Logger:  o.Logger,
 		OnPhase: func(p drill.Phase) {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
@@ -41,14 +40,12 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		return restoreError(err, o.From, "embedded", true)
 	}
 
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID("kdr-embedded-restore"))
+	cluster, seeds, err := startEmbeddedCluster(ctx, s.ErrOut, "", "kdr-embedded-restore", false)
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("start the embedded cluster: %w", err), "")
+		return err
 	}
 	defer cluster.Close()
-	seeds := cluster.ListenAddrs()
 	target := strings.Join(seeds, ",")
-	fmt.Fprintf(s.ErrOut, "embedded cluster: a new, empty cluster of 3 brokers (kfake) at %s\n", target)
 	fmt.Fprintf(s.ErrOut, "restoring backup %s of %q from %s (strategy changelog); the same with a config:\n  kafkastreams-dr restore -c FILE --yes   # FILE: target.bootstrap_servers [%s], storage.path %s\n",
 		m.BackupID, m.ApplicationID, o.From, strings.Join(seeds, ", "), o.From)
 
@@ -56,12 +53,8 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 	if m.Selection != nil {
 		changelogs = m.Selection.SourceChangelogTopics
 	}
-	ro := restorer.Options{
-		Target: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Store: store,
-		BackupID: m.BackupID, Strategy: restorer.StrategyChangelog,
-		ApplicationID: m.ApplicationID, SourceChangelogTopics: changelogs,
-		Logger: o.Logger,
-	}
+	ro := embeddedRestoreOptions(seeds, m.ApplicationID, changelogs)
+	ro.Store, ro.BackupID, ro.Logger = store, m.BackupID, o.Logger
 	restore := o.restore
 	if restore == nil {
 		restore = restorer.Run
