@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -126,17 +124,8 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 		return planErr
 	}
 
-	if o.JSON {
-		if decisions == nil {
-			decisions = []topicfilter.Decision{}
-		}
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(decisions); err != nil {
-			return err
-		}
-	} else {
-		printDecisions(s, decisions)
+	if err := writeDecisions(s.Out, o.JSON, decisions); err != nil {
+		return err
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(s.ErrOut, "warning: %s\n", w)
@@ -226,39 +215,4 @@ func describeSource(ctx context.Context, adm *kadm.Client, cfg *config.Config, l
 	}
 	slices.Sort(others)
 	return topics, others, nil
-}
-
-func printDecisions(s *iostreams, ds []topicfilter.Decision) {
-	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITIONS\tSELECTED\tREASON")
-	for _, d := range ds {
-		class := string(d.Class)
-		switch {
-		case d.BrokerInternal:
-			class = "internal" // the broker's own topics (__consumer_offsets, ...)
-		case d.SourceChangelog:
-			class += " (source)"
-		}
-		sel := "no"
-		if d.Selected {
-			sel = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", d.Topic, class, d.Partitions, sel, d.Reason)
-	}
-	tw.Flush()
-}
-
-func summarizeDecisions(ds []topicfilter.Decision) string {
-	var sel, parts int
-	byClass := map[topicfilter.Class]int{}
-	for _, d := range ds {
-		if d.Selected {
-			sel++
-			parts += d.Partitions
-			byClass[d.Class]++
-		}
-	}
-	return fmt.Sprintf("%s on the cluster, %d selected (%d changelog, %d external) with %s",
-		plural(len(ds), "topic", "topics"), sel, byClass[topicfilter.Changelog], byClass[topicfilter.External],
-		plural(parts, "partition", "partitions"))
 }

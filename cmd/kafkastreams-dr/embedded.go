@@ -140,30 +140,3 @@ func checkEmptyRepository(dir string) error {
 	}
 	return nil
 }
-
-func embeddedConfig(seeds []string, out string) string {
-	return fmt.Sprintf(`application_id: %s
-source_changelog_topics: [%s]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: [%s]
-storage:
-  backend: filesystem
-  path: %s
-backup:
-  source_cluster_id: embedded
-`, sample.AppID, strings.Join(sample.SourceChangelogs, ", "), strings.Join(seeds, ", "), quoteAll(sample.Include), out)
-}
-
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
-}
-
-func indent(s string) string {
-	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
-}
