@@ -107,8 +107,8 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	filter, err := topicfilter.NewFilter(o.Include, o.Exclude)
-	if err != nil {
+	// The patterns are checked before any request (SelectTopics uses them).
+	if _, err := topicfilter.NewFilter(o.Include, o.Exclude); err != nil {
 		return nil, "", err
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(o.Source), kgolog.Opt(log))...)
@@ -182,7 +182,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		todo, err = r.resumeWork(ctx)
 	} else {
 		id := format.NextBackupID(time.Now(), scan.latestID, rnd)
-		todo, err = r.newCut(ctx, id, filter, scan.parent, selection)
+		todo, err = r.newCut(ctx, id, scan.parent, selection)
 	}
 	if err != nil {
 		if errors.Is(err, ErrNothingSelected) {
@@ -355,73 +355,14 @@ func kafkaTopicID(id kadm.TopicID) string {
 
 // newCut reads the group offsets, then the partitions' start and end offsets
 // (in that order, DOMAIN.md §5), and builds the manifest of a new run.
-func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filter, parent *format.Manifest, selection *format.Selection) ([]*work, error) {
+func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest, selection *format.Selection) ([]*work, error) {
 	o := r.o
-	details, err := ListTopics(ctx, r.adm, o.RetryTimeout)
+	sel, err := SelectTopics(ctx, r.adm, o, r.log)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for name, d := range details {
-		if !d.IsInternal && !strings.HasPrefix(name, "__") {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	configs := map[string][]kadm.Config{}
-	if len(names) > 0 {
-		err := retrying(ctx, o.RetryTimeout, func() error {
-			rcs, err := r.adm.DescribeTopicConfigs(ctx, names...)
-			if err != nil {
-				return fmt.Errorf("describe topic configs: %w", err)
-			}
-			for _, rc := range rcs {
-				if rc.Err != nil {
-					return fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
-				}
-				configs[rc.Name] = rc.Configs
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	var others []string
-	var groups kadm.ListedGroups
-	gerr := retrying(ctx, o.RetryTimeout, func() (err error) {
-		groups, err = r.adm.ListGroups(ctx)
-		return err
-	})
-	if gerr != nil {
-		r.log.Warn("could not list consumer groups; prefix collisions with other application.ids cannot be detected", "err", gerr)
-	}
-	for g := range groups {
-		if g != o.ApplicationID {
-			others = append(others, g)
-		}
-	}
-	for _, g := range o.OtherApplicationIDs {
-		if !slices.Contains(others, g) {
-			others = append(others, g)
-		}
-	}
-	infos := make([]topicfilter.TopicInfo, 0, len(details))
-	for name, d := range details {
-		compacted := false
-		for _, c := range configs[name] {
-			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
-				compacted = true
-			}
-		}
-		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(d.Partitions), Internal: d.IsInternal, Compacted: compacted})
-	}
-	classifier := topicfilter.Classifier{ApplicationID: o.ApplicationID, InternalPrefixes: o.InternalPrefixes,
-		SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}
-	decisions, warnings, err := topicfilter.Plan(filter, classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics})
-	if err != nil {
-		return nil, err
-	}
+	details, configs, groups, classifier := sel.Details, sel.Configs, sel.Groups, sel.Classifier
+	decisions, warnings := sel.Decisions, sel.Warnings
 	for _, w := range warnings {
 		r.log.Warn(w)
 	}
