@@ -758,8 +758,8 @@ func (r *runner) leaderOf(topic string, p int32) (int32, kadm.TopicID) {
 // (LEADER_NOT_AVAILABLE while a leader is elected, ...) is retried with
 // backoff for up to retryTimeout, so that a topic is never taken as missing
 // because of one transient answer (issue 9); then, or on any other topic
-// error, the error names the topic. Shared by backup and the topics
-// command, so that both see the same topics.
+// error, the error names the topic. SelectTopics lists with it, for backup
+// and the topics command alike.
 func ListTopics(ctx context.Context, adm *kadm.Client, retryTimeout time.Duration) (kadm.TopicDetails, error) {
 	var details kadm.TopicDetails
 	tries := 0
