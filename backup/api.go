@@ -54,6 +54,13 @@ type Options struct {
 	SegmentMaxRecords int64  // records per segment before it is closed; 0: no limit
 	Concurrency       int    // partitions copied at once; default 4
 
+	// ToolVersion is the version of the program that runs the backup,
+	// recorded as the manifest's tool_version (docs/FORMAT.md) of a new
+	// backup (a resumed one keeps the version its first run recorded);
+	// "" records DefaultToolVersion ("dev"). The command passes its
+	// build-time version (-ldflags "-X main.version=...").
+	ToolVersion string
+
 	// RetryTimeout bounds how long one partition may go without progress
 	// (retriable fetch errors such as NOT_LEADER_OR_FOLLOWER or a broker
 	// that does not answer, and fetches answered with no records below the

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
@@ -50,4 +51,46 @@ func TestBackupSampleOnKfakeToFilesystem(t *testing.T) {
 	backupcheck.SampleManifest(t, m)
 	backupcheck.MatchesCluster(t, store, m, kf.Addrs())
 	backupcheck.SampleRecords(t, store, m)
+}
+
+// TestToolVersionIsAnOption: the manifest's tool_version is the run's
+// Options.ToolVersion, and DefaultToolVersion ("dev") when it is empty; two
+// runs with different versions in one process each record their own (it
+// was a package variable every command set before running).
+func TestToolVersionIsAnOption(t *testing.T) {
+	kf := testkit.StartKfake(t, 1, kfake.SeedTopics(1, "orders"))
+	cl := testkit.Client(t, kf.Addrs())
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "orders", Value: []byte("1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, version, want string
+	}{
+		{"the command's version", "v1.2.3", "v1.2.3"},
+		{"another version in the same process", "v2.0.0-rc.1", "v2.0.0-rc.1"},
+		{"empty is the documented default", "", backup.DefaultToolVersion},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, err := storage.NewFilesystem(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := backup.Run(t.Context(), backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(kf.Addrs()...)}, Store: store,
+				Include: []string{"orders"}, ToolVersion: tt.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := backup.LoadManifest(t.Context(), store, res.Manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.ToolVersion != tt.want {
+				t.Errorf("manifest tool_version = %q, want %q", m.ToolVersion, tt.want)
+			}
+		})
+	}
+	if backup.DefaultToolVersion != "dev" {
+		t.Errorf("DefaultToolVersion = %q, want \"dev\" (what manifests recorded before it was an option)", backup.DefaultToolVersion)
+	}
 }

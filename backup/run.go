@@ -35,11 +35,10 @@ const (
 	DefaultSegmentMaxBytes = 64 << 20
 	DefaultConcurrency     = 4
 	DefaultRetryTimeout    = 2 * time.Minute
+	// DefaultToolVersion is the tool_version a manifest records when
+	// Options.ToolVersion is empty: a build without a version.
+	DefaultToolVersion = "dev"
 )
-
-// ToolVersion is recorded in manifests; the command sets it from its
-// build-time version.
-var ToolVersion = "dev"
 
 // alwaysKeptConfigs are recorded in the manifest even when they have their
 // default value: a restore must reproduce them (docs/DOMAIN.md#field-case-08).
@@ -98,6 +97,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if o.RetryTimeout <= 0 {
 		o.RetryTimeout = DefaultRetryTimeout
 	}
+	if o.ToolVersion == "" {
+		o.ToolVersion = DefaultToolVersion
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -105,8 +107,8 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	filter, err := topicfilter.NewFilter(o.Include, o.Exclude)
-	if err != nil {
+	// The patterns are checked before any request (SelectTopics uses them).
+	if _, err := topicfilter.NewFilter(o.Include, o.Exclude); err != nil {
 		return nil, "", err
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(o.Source), kgolog.Opt(log))...)
@@ -180,7 +182,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		todo, err = r.resumeWork(ctx)
 	} else {
 		id := format.NextBackupID(time.Now(), scan.latestID, rnd)
-		todo, err = r.newCut(ctx, id, filter, scan.parent, selection)
+		todo, err = r.newCut(ctx, id, scan.parent, selection)
 	}
 	if err != nil {
 		if errors.Is(err, ErrNothingSelected) {
@@ -353,73 +355,14 @@ func kafkaTopicID(id kadm.TopicID) string {
 
 // newCut reads the group offsets, then the partitions' start and end offsets
 // (in that order, docs/DOMAIN.md#consistent-cut), and builds the manifest of a new run.
-func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filter, parent *format.Manifest, selection *format.Selection) ([]*work, error) {
+func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest, selection *format.Selection) ([]*work, error) {
 	o := r.o
-	details, err := ListTopics(ctx, r.adm, o.RetryTimeout)
+	sel, err := SelectTopics(ctx, r.adm, o, r.log)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for name, d := range details {
-		if !d.IsInternal && !strings.HasPrefix(name, "__") {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	configs := map[string][]kadm.Config{}
-	if len(names) > 0 {
-		err := retrying(ctx, o.RetryTimeout, func() error {
-			rcs, err := r.adm.DescribeTopicConfigs(ctx, names...)
-			if err != nil {
-				return fmt.Errorf("describe topic configs: %w", err)
-			}
-			for _, rc := range rcs {
-				if rc.Err != nil {
-					return fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
-				}
-				configs[rc.Name] = rc.Configs
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	var others []string
-	var groups kadm.ListedGroups
-	gerr := retrying(ctx, o.RetryTimeout, func() (err error) {
-		groups, err = r.adm.ListGroups(ctx)
-		return err
-	})
-	if gerr != nil {
-		r.log.Warn("could not list consumer groups; prefix collisions with other application.ids cannot be detected", "err", gerr)
-	}
-	for g := range groups {
-		if g != o.ApplicationID {
-			others = append(others, g)
-		}
-	}
-	for _, g := range o.OtherApplicationIDs {
-		if !slices.Contains(others, g) {
-			others = append(others, g)
-		}
-	}
-	infos := make([]topicfilter.TopicInfo, 0, len(details))
-	for name, d := range details {
-		compacted := false
-		for _, c := range configs[name] {
-			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
-				compacted = true
-			}
-		}
-		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(d.Partitions), Internal: d.IsInternal, Compacted: compacted})
-	}
-	classifier := topicfilter.Classifier{ApplicationID: o.ApplicationID, InternalPrefixes: o.InternalPrefixes,
-		SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}
-	decisions, warnings, err := topicfilter.Plan(filter, classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics})
-	if err != nil {
-		return nil, err
-	}
+	details, configs, groups, classifier := sel.Details, sel.Configs, sel.Groups, sel.Classifier
+	decisions, warnings := sel.Decisions, sel.Warnings
 	for _, w := range warnings {
 		r.log.Warn(w)
 	}
@@ -439,7 +382,7 @@ func (r *runner) newCut(ctx context.Context, id string, filter *topicfilter.Filt
 	m := &format.Manifest{
 		Format: format.FormatName, FormatVersion: format.Version, State: format.StateRunning,
 		BackupID: id, SourceClusterID: o.SourceClusterID, ApplicationID: o.ApplicationID,
-		ToolVersion: ToolVersion, StartedAt: time.Now().UTC(), Warnings: warnings, Selection: selection,
+		ToolVersion: o.ToolVersion, StartedAt: time.Now().UTC(), Warnings: warnings, Selection: selection,
 	}
 	r.m = m
 	if parent != nil {
@@ -815,8 +758,8 @@ func (r *runner) leaderOf(topic string, p int32) (int32, kadm.TopicID) {
 // (LEADER_NOT_AVAILABLE while a leader is elected, ...) is retried with
 // backoff for up to retryTimeout, so that a topic is never taken as missing
 // because of one transient answer (issue 9); then, or on any other topic
-// error, the error names the topic. Shared by backup and the topics
-// command, so that both see the same topics.
+// error, the error names the topic. SelectTopics lists with it, for backup
+// and the topics command alike.
 func ListTopics(ctx context.Context, adm *kadm.Client, retryTimeout time.Duration) (kadm.TopicDetails, error) {
 	var details kadm.TopicDetails
 	tries := 0

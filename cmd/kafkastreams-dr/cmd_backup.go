@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
-	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
@@ -106,8 +103,9 @@ CONFIG KEYS USED
 	return cmd
 }
 
-// backupOptionsFromConfig maps the config onto backup.Options; Source,
-// Store and Logger are filled by the caller.
+// backupOptionsFromConfig maps the config onto backup.Options, with this
+// build's version as the manifests' tool_version; Source, Store and Logger
+// are filled by the caller.
 func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 	return backup.Options{
 		ApplicationID:         cfg.ApplicationID,
@@ -121,6 +119,7 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
 		RetryTimeout:          cfg.Source.RetryTimeout,
+		ToolVersion:           version,
 	}
 }
 
@@ -144,8 +143,6 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	if bo.Store, err = openStorage(ctx, cfg.Storage); err != nil {
 		return storageError(err)
 	}
-	backup.ToolVersion = version
-
 	o.Logger.Info("backup starting", "application_id", cfg.ApplicationID, "repository", bo.Store.Location())
 	res, err := backup.Run(ctx, bo)
 	if err != nil {
@@ -221,157 +218,12 @@ func gapsError(res *backup.Result) error {
 		"back up more often than the shortest retention.ms of the backed-up topics")
 }
 
-// reportBackup prints the finished backup: a summary and a table per topic
-// read back from the manifest just written, and the topics not backed up
-// with the reason; or all of it as JSON.
+// reportBackup prints the finished backup (writeBackupResult), read back
+// from the manifest just written.
 func reportBackup(ctx context.Context, s *iostreams, asJSON bool, store storage.Backend, res *backup.Result) error {
 	m, err := backup.LoadManifest(ctx, store, res.Manifest)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("read back the manifest just written: %w", err), "")
 	}
-	if asJSON {
-		out := backupJSON{
-			BackupID: res.BackupID, ParentID: res.ParentID, Resumed: res.Resumed, Repository: store.Location(),
-			Manifest: res.Manifest, Topics: res.Topics, Partitions: res.Partitions,
-			Records: res.Records, Bytes: res.Bytes, Warnings: res.Warnings,
-		}
-		for _, u := range res.Unread {
-			out.Unread = append(out.Unread, unreadJSON{Topic: u.Topic, Partition: u.Partition, From: u.From, To: u.To, Reason: u.Reason})
-		}
-		for _, t := range m.Topics {
-			bt := backupTopicJSON{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Partitions: t.Partitions}
-			for _, p := range t.PartitionCuts {
-				bt.Records += p.Records
-				bt.Segments += len(p.Segments)
-				for _, sg := range p.Segments {
-					bt.Bytes += sg.Size
-				}
-			}
-			out.BackedUp = append(out.BackedUp, bt)
-		}
-		for _, d := range res.Decisions {
-			if !d.Selected {
-				out.NotBackedUp = append(out.NotBackedUp, d)
-			}
-		}
-		if m.Group != nil {
-			out.GroupOffsets = len(m.Group.Offsets)
-		}
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	printBackupResult(s, res, store.Location(), m)
-	return nil
-}
-
-// backupJSON is the --json output of backup.
-type backupJSON struct {
-	BackupID   string `json:"backup_id"`
-	ParentID   string `json:"parent_backup_id,omitempty"`
-	Resumed    bool   `json:"resumed,omitempty"`
-	Repository string `json:"repository"`
-	Manifest   string `json:"manifest"`
-	Topics     int    `json:"topics"`
-	Partitions int    `json:"partitions"`
-	Records    int64  `json:"records"`
-	Bytes      int64  `json:"bytes"`
-
-	GroupOffsets int                    `json:"group_offsets"`
-	BackedUp     []backupTopicJSON      `json:"backed_up"`
-	NotBackedUp  []topicfilter.Decision `json:"not_backed_up,omitempty"`
-	Warnings     []string               `json:"warnings,omitempty"`
-	// Unread are the partitions not read to the captured end (exit 3).
-	Unread []unreadJSON `json:"unread,omitempty"`
-}
-
-// unreadJSON is an offset range [from, to) a partial backup did not read.
-type unreadJSON struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	From      int64  `json:"from"`
-	To        int64  `json:"to"`
-	Reason    string `json:"reason"`
-}
-
-// backupTopicJSON is one backed-up topic: the whole chain's records,
-// segments and stored bytes.
-type backupTopicJSON struct {
-	Topic           string `json:"topic"`
-	Class           string `json:"class"`
-	SourceChangelog bool   `json:"source_changelog,omitempty"`
-	Partitions      int    `json:"partitions"`
-	Records         int64  `json:"records"`
-	Segments        int    `json:"segments"`
-	Bytes           int64  `json:"bytes"`
-}
-
-func printBackupResult(s *iostreams, r *backup.Result, location string, m *format.Manifest) {
-	state := "complete"
-	if len(r.Unread) > 0 {
-		state = fmt.Sprintf("partial (%s not read to the captured end; the next backup reads the rest)", plural(len(r.Unread), "partition", "partitions"))
-	}
-	if r.Resumed {
-		fmt.Fprintf(s.Out, "backup %s %s (resumed: an earlier run of it was interrupted)\n", r.BackupID, state)
-	} else {
-		fmt.Fprintf(s.Out, "backup %s %s\n", r.BackupID, state)
-	}
-	if r.ParentID != "" {
-		fmt.Fprintf(s.Out, "  parent       %s (incremental: only records after it were copied)\n", r.ParentID)
-	}
-	fmt.Fprintf(s.Out, "  repository   %s\n", location)
-	fmt.Fprintf(s.Out, "  manifest     %s\n", r.Manifest)
-	fmt.Fprintf(s.Out, "  this run     copied %s, %d bytes compressed, from %s (%s)\n",
-		plural64(r.Records, "record", "records"), r.Bytes, plural(r.Topics, "topic", "topics"), plural(r.Partitions, "partition", "partitions"))
-	if m.Group != nil {
-		fmt.Fprintf(s.Out, "  group        %s: %d committed offsets (state %s)\n", m.Group.GroupID, len(m.Group.Offsets), orNone(m.Group.State))
-	}
-	fmt.Fprintln(s.Out, "\nthe backup holds (with the earlier backups it continues):")
-	tw := tabwriter.NewWriter(s.Out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITIONS\tRECORDS\tOFFSETS\tSEGMENTS\tBYTES")
-	for _, t := range m.Topics {
-		var recs, span, bytes int64
-		var segs int
-		for _, p := range t.PartitionCuts {
-			recs += p.Records
-			span += p.EndOffset - p.StartOffset
-			segs += len(p.Segments)
-			for _, sg := range p.Segments {
-				bytes += sg.Size
-			}
-		}
-		class := t.Class
-		if t.SourceChangelog {
-			class = "changelog (source topic)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", t.Name, class, t.Partitions, recs, span, segs, bytes)
-	}
-	tw.Flush()
-	var skipped []topicfilter.Decision
-	for _, d := range r.Decisions {
-		if !d.Selected && !d.BrokerInternal {
-			skipped = append(skipped, d)
-		}
-	}
-	if len(skipped) > 0 {
-		fmt.Fprintln(s.Out, "\nnot backed up:")
-		tw = tabwriter.NewWriter(s.Out, 2, 4, 2, ' ', 0)
-		for _, d := range skipped {
-			fmt.Fprintf(tw, "  %s\t%s\n", d.Topic, d.Reason)
-		}
-		tw.Flush()
-	}
-	if len(r.Warnings) > 0 {
-		fmt.Fprintf(s.Out, "\n%s:\n", plural(len(r.Warnings), "warning", "warnings"))
-		for _, w := range r.Warnings {
-			fmt.Fprintf(s.Out, "  %s\n", w)
-		}
-	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
+	return writeBackupResult(s.Out, asJSON, store.Location(), res, m)
 }

@@ -104,3 +104,16 @@ func TestBackupErrorHints(t *testing.T) {
 		t.Fatalf("gaps: %v", err)
 	}
 }
+
+// TestBackupOptionsCarryTheBuildVersion: the command passes its build-time
+// version (main.version) to the backup as Options.ToolVersion; there is no
+// package variable to set before a run.
+func TestBackupOptionsCarryTheBuildVersion(t *testing.T) {
+	c, err := config.Parse([]byte(goodConfig), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := backupOptionsFromConfig(c); o.ToolVersion != version || o.ToolVersion == "" {
+		t.Errorf("backupOptionsFromConfig: ToolVersion = %q, want the build's version %q", o.ToolVersion, version)
+	}
+}

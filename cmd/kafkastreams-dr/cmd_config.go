@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -129,16 +128,6 @@ func runConfigValidate(_ context.Context, o *configValidateOptions, s *iostreams
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(s.ErrOut, "warning: %s\n", w)
 	}
-	app := cfg.ApplicationID
-	if app == "" {
-		app = "(not set)"
-	}
-	fmt.Fprintf(s.Out, "config OK: %s\n", cfg.File())
-	fmt.Fprintf(s.Out, "  application_id  %s\n", app)
-	fmt.Fprintf(s.Out, "  source          %s\n", strings.Join(cfg.Source.BootstrapServers, ","))
-	if cfg.Target != nil {
-		fmt.Fprintf(s.Out, "  target          %s\n", strings.Join(cfg.Target.BootstrapServers, ","))
-	}
-	fmt.Fprintf(s.Out, "  storage         %s\n", cfg.Storage.Describe())
+	printConfigSummary(s.Out, cfg)
 	return nil
 }

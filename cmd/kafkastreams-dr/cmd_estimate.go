@@ -91,31 +91,7 @@ func runEstimate(ctx context.Context, o *estimateOptions, s *iostreams) error {
 		}
 		return repositoryError(fmt.Errorf("estimate: %w", err), store.Location())
 	}
-	if o.JSON {
-		return writeJSON(s.Out, e)
-	}
-	fmt.Fprintf(s.Out, "backup %s (cut %s, %s ago)\n", e.BackupID, e.CutAt.UTC().Format(time.RFC3339), time.Since(e.CutAt).Round(time.Second))
-	if e.Throughput.Source == "measured" {
-		fmt.Fprintf(s.Out, "restore throughput: %.0f records/s, measured by %s (%d records in %.1fs)\n\n",
-			e.Throughput.RecordsPerSecond, plural(len(e.Throughput.Reports), "past restore", "past restores"), e.Throughput.Records, e.Throughput.Seconds)
-	} else {
-		fmt.Fprintf(s.Out, "restore throughput: %.0f records/s, a default (no restore or drill has run from this repository yet)\n\n", e.Throughput.RecordsPerSecond)
-	}
-	tw := newTable(s.Out)
-	fmt.Fprintln(tw, "STRATEGY\tTOPICS\tRECORDS\tBYTES\tRESTORE TIME\tTHEN")
-	for _, st := range e.Strategies {
-		if st.Name == "standby" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", st.Name, st.Note)
-			continue
-		}
-		then := st.Reprocess
-		if st.Note != "" {
-			then += " (" + st.Note + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", st.Name, len(st.Topics), st.Records, formatBytes(st.RawBytes),
-			(time.Duration(st.RestoreSeconds * float64(time.Second))).Round(time.Millisecond), then)
-	}
-	return tw.Flush()
+	return writeEstimate(s.Out, o.JSON, e, time.Now())
 }
 
 // logSizes returns, per topic of the source cluster, its log end minus log

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -211,13 +209,6 @@ func repositoryError(err error, location string) error {
 	return withCode(exitError, err, repositoryHint(err, location))
 }
 
-// offsetsShowJSON is the --json output of offsets show.
-type offsetsShowJSON struct {
-	BackupID      string        `json:"backup_id"`
-	ApplicationID string        `json:"application_id,omitempty"`
-	Group         *format.Group `json:"group"`
-}
-
 func runOffsetsShow(ctx context.Context, o *offsetsShowOptions, s *iostreams) error {
 	store, err := openRepository(ctx, o.ConfigFile, s, "offsets show")
 	if err != nil {
@@ -227,62 +218,7 @@ func runOffsetsShow(ctx context.Context, o *offsetsShowOptions, s *iostreams) er
 	if err != nil {
 		return repositoryError(err, store.Location())
 	}
-	if o.JSON {
-		return writeJSON(s.Out, offsetsShowJSON{BackupID: m.BackupID, ApplicationID: m.ApplicationID, Group: m.Group})
-	}
-	printGroupOffsets(s.Out, m)
-	return nil
-}
-
-// printGroupOffsets prints the group of a manifest: a summary line and the
-// table TOPIC PARTITION OFFSET CLASS.
-func printGroupOffsets(w io.Writer, m *format.Manifest) {
-	g := m.Group
-	if g == nil {
-		fmt.Fprintf(w, "backup %s holds no group offsets (application_id was not set when it was taken)\n", m.BackupID)
-		return
-	}
-	state := g.State
-	if state == "" {
-		state = "absent (no such group on the source)"
-	}
-	fmt.Fprintf(w, "group %s in backup %s: %s\n", g.GroupID, m.BackupID, plural(len(g.Offsets), "committed offset", "committed offsets"))
-	fmt.Fprintf(w, "  state        %s\n", state)
-	if g.Type != "" || g.Protocol != "" {
-		fmt.Fprintf(w, "  type         %s\n", strings.TrimSpace(orNone(g.Type)+" "+protocolNote(g.Protocol)))
-	}
-	if !g.ReadAt.IsZero() {
-		fmt.Fprintf(w, "  read at      %s (before the topics' ends were captured)\n", g.ReadAt.UTC().Format(time.RFC3339))
-	}
-	if len(g.Offsets) == 0 {
-		return
-	}
-	fmt.Fprintln(w)
-	tw := newTable(w)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tCLASS")
-	for _, off := range g.Offsets {
-		class := off.Class
-		if class == "" {
-			class = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", off.Topic, off.Partition, off.Offset, class)
-	}
-	tw.Flush()
-}
-
-func protocolNote(p string) string {
-	if p == "" {
-		return ""
-	}
-	return "(protocol " + p + ")"
-}
-
-// offsetsTranslateJSON is the --json output of offsets translate.
-type offsetsTranslateJSON struct {
-	BackupID string              `json:"backup_id"`
-	Strategy restorer.Strategy   `json:"strategy"`
-	ToTime   *time.Time          `json:"to_time,omitempty"`
-	Group    *restorer.GroupPlan `json:"group"`
+	return writeGroupOffsets(s.Out, o.JSON, m)
 }
 
 func runOffsetsTranslate(ctx context.Context, o *offsetsTranslateOptions, s *iostreams) error {
@@ -300,18 +236,5 @@ func runOffsetsTranslate(ctx context.Context, o *offsetsTranslateOptions, s *ios
 	if err != nil {
 		return repositoryError(err, store.Location())
 	}
-	if o.JSON {
-		return writeJSON(s.Out, offsetsTranslateJSON{BackupID: id, Strategy: o.Strategy, ToTime: o.ToTime, Group: gp})
-	}
-	if gp == nil {
-		fmt.Fprintf(s.Out, "backup %s holds no group offsets (application_id was not set when it was taken)\n", id)
-		return nil
-	}
-	how := "strategy " + string(o.Strategy)
-	if o.ToTime != nil {
-		how += ", to " + o.ToTime.UTC().Format(time.RFC3339Nano)
-	}
-	fmt.Fprintf(s.Out, "group %s of backup %s restored into empty topics (%s): %s\n\n", gp.GroupID, id, how, offsetsSummary(gp.Offsets))
-	printOffsetPlans(s.Out, gp.Offsets)
-	return nil
+	return writeOffsetTranslation(s.Out, o.JSON, id, o.Strategy, o.ToTime, gp)
 }

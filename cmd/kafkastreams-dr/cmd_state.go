@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sort"
-	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -186,30 +184,8 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 			wipe++
 		}
 	}
-	if o.JSON {
-		if err := writeJSON(s.Out, findings); err != nil {
-			return err
-		}
-	} else {
-		if last != nil {
-			fmt.Fprintf(s.Out, "last restore of %s: %s (started %s)\n\n", cfg.ApplicationID, last.RestoreID, last.StartedAt.UTC().Format("2006-01-02T15:04:05Z"))
-		}
-		tw := newTable(s.Out)
-		fmt.Fprintln(tw, "TASK\tSTORE\tCHANGELOG\tCHECKPOINT\tCHANGELOG END\tVERDICT\tREASON")
-		for _, f := range findings {
-			tp, cp, end := "-", "-", "-"
-			if f.Topic != "" {
-				tp = fmt.Sprintf("%s/%d", f.Topic, f.Partition)
-			}
-			if f.Checkpoint >= 0 || f.Topic != "" {
-				cp = strconv.FormatInt(f.Checkpoint, 10)
-			}
-			if f.TargetEnd >= 0 {
-				end = strconv.FormatInt(f.TargetEnd, 10)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Task, f.Store, tp, cp, end, f.Verdict, f.Reason)
-		}
-		tw.Flush()
+	if err := writeStateFindings(s.Out, o.JSON, cfg.ApplicationID, last, findings); err != nil {
+		return err
 	}
 	if wipe > 0 {
 		return withCode(exitPartial, fmt.Errorf("%s of application.id %q under %s must be wiped before the application starts",
@@ -283,13 +259,9 @@ func runStateWipe(_ context.Context, o *stateWipeOptions, s *iostreams) error {
 	if err != nil {
 		return withCode(exitUsage, err, "nothing was removed")
 	}
-	summary := fmt.Sprintf("%s (%s, %s, %s)", plan.Dir, plural(len(plan.Tasks), "task directory", "task directories"),
-		plural(plan.Files, "file", "files"), formatBytes(plan.Bytes))
+	summary := wipeSummary(plan)
 	if o.DryRun {
-		for _, e := range plan.Entries() {
-			fmt.Fprintln(s.Out, filepath.Join(plan.Dir, e))
-		}
-		fmt.Fprintf(s.Out, "would remove %s; nothing was removed (dry run)\n", summary)
+		printWipeDryRun(s.Out, plan)
 		return nil
 	}
 	if !o.Yes {

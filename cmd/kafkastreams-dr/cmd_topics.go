@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,6 +50,12 @@ prefix, such as "orders-app-v1-KSTREAM-AGGREGATE-STATE-STORE-0000000004" under
 orders-app: probably another application's, compacted inputs that may be source
 changelogs, missing literal includes) go to stderr.
 
+The selection is the backup's own (one function, backup.SelectTopics): the same
+requests, retried alike (a REQUEST_TIMED_OUT or LEADER_NOT_AVAILABLE is asked again
+for source.retry_timeout), so what it shows is what a backup copies. A topic config
+that cannot be read (DescribeConfigs) fails topics as it fails a backup (exit 1,
+naming the topic).
+
 Exits 2, after the table, when a backup would refuse the config: a literal
 include names a topic that does not exist, or no topic is selected at all.
 
@@ -92,8 +96,7 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
-	filter, err := topicfilter.NewFilter(cfg.Source.Topics.Include, cfg.Source.Topics.Exclude)
-	if err != nil { // config.Load has checked the patterns already
+	if _, err := topicfilter.NewFilter(cfg.Source.Topics.Include, cfg.Source.Topics.Exclude); err != nil { // config.Load has checked the patterns already
 		return withCode(exitUsage, err, "")
 	}
 	cl, err := kgo.NewClient(append(opts, kgo.WithLogger(kslog.New(o.Logger)))...)
@@ -110,33 +113,18 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 		return withCode(exitError, err, fmt.Sprintf("check source.bootstrap_servers and source.security in %s", cfg.File()))
 	}
 
-	topics, others, err := describeSource(ctx, kadm.NewClient(cl), cfg, o.Logger)
-	if err != nil {
-		return withCode(exitError, err, fmt.Sprintf("check source.bootstrap_servers and source.security in %s", cfg.File()))
-	}
-	classifier := topicfilter.Classifier{
-		ApplicationID:         cfg.ApplicationID,
-		InternalPrefixes:      cfg.InternalTopicPrefixes,
-		SourceChangelogTopics: cfg.SourceChangelogTopics,
-		OtherApplicationIDs:   others,
-	}
-	decisions, warnings, planErr := topicfilter.Plan(filter, classifier, topics, topicfilter.PlanOptions{AllowMissing: cfg.Source.Topics.AllowMissing})
+	// The backup's own selection (backup.SelectTopics), so that what this
+	// shows is what a backup copies.
+	sel, planErr := backup.SelectTopics(ctx, kadm.NewClient(cl), backupOptionsFromConfig(cfg), o.Logger)
 	var missing *topicfilter.MissingTopicsError
 	if planErr != nil && !errors.As(planErr, &missing) {
-		return planErr
+		return withCode(exitError, fmt.Errorf("source cluster %s: %w", strings.Join(cfg.Source.BootstrapServers, ","), planErr),
+			fmt.Sprintf("check source.bootstrap_servers and source.security in %s", cfg.File()))
 	}
+	decisions, warnings := sel.Decisions, sel.Warnings
 
-	if o.JSON {
-		if decisions == nil {
-			decisions = []topicfilter.Decision{}
-		}
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(decisions); err != nil {
-			return err
-		}
-	} else {
-		printDecisions(s, decisions)
+	if err := writeDecisions(s.Out, o.JSON, decisions); err != nil {
+		return err
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(s.ErrOut, "warning: %s\n", w)
@@ -167,98 +155,4 @@ func nothingSelectedError(cfg *config.Config) error {
 	}
 	return fmt.Errorf("no topic selected: source.topics.include [%s] (%s) matches no topic that can be backed up; a backup with this config would refuse to run",
 		strings.Join(q, ", "), where)
-}
-
-// describeSource reads the topics of the source cluster (with partitions,
-// the internal flag and whether cleanup.policy contains compact) and the
-// consumer groups other than the application's own.
-func describeSource(ctx context.Context, adm *kadm.Client, cfg *config.Config, log *slog.Logger) ([]topicfilter.TopicInfo, []string, error) {
-	// The backup's own listing: a transient LEADER_NOT_AVAILABLE is retried
-	// for source.retry_timeout rather than making the topic look missing.
-	details, err := backup.ListTopics(ctx, adm, cfg.Source.RetryTimeout)
-	if err != nil {
-		return nil, nil, fmt.Errorf("source cluster %s: %w", strings.Join(cfg.Source.BootstrapServers, ","), err)
-	}
-	var topics []topicfilter.TopicInfo
-	for _, d := range details.Sorted() {
-		topics = append(topics, topicfilter.TopicInfo{Name: d.Topic, Partitions: len(d.Partitions), Internal: d.IsInternal})
-	}
-
-	names := make([]string, len(topics))
-	for i, t := range topics {
-		names[i] = t.Name
-	}
-	configs, err := adm.DescribeTopicConfigs(ctx, names...)
-	if err != nil {
-		// Without configs compacted inputs are not flagged; the rest holds.
-		log.Warn("could not describe topic configs; compacted topics are not detected", "err", err)
-	}
-	compacted := map[string]bool{}
-	for _, rc := range configs {
-		if rc.Err != nil {
-			log.Warn("could not describe topic config", "topic", rc.Name, "err", rc.Err)
-			continue
-		}
-		for _, c := range rc.Configs {
-			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
-				compacted[rc.Name] = true
-			}
-		}
-	}
-	for i := range topics {
-		topics[i].Compacted = compacted[topics[i].Name]
-	}
-
-	var others []string
-	groups, err := adm.ListGroups(ctx)
-	if err != nil {
-		log.Warn("could not list consumer groups; internal topics of other applications are recognized by name only", "err", err)
-	}
-	for _, g := range groups.Groups() {
-		if g != cfg.ApplicationID {
-			others = append(others, g)
-		}
-	}
-	for _, g := range cfg.OtherApplicationIDs {
-		if !slices.Contains(others, g) {
-			others = append(others, g)
-		}
-	}
-	slices.Sort(others)
-	return topics, others, nil
-}
-
-func printDecisions(s *iostreams, ds []topicfilter.Decision) {
-	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITIONS\tSELECTED\tREASON")
-	for _, d := range ds {
-		class := string(d.Class)
-		switch {
-		case d.BrokerInternal:
-			class = "internal" // the broker's own topics (__consumer_offsets, ...)
-		case d.SourceChangelog:
-			class += " (source)"
-		}
-		sel := "no"
-		if d.Selected {
-			sel = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", d.Topic, class, d.Partitions, sel, d.Reason)
-	}
-	tw.Flush()
-}
-
-func summarizeDecisions(ds []topicfilter.Decision) string {
-	var sel, parts int
-	byClass := map[topicfilter.Class]int{}
-	for _, d := range ds {
-		if d.Selected {
-			sel++
-			parts += d.Partitions
-			byClass[d.Class]++
-		}
-	}
-	return fmt.Sprintf("%s on the cluster, %d selected (%d changelog, %d external) with %s",
-		plural(len(ds), "topic", "topics"), sel, byClass[topicfilter.Changelog], byClass[topicfilter.External],
-		plural(parts, "partition", "partitions"))
 }

@@ -197,7 +197,7 @@ func TestPrintDecisionsClass(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, _ := testStreams()
-			printDecisions(s, []topicfilter.Decision{tt.d})
+			printDecisions(s.Out, []topicfilter.Decision{tt.d})
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 			if len(lines) != 2 {
 				t.Fatalf("table:\n%s", out)

@@ -190,39 +190,8 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 			return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
 		}
 	}
-	if o.JSON {
-		if err := writeJSON(s.Out, res); err != nil {
-			return err
-		}
-	} else {
-		what := "objects and checksums"
-		switch {
-		case o.AgainstCluster:
-			what = "the target cluster against the backup"
-		case o.Deep:
-			what = "objects, checksums and records (deep)"
-		}
-		if o.AgainstCluster {
-			fmt.Fprintf(s.Out, "backup %s: checked %s: %s compared\n", m.BackupID, what, plural64(res.Records, "record", "records"))
-		} else {
-			fmt.Fprintf(s.Out, "backup %s: checked %s in %s: %s, %s read", m.BackupID, what, store.Location(),
-				plural(res.Segments, "segment", "segments"), formatBytes(res.Bytes))
-			if res.Records > 0 {
-				fmt.Fprintf(s.Out, ", %s decoded", plural64(res.Records, "record", "records"))
-			}
-			fmt.Fprintln(s.Out)
-		}
-		if res.OK() {
-			fmt.Fprintln(s.Out, "OK")
-		} else {
-			fmt.Fprintf(s.Out, "%s:\n", plural(len(res.Problems), "problem", "problems"))
-			for _, p := range res.Problems {
-				fmt.Fprintf(s.Out, "  %s\n", p)
-			}
-		}
-		for _, w := range res.Warnings {
-			fmt.Fprintf(s.Out, "warning: %s\n", w)
-		}
+	if err := writeVerifyResult(s.Out, o.JSON, m.BackupID, store.Location(), o.Deep, o.AgainstCluster, res); err != nil {
+		return err
 	}
 	if !res.OK() {
 		code, hint := damageExitCode, fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
@@ -233,18 +202,6 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		return withCode(code, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
 	}
 	return nil
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // targetClusterID waits for the target cluster (config.Reach) and returns

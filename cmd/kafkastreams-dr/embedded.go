@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -24,35 +26,20 @@ func runEmbeddedBackup(ctx context.Context, o *backupOptions, s *iostreams) erro
 	if err := checkEmptyRepository(o.Out); err != nil {
 		return err
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID("kdr-embedded"))
+	cluster, seeds, err := startEmbeddedCluster(ctx, s.ErrOut, "", "kdr-embedded", true)
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("start the embedded cluster: %w", err), "")
+		return err
 	}
 	defer cluster.Close()
-	seeds := cluster.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		return withCode(exitError, err, "")
-	}
-	defer cl.Close()
-	fmt.Fprintf(s.ErrOut, "embedded cluster: 3 brokers (kfake) at %s; seeding the sample application %q\n", strings.Join(seeds, ","), sample.AppID)
-	if err := sample.Seed(ctx, cl); err != nil {
-		return withCode(exitError, fmt.Errorf("seed the embedded cluster: %w", err), "")
-	}
-	cluster.Compact() // like the broker's log cleaner: holes in the compacted topics
 
 	store, err := storage.NewFilesystem(o.Out)
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("--out %s: %w", o.Out, err), "choose a directory you can write to")
 	}
 	fmt.Fprintf(s.ErrOut, "the equivalent config:\n%s\n", indent(embeddedConfig(seeds, o.Out)))
-	backup.ToolVersion = version
-	res, err := backup.Run(ctx, backup.Options{
-		Source: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Store: store,
-		ApplicationID: sample.AppID, SourceChangelogTopics: sample.SourceChangelogs,
-		Include: sample.Include, Exclude: sample.Exclude, SourceClusterID: "embedded",
-		Logger: o.Logger,
-	})
+	bo := sampleBackupOptions(seeds)
+	bo.Store, bo.Logger = store, o.Logger
+	res, err := backup.Run(ctx, bo)
 	if err != nil {
 		return backupError(err, "<the equivalent config above>")
 	}
@@ -63,6 +50,77 @@ func runEmbeddedBackup(ctx context.Context, o *backupOptions, s *iostreams) erro
 		fmt.Fprintf(s.Out, "\nlook inside: ls -R %s   (the manifest is JSON; docs/FORMAT.md describes every file)\n", o.Out)
 	}
 	return nil
+}
+
+// startEmbeddedCluster starts the cluster of an --embedded run, the one
+// helper every embedded path (backup, restore and drill --embedded) starts
+// its clusters with: 3 brokers (franz-go kfake) on loopback ports, with
+// Kafka cluster ID id, announced on w. role is "" for the one cluster of
+// backup or restore --embedded ("embedded cluster: ..."), "source" or
+// "target" for the two of drill --embedded ("source cluster: ...").
+//
+// With seed the cluster holds the quickstart scenario: the sample Kafka
+// Streams application order-processor (internal/sample: its input,
+// changelog, repartition and output topics and its group's committed
+// offsets), then the compacted topics are compacted as the broker's log
+// cleaner would (holes in their offsets); sampleBackupOptions backs it up.
+// Without seed it is a new, empty cluster to restore into.
+//
+// It returns the cluster, which the caller closes, and its bootstrap
+// servers (host:port on 127.0.0.1). Errors carry exit code 1 and name the
+// cluster ("start the embedded source cluster: ...").
+func startEmbeddedCluster(ctx context.Context, w io.Writer, role, id string, seed bool) (*kfake.Cluster, []string, error) {
+	label, what := "embedded cluster", "embedded cluster"
+	if role != "" {
+		label, what = role+" cluster", "embedded "+role+" cluster"
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID(id))
+	if err != nil {
+		return nil, nil, withCode(exitError, fmt.Errorf("start the %s: %w", what, err), "")
+	}
+	seeds := cluster.ListenAddrs()
+	if !seed {
+		fmt.Fprintf(w, "%s: a new, empty cluster of 3 brokers (kfake) at %s\n", label, strings.Join(seeds, ","))
+		return cluster, seeds, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		cluster.Close()
+		return nil, nil, withCode(exitError, err, "")
+	}
+	fmt.Fprintf(w, "%s: 3 brokers (kfake) at %s; seeding the sample application %q\n", label, strings.Join(seeds, ","), sample.AppID)
+	err = sample.Seed(ctx, cl)
+	cl.Close()
+	if err != nil {
+		cluster.Close()
+		return nil, nil, withCode(exitError, fmt.Errorf("seed the %s: %w", what, err), "")
+	}
+	cluster.Compact() // like the broker's log cleaner: holes in the compacted topics
+	return cluster, seeds, nil
+}
+
+// sampleBackupOptions are the backup.Options of the quickstart scenario
+// (startEmbeddedCluster with seed) at seeds: the sample application's id,
+// source changelogs and topic filters, source_cluster_id "embedded", this
+// build's version; what embeddedConfig writes as YAML. Store and Logger are
+// filled by the caller.
+func sampleBackupOptions(seeds []string) backup.Options {
+	return backup.Options{
+		Source: []kgo.Opt{kgo.SeedBrokers(seeds...)}, ApplicationID: sample.AppID,
+		SourceChangelogTopics: sample.SourceChangelogs, Include: sample.Include, Exclude: sample.Exclude,
+		SourceClusterID: "embedded", ToolVersion: version,
+	}
+}
+
+// embeddedRestoreOptions are the restorer.Options of an --embedded restore
+// into the new cluster at seeds: every topic, the changelog strategy, the
+// application and source changelogs the backup was taken with. Store,
+// BackupID and Logger are filled by the caller.
+func embeddedRestoreOptions(seeds []string, applicationID string, sourceChangelogs []string) restorer.Options {
+	return restorer.Options{
+		Target: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Strategy: restorer.StrategyChangelog,
+		ApplicationID: applicationID, SourceChangelogTopics: sourceChangelogs,
+	}
 }
 
 // checkEmptyRepository refuses an --out that already holds something: each
@@ -81,31 +139,4 @@ func checkEmptyRepository(dir string) error {
 			fmt.Sprintf("choose another directory (--out DIR) or remove %s", dir))
 	}
 	return nil
-}
-
-func embeddedConfig(seeds []string, out string) string {
-	return fmt.Sprintf(`application_id: %s
-source_changelog_topics: [%s]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: [%s]
-storage:
-  backend: filesystem
-  path: %s
-backup:
-  source_cluster_id: embedded
-`, sample.AppID, strings.Join(sample.SourceChangelogs, ", "), strings.Join(seeds, ", "), quoteAll(sample.Include), out)
-}
-
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
-}
-
-func indent(s string) string {
-	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
@@ -41,14 +39,12 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		return restoreError(err, o.From, "embedded", true)
 	}
 
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID("kdr-embedded-restore"))
+	cluster, seeds, err := startEmbeddedCluster(ctx, s.ErrOut, "", "kdr-embedded-restore", false)
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("start the embedded cluster: %w", err), "")
+		return err
 	}
 	defer cluster.Close()
-	seeds := cluster.ListenAddrs()
 	target := strings.Join(seeds, ",")
-	fmt.Fprintf(s.ErrOut, "embedded cluster: a new, empty cluster of 3 brokers (kfake) at %s\n", target)
 	fmt.Fprintf(s.ErrOut, "restoring backup %s of %q from %s (strategy changelog); the same with a config:\n  kafkastreams-dr restore -c FILE --yes   # FILE: target.bootstrap_servers [%s], storage.path %s\n",
 		m.BackupID, m.ApplicationID, o.From, strings.Join(seeds, ", "), o.From)
 
@@ -56,12 +52,8 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 	if m.Selection != nil {
 		changelogs = m.Selection.SourceChangelogTopics
 	}
-	ro := restorer.Options{
-		Target: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Store: store,
-		BackupID: m.BackupID, Strategy: restorer.StrategyChangelog,
-		ApplicationID: m.ApplicationID, SourceChangelogTopics: changelogs,
-		Logger: o.Logger,
-	}
+	ro := embeddedRestoreOptions(seeds, m.ApplicationID, changelogs)
+	ro.Store, ro.BackupID, ro.Logger = store, m.BackupID, o.Logger
 	restore := o.restore
 	if restore == nil {
 		restore = restorer.Run
@@ -72,12 +64,7 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		if err != nil {
 			return restoreError(err, o.From, "embedded", true)
 		}
-		if o.JSON {
-			return writeJSON(s.Out, &rep.Plan)
-		}
-		printPlan(s.Out, &rep.Plan, target)
-		fmt.Fprintf(s.Out, "\ndry run: nothing was written to %s\n", target)
-		return nil
+		return writeDryRun(s.Out, o.JSON, &rep.Plan, target)
 	}
 	rep, err := restore(ctx, ro)
 	if err != nil {
@@ -88,7 +75,7 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		}
 		return withCode(exitError, fmt.Errorf("restore: %w", err), "")
 	}
-	if err := writeReport(s, o.JSON, rep, target); err != nil {
+	if err := writeReport(s.Out, s.ErrOut, o.JSON, rep, target); err != nil {
 		return err
 	}
 	if rep.Group == nil {
@@ -118,36 +105,4 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		fmt.Fprintln(w, "\nthe embedded cluster stops with this command; on a real target the application starts next, after its state is wiped (above).")
 	}
 	return nil
-}
-
-// compareOffsets prints, for every committed offset of the backup, what the
-// new cluster's group holds now ("orders/0: committed 12 on the lost
-// cluster -> 12 on the new one"), and returns how it differs from the
-// plan: a committed offset that is not the translated one, or an offset
-// committed that the plan dropped.
-func compareOffsets(w io.Writer, g *restorer.GroupPlan, fetched kadm.OffsetResponses) []string {
-	fmt.Fprintf(w, "\ngroup %s, read back from the new cluster:\n", g.GroupID)
-	var bad []string
-	for _, op := range g.Offsets {
-		got, ok := fetched.Lookup(op.Topic, op.Partition)
-		have := ok && got.Err == nil && got.At >= 0
-		tp := fmt.Sprintf("%s/%d", op.Topic, op.Partition)
-		switch {
-		case op.Action == "commit" && have:
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one\n", tp, op.Committed, got.At)
-			if got.At != op.Translated {
-				bad = append(bad, fmt.Sprintf("%s is %d, the plan says %d", tp, got.At, op.Translated))
-			}
-		case op.Action == "commit":
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> MISSING on the new one\n", tp, op.Committed)
-			bad = append(bad, fmt.Sprintf("%s was not committed (the plan says %d)", tp, op.Translated))
-		case have:
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one, but the plan drops it\n", tp, op.Committed, got.At)
-			bad = append(bad, fmt.Sprintf("%s is %d, the plan drops it", tp, got.At))
-		default:
-			why, _, _ := strings.Cut(op.Note, ":")
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> none on the new one (dropped: %s)\n", tp, op.Committed, why)
-		}
-	}
-	return bad
 }

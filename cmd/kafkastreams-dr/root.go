@@ -419,14 +419,3 @@ func filesystemError(s config.Storage, err error) error {
 	}
 	return fmt.Errorf("%s: %s %s: %w", where, pe.Op, pe.Path, pe.Err)
 }
-
-// plural returns "1 topic" or "2 topics": n and the noun for n.
-func plural(n int, one, many string) string { return plural64(int64(n), one, many) }
-
-// plural64 is plural for int64 counts.
-func plural64(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

@@ -1,0 +1,127 @@
+// Rendering of describe: one backup's header rows, its partition table, the
+// topics' configs, the group's offsets and the warnings. Functions here take
+// a writer and plain values; none does Kafka or storage I/O.
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+)
+
+// printDescription prints a backup: a header, the partition table, the
+// topics' configs, the group offsets and the warnings.
+func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
+	d := &dt.Summary
+	if d.Partial {
+		fmt.Fprintf(w, "backup %s (%s, partial: %s in %s not read, see UNREAD)\n", d.BackupID, d.State,
+			plural64(d.UnreadOffsets, "offset", "offsets"), plural(d.UnreadPartitions, "partition", "partitions"))
+	} else {
+		fmt.Fprintf(w, "backup %s (%s)\n", d.BackupID, d.State)
+	}
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "  %-15s %s\n", k, v)
+		}
+	}
+	row("application", d.ApplicationID)
+	src := d.SourceClusterID
+	if d.KafkaClusterID != "" {
+		src = strings.TrimSpace(src + " (cluster id " + d.KafkaClusterID + ")")
+	}
+	row("source", src)
+	row("parent", dash(d.ParentBackupID))
+	row("started", fmtTime(d.StartedAt))
+	row("cut", fmtTime(d.CutAt))
+	row("finished", fmtTime(d.FinishedAt))
+	row("tool version", d.ToolVersion)
+	row("chain", fmt.Sprintf("%s, %s in %s, %s stored (%s uncompressed, ratio %s)",
+		plural(d.Topics, "topic", "topics"), plural64(d.Records, "record", "records"), plural(d.Segments, "segment", "segments"),
+		formatBytes(d.StoredBytes), formatBytes(d.RawBytes), formatRatio(d.CompressionRatio)))
+	row("this run", fmt.Sprintf("%s in %s, %s stored",
+		plural64(d.OwnRecords, "record", "records"), plural(d.OwnSegments, "segment", "segments"), formatBytes(d.OwnBytes)))
+	if dt.Selection != nil {
+		row("selection", fmt.Sprintf("include %s exclude %s", bracket(dt.Selection.Include), bracket(dt.Selection.Exclude)))
+	}
+
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITION\tLOG START\tSTART\tEND\tHIGH WATERMARK\tRECORDS\tSEGMENTS\tSTORED\tGAPS\tUNREAD")
+	for _, t := range dt.Topics {
+		class := t.Class
+		if t.SourceChangelog {
+			class += " (source changelog)"
+		}
+		for _, p := range t.Cuts {
+			unread := "-"
+			if p.Unread != nil {
+				unread = formatGaps([]format.Gap{*p.Unread})
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", t.Name, class, p.Partition,
+				p.LogStartOffset, p.StartOffset, p.EndOffset, p.HighWatermark, p.Records, p.Segments,
+				formatBytes(p.StoredBytes), formatGaps(p.Gaps), unread)
+		}
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w, "\nconfigs (replication factor, and every config not at its default):")
+	for _, t := range dt.Topics {
+		names := make([]string, 0, len(t.Configs))
+		for k := range t.Configs {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var kv []string
+		for _, k := range names {
+			c := t.Configs[k]
+			v := "null"
+			switch {
+			case c.Sensitive:
+				v = "(sensitive)"
+			case c.Value != nil:
+				v = *c.Value
+			}
+			kv = append(kv, k+"="+v)
+		}
+		fmt.Fprintf(w, "  %s: %s, replication.factor=%d\n", t.Name, plural(t.Partitions, "partition", "partitions"), t.ReplicationFactor)
+		if len(kv) > 0 {
+			fmt.Fprintf(w, "    %s\n", strings.Join(kv, " "))
+		}
+	}
+
+	fmt.Fprintln(w)
+	printGroupOffsets(w, m)
+	if len(dt.Warnings) > 0 {
+		fmt.Fprintf(w, "\n%s:\n", plural(len(dt.Warnings), "warning", "warnings"))
+		for _, x := range dt.Warnings {
+			fmt.Fprintf(w, "  %s\n", x)
+		}
+	}
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func bracket(ss []string) string { return "[" + strings.Join(ss, ", ") + "]" }
+
+// formatGaps is "-" or "[20,25) [40,41)".
+func formatGaps(gs []format.Gap) string {
+	if len(gs) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, g := range gs {
+		parts = append(parts, fmt.Sprintf("[%d,%d)", g.From, g.To))
+	}
+	return strings.Join(parts, " ")
+}

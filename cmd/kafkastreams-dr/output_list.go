@@ -1,0 +1,127 @@
+// Rendering of list: the table of backups, newest first, with a summary line
+// naming the latest (or --json). Functions here take a writer and plain
+// values; none does Kafka or storage I/O.
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+)
+
+// listedBackup is one backup in the --json output of list.
+type listedBackup struct {
+	catalog.Summary
+	CutAgeSeconds int64 `json:"cut_age_seconds,omitempty"`
+}
+
+// listJSON is the --json output of list.
+type listJSON struct {
+	Repository string         `json:"repository"`
+	Backups    []listedBackup `json:"backups"`
+}
+
+// printBackupList prints the table of backups and a summary line.
+func printBackupList(w io.Writer, location string, list []catalog.Summary, now time.Time) {
+	if len(list) == 0 {
+		fmt.Fprintf(w, "no backups in %s\n", location)
+		return
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "BACKUP ID\tSTATE\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO")
+	counts := map[catalog.State]int{}
+	// latest is what --backup-id latest means (repository.Latest): the
+	// newest backup with a manifest.json, readable or not.
+	var latest string
+	var latestUnreadable bool
+	var unreadable []catalog.Summary
+	partial := 0
+	for _, b := range list {
+		counts[b.State]++
+		if latest == "" && (b.State == catalog.StateComplete || b.State == catalog.StateUnreadable && b.ManifestKey == format.ManifestKey(b.BackupID)) {
+			latest, latestUnreadable = b.BackupID, b.State == catalog.StateUnreadable
+		}
+		if b.State == catalog.StateUnreadable {
+			unreadable = append(unreadable, b)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", b.BackupID, b.State)
+			continue
+		}
+		state := string(b.State)
+		if b.State == catalog.StateComplete && b.Partial {
+			state = "partial"
+			partial++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", b.BackupID, state,
+			b.CutAt.UTC().Format("2006-01-02 15:04:05"), formatAge(now.Sub(b.CutAt)), dash(b.ParentBackupID),
+			b.Topics, b.Partitions, b.Records, formatBytes(b.StoredBytes), formatRatio(b.CompressionRatio))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n%s in %s: %d complete", plural(len(list), "backup", "backups"), location, counts[catalog.StateComplete])
+	if partial > 0 {
+		fmt.Fprintf(w, " (%d partial)", partial)
+	}
+	if n := counts[catalog.StateRunning]; n > 0 {
+		fmt.Fprintf(w, ", %d running or interrupted", n)
+	}
+	if n := counts[catalog.StateAbandoned]; n > 0 {
+		fmt.Fprintf(w, ", %d abandoned", n)
+	}
+	if n := counts[catalog.StateUnreadable]; n > 0 {
+		fmt.Fprintf(w, ", %d unreadable", n)
+	}
+	switch {
+	case latestUnreadable:
+		fmt.Fprintf(w, "; latest: %s (unreadable: --backup-id latest fails; name an older backup to restore it)", latest)
+	case latest != "":
+		fmt.Fprintf(w, "; latest complete: %s", latest)
+	}
+	fmt.Fprintln(w)
+	for _, b := range unreadable {
+		fmt.Fprintf(w, "  %s: %s\n", b.BackupID, b.Error)
+	}
+}
+
+func formatRatio(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fx", r)
+}
+
+// formatAge is a duration for people: "42s", "17m", "5h12m", "3d4h".
+func formatAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "in the future"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// writeBackupList prints the backups of the repository at location (newest
+// first, as catalog.List returns them) as a table (printBackupList) or as
+// JSON (listJSON), with the cut ages counted from now.
+func writeBackupList(w io.Writer, asJSON bool, location string, list []catalog.Summary, now time.Time) error {
+	if !asJSON {
+		printBackupList(w, location, list, now)
+		return nil
+	}
+	out := listJSON{Repository: location, Backups: []listedBackup{}}
+	for _, b := range list {
+		lb := listedBackup{Summary: b}
+		if !b.CutAt.IsZero() {
+			lb.CutAgeSeconds = int64(now.Sub(b.CutAt).Seconds())
+		}
+		out.Backups = append(out.Backups, lb)
+	}
+	return writeJSON(w, out)
+}
