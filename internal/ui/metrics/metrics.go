@@ -366,7 +366,7 @@ func (r *Run) Serve(addr string) (*Server, error) {
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.srv.Serve(ln) // returns http.ErrServerClosed after Close
+		_ = s.srv.Serve(ln) // returns http.ErrServerClosed after Close
 	}()
 	return s, nil
 }
