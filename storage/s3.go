@@ -370,7 +370,7 @@ func (s *S3) CheckConditionalWrites(ctx context.Context, key string) error {
 	if err := s.PutIfAbsent(ctx, key, []byte("probe 1")); err != nil {
 		return fmt.Errorf("check conditional writes: %w", err)
 	}
-	defer s.Delete(context.WithoutCancel(ctx), key)
+	defer func() { _ = s.Delete(context.WithoutCancel(ctx), key) }() // best effort: a probe left behind is harmless
 	err := s.PutIfAbsent(ctx, key, []byte("probe 2"))
 	switch {
 	case errors.Is(err, ErrExists):
