@@ -4,7 +4,9 @@
 #   make test        the full suite with real servers; nothing may skip
 #   make test-short  go test -short, without fetching tools
 #   make lint        golangci-lint (.golangci.yml: depguard's layering rules,
-#                    staticcheck, govet, errcheck, ineffassign, unused)
+#                    staticcheck, govet, errcheck, ineffassign, unused), then
+#                    .ci/lint-selftest: a deliberate violation of each
+#                    depguard rule fails it
 #
 # .ci/run installs the system packages (JDK, Maven, kcat, awscli), then runs
 # `make tools`, `make lint` and `make test`.
@@ -117,9 +119,12 @@ quickstart:
 vet:
 	$(GO) vet ./...
 
-# The linters of .golangci.yml on the whole module.
+# The linters of .golangci.yml on the whole module, then the check that each
+# depguard rule fails on a deliberate violation (in a copy of the module
+# under $TMPDIR; the work tree is not touched).
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
+	GOLANGCI_LINT=$(GOLANGCI_LINT) .ci/lint-selftest
 
 fmt-check:
 	@out="$$(git ls-files -z '*.go' | xargs -0 -r gofmt -l)"; \
