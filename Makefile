@@ -7,9 +7,13 @@
 #   make test        make tools, then the full suite with real servers; nothing
 #                    may skip
 #   make test-short  go test -short, without fetching tools
+#   make lint        golangci-lint (.golangci.yml: depguard's layering rules,
+#                    staticcheck, govet, errcheck, ineffassign, unused), then
+#                    .ci/lint-selftest: a deliberate violation of each
+#                    depguard rule fails it
 #
 # .ci/run (CI on a fresh Debian machine) runs the same .ci/system-packages,
-# then `make tools` and `make test`.
+# then `make tools`, `make lint` and `make test`.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -21,6 +25,11 @@ TOOLS_DIR ?= $(HOME)/.cache/kdr-tools
 
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW := $(TOOLS_DIR)/bin/versitygw
+
+# golangci-lint v2, built from its Go module with our Go. The binary's name
+# carries the version, so that changing the pin builds the new one.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(TOOLS_DIR)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # The Kafka version is the one e2e/kafka/pom.xml pins (testkit.KafkaVersion
 # must match; a test checks). The libs directory is re-made when the pom's
@@ -47,7 +56,7 @@ STREAMS_APP_STAMP := $(STREAMS_APP_DIR)/.complete-$(shell sha256sum $(STREAMS_AP
 TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
 	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR)
 
-.PHONY: tools build test test-short bench quickstart vet fmt-check system-packages
+.PHONY: tools build test test-short bench quickstart vet fmt-check system-packages lint
 
 # The system packages come first: the tool recipes need mvn, the tests kcat
 # and aws (order-only, so that a run never rebuilds a cached tool).
@@ -57,11 +66,21 @@ $(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP): | system-packages
 system-packages:
 	@.ci/system-packages
 
-tools: $(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP)
+tools: $(VERSITYGW) $(GOLANGCI_LINT) $(KAFKA_STAMP) $(STREAMS_APP_STAMP)
 
 $(VERSITYGW):
 	@echo "==> building versitygw $(VERSITYGW_VERSION) into $(TOOLS_DIR)/bin"
 	GOBIN=$(TOOLS_DIR)/bin $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+# Installed into a fresh directory and renamed into place, so an interrupted
+# build never leaves a binary under the versioned name.
+$(GOLANGCI_LINT):
+	@echo "==> building golangci-lint $(GOLANGCI_LINT_VERSION) into $(TOOLS_DIR)/bin"
+	rm -rf $(TOOLS_DIR)/golangci-lint.tmp
+	GOBIN=$(TOOLS_DIR)/golangci-lint.tmp $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mkdir -p $(TOOLS_DIR)/bin
+	mv $(TOOLS_DIR)/golangci-lint.tmp/golangci-lint $@
+	rm -rf $(TOOLS_DIR)/golangci-lint.tmp
 
 # Copy into a fresh directory and rename it into place, so an interrupted
 # fetch never leaves a half-filled libs directory behind a stamp.
@@ -111,6 +130,13 @@ quickstart:
 
 vet:
 	$(GO) vet ./...
+
+# The linters of .golangci.yml on the whole module, then the check that each
+# depguard rule fails on a deliberate violation (in a copy of the module
+# under $TMPDIR; the work tree is not touched).
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+	GOLANGCI_LINT=$(GOLANGCI_LINT) .ci/lint-selftest
 
 fmt-check:
 	@out="$$(git ls-files -z '*.go' | xargs -0 -r gofmt -l)"; \

@@ -58,7 +58,7 @@ func (r *runner) openSegment(ctx context.Context, w *work, firstOffset int64) (*
 
 func (u *segmentUpload) abort(cause error) {
 	u.pw.CloseWithError(cause)
-	<-u.errc
+	<-u.errc //nolint:errcheck // the Put fails with cause; abort only waits for it to end
 }
 
 func (u *segmentUpload) finish(backupID string) (format.Segment, error) {

@@ -219,10 +219,9 @@ func takeLocks(ctx context.Context, store storage.Backend, held map[string]*repo
 // prunePlan is what Prune decided, with the object keys to delete.
 type prunePlan struct {
 	res       *PruneResult
-	manifests []string        // manifest.json and progress.json keys to delete (phase 1)
-	segments  []string        // segment keys to delete (phase 2)
-	journals  []string        // restore journal keys to delete (phase 2)
-	forgotID  map[string]bool // complete backups forgotten
+	manifests []string // manifest.json and progress.json keys to delete (phase 1)
+	segments  []string // segment keys to delete (phase 2)
+	journals  []string // restore journal keys to delete (phase 2)
 }
 
 // plan reads the repository and decides. It deletes nothing.

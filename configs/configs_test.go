@@ -1527,9 +1527,9 @@ var s3Actions = map[string][]string{
 	"DeleteObject":         {"s3:DeleteObject"},
 	"AbortMultipartUpload": {"s3:AbortMultipartUpload"},
 	"ListMultipartUploads": {"s3:ListBucketMultipartUploads"},
-	// The upload manager: PutObject, or CreateMultipartUpload, UploadPart
+	// The transfer manager: PutObject, or CreateMultipartUpload, UploadPart
 	// and CompleteMultipartUpload (all s3:PutObject), aborting on failure.
-	"Upload": {"s3:PutObject", "s3:AbortMultipartUpload"},
+	"UploadObject": {"s3:PutObject", "s3:AbortMultipartUpload"},
 }
 
 // TestIAMPolicy checks that the least-privilege policy of OPERATIONS.md

@@ -159,15 +159,14 @@ func pastRetention(now, ts, retentionMs int64) bool {
 
 // brokerDefaults are the target broker's settings that topics inherit.
 type brokerDefaults struct {
-	messageMaxBytes    int64 // message.max.bytes
-	socketRequestMax   int64 // socket.request.max.bytes
-	tsBefore, tsAfter  int64 // log.message.timestamp.before/after.max.ms
-	retentionMs        int64 // log.retention.ms, else .minutes or .hours
-	retentionBytes     int64 // log.retention.bytes, -1 by default
-	cleanupPolicy      string
-	timestampType      string // log.message.timestamp.type
-	describeFailed     error
-	retentionFromHours bool
+	messageMaxBytes   int64 // message.max.bytes
+	socketRequestMax  int64 // socket.request.max.bytes
+	tsBefore, tsAfter int64 // log.message.timestamp.before/after.max.ms
+	retentionMs       int64 // log.retention.ms, else .minutes or .hours
+	retentionBytes    int64 // log.retention.bytes, -1 by default
+	cleanupPolicy     string
+	timestampType     string // log.message.timestamp.type
+	describeFailed    error
 }
 
 // brokerDefaultsOf reads one broker's full config (defaults included). A

@@ -198,21 +198,6 @@ func headerProblems(topic string, partition int32, s format.Segment, gotTopic st
 	return problems
 }
 
-// ownerOf returns the topic and partition the manifest names segment key
-// under ("", -1 when it names none).
-func (r *restore) ownerOf(key string) (string, int32) {
-	for _, t := range r.sel.m.Topics {
-		for _, p := range t.PartitionCuts {
-			for _, s := range p.Segments {
-				if s.Key == key {
-					return t.Name, p.Partition
-				}
-			}
-		}
-	}
-	return "", -1
-}
-
 // allDamage turns the damage a read of the plan found (in one segment) into
 // the pre-check's account of every damaged object of the selection (of the
 // whole backup when sel is nil). Other errors are returned as they are.

@@ -220,7 +220,9 @@ func scanTask(dir string) (Checkpoint, error) {
 		}
 	}
 	var newest time.Time
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	// The callback skips what it cannot read and never returns an error,
+	// so WalkDir returns none.
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() || d.Name() == LockFile {
 			return nil
 		}

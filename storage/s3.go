@@ -16,7 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -116,14 +117,20 @@ const (
 // orphaned by a killed process are removed by AbortStaleUploads (a bucket
 // lifecycle rule "AbortIncompleteMultipartUpload" is a good second net).
 type S3 struct {
-	client   *s3.Client
-	uploader *manager.Uploader
-	bucket   string
-	prefix   string // "" or "some/prefix/" (with the trailing slash)
-	endpoint string // for messages: the endpoint URL or "AWS S3 (<region>)"
-	pageSize int32
-	retry    retryPolicy
+	client            *s3.Client
+	partSize          int64 // S3Options.PartSize, defaulted
+	uploadConcurrency int   // S3Options.UploadConcurrency, defaulted
+	bucket            string
+	prefix            string // "" or "some/prefix/" (with the trailing slash)
+	endpoint          string // for messages: the endpoint URL or "AWS S3 (<region>)"
+	pageSize          int32
+	retry             retryPolicy
 }
+
+// minS3PartSize is the smallest part S3 accepts in a multipart upload
+// (5 MiB, all parts but the last: "Amazon S3 multipart upload limits" in
+// the S3 User Guide).
+const minS3PartSize = 5 << 20
 
 var _ Backend = (*S3)(nil)
 
@@ -153,8 +160,8 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	if opts.PartSize == 0 {
 		opts.PartSize = DefaultS3PartSize
 	}
-	if opts.PartSize < manager.MinUploadPartSize {
-		return nil, fmt.Errorf("s3 storage: part size %d bytes is below the S3 minimum of %d bytes (5 MiB)", opts.PartSize, manager.MinUploadPartSize)
+	if opts.PartSize < minS3PartSize {
+		return nil, fmt.Errorf("s3 storage: part size %d bytes is below the S3 minimum of %d bytes (5 MiB)", opts.PartSize, minS3PartSize)
 	}
 	if opts.UploadConcurrency <= 0 {
 		opts.UploadConcurrency = DefaultS3UploadConcurrency
@@ -197,17 +204,14 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	s := &S3{
-		client: client,
-		uploader: manager.NewUploader(client, func(u *manager.Uploader) {
-			u.PartSize = opts.PartSize
-			u.Concurrency = opts.UploadConcurrency
-			u.LeavePartsOnError = false // abort failed multipart uploads
-		}),
-		bucket:   opts.Bucket,
-		prefix:   prefix,
-		endpoint: opts.Endpoint,
-		pageSize: int32(opts.ListPageSize),
-		retry:    policy,
+		client:            client,
+		partSize:          opts.PartSize,
+		uploadConcurrency: opts.UploadConcurrency,
+		bucket:            opts.Bucket,
+		prefix:            prefix,
+		endpoint:          opts.Endpoint,
+		pageSize:          int32(opts.ListPageSize),
+		retry:             policy,
 	}
 	if s.endpoint == "" {
 		s.endpoint = "AWS S3 (region " + cfg.Region + ")"
@@ -250,7 +254,7 @@ func (s *S3) where(key string) string {
 	return "s3://" + s.bucket + "/" + s.fullKey(key)
 }
 
-// Put streams r to key with the SDK's upload manager: one PutObject when
+// Put streams r to key with the SDK's transfer manager: one PutObject when
 // the data is smaller than PartSize, otherwise a multipart upload
 // (CreateMultipartUpload, UploadPart × n, CompleteMultipartUpload), which
 // S3 publishes atomically on completion. Each request carries a CRC32
@@ -266,17 +270,30 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		return err
 	}
 	body := checkedReader(ctx, r, size)
-	_, err := s.uploader.Upload(ctx, &s3.PutObjectInput{
+	calls := &uploadCalls{Client: s.client}
+	uploader := transfermanager.New(calls, func(o *transfermanager.Options) {
+		o.PartSizeBytes = s.partSize
+		o.MultipartUploadThreshold = s.partSize // below one part: one PutObject
+		o.Concurrency = s.uploadConcurrency
+		o.ChecksumAlgorithm = tmtypes.ChecksumAlgorithmCrc32
+	})
+	_, err := uploader.UploadObject(ctx, &transfermanager.UploadObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.fullKey(key)),
 		Body:              body,
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		ChecksumAlgorithm: tmtypes.ChecksumAlgorithmCrc32,
 	})
+	uploadID := calls.uploadID
+	if err == nil && calls.completeErr != nil {
+		err = fmt.Errorf("upload multipart failed, upload id: %s, cause: %w", uploadID, calls.completeErr)
+	}
+	if mu, ok := errors.AsType[transfermanager.MultipartUploadError](err); ok {
+		uploadID = mu.UploadID()
+	}
 	if err != nil {
-		var mu manager.MultiUploadFailure
-		if errors.As(err, &mu) {
-			if aerr := s.abortUpload(ctx, s.fullKey(key), mu.UploadID()); aerr != nil {
-				err = fmt.Errorf("%w (and aborting multipart upload %s failed: %v; AbortStaleUploads removes it later)", err, mu.UploadID(), aerr)
+		if uploadID != "" {
+			if aerr := s.abortUpload(ctx, s.fullKey(key), uploadID); aerr != nil {
+				err = fmt.Errorf("%w (and aborting multipart upload %s failed: %v; AbortStaleUploads removes it later)", err, uploadID, aerr)
 			}
 		}
 		if body.err != nil && !errors.Is(err, body.err) {
@@ -309,9 +326,44 @@ func (s *S3) abortUpload(ctx context.Context, fullKey, uploadID string) error {
 		UploadId: aws.String(uploadID),
 	})
 	if errorCode(err) == "NoSuchUpload" {
-		return nil // the upload manager already aborted it
+		return nil // already aborted (or completed) on the server
 	}
 	return err
+}
+
+// uploadCalls is the S3 client of one Put's transfer manager. It leaves
+// the handling of a failed multipart upload to Put, which aborts it with
+// abortUpload (a context that outlives ctx's cancellation, the abort's own
+// error reported) and keeps the upload's error as it was:
+//
+//   - AbortMultipartUpload does nothing: the transfer manager aborts with
+//     the cancelled ctx and, when that fails, replaces the upload's error
+//     with one that no longer wraps it (context.Canceled, the reader's
+//     error).
+//   - A failed CompleteMultipartUpload is recorded in completeErr and
+//     answered as a success with an empty output: the transfer manager
+//     would print it on the process's standard logger (log.Printf), a raw
+//     line on stderr.
+//
+// Put reads the fields after UploadObject has returned; UploadObject calls
+// CompleteMultipartUpload at most once, after every part.
+type uploadCalls struct {
+	*s3.Client
+	uploadID    string // of the multipart upload whose completion failed
+	completeErr error
+}
+
+func (c *uploadCalls) AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+	return &s3.AbortMultipartUploadOutput{}, nil
+}
+
+func (c *uploadCalls) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	out, err := c.Client.CompleteMultipartUpload(ctx, in, opts...)
+	if err != nil {
+		c.uploadID, c.completeErr = aws.ToString(in.UploadId), err
+		return &s3.CompleteMultipartUploadOutput{}, nil
+	}
+	return out, nil
 }
 
 // PutIfAbsent stores data with one PutObject carrying "If-None-Match: *"
@@ -370,7 +422,7 @@ func (s *S3) CheckConditionalWrites(ctx context.Context, key string) error {
 	if err := s.PutIfAbsent(ctx, key, []byte("probe 1")); err != nil {
 		return fmt.Errorf("check conditional writes: %w", err)
 	}
-	defer s.Delete(context.WithoutCancel(ctx), key)
+	defer func() { _ = s.Delete(context.WithoutCancel(ctx), key) }() // best effort: a probe left behind is harmless
 	err := s.PutIfAbsent(ctx, key, []byte("probe 2"))
 	switch {
 	case errors.Is(err, ErrExists):

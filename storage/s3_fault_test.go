@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -320,5 +321,66 @@ func TestS3EndpointThatIsNotS3(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), web.URL) || !strings.Contains(err.Error(), "storage.endpoint") {
 		t.Errorf("error does not name the endpoint %s and storage.endpoint: %v", web.URL, err)
+	}
+}
+
+// TestS3FailedMultipartUploadIsAborted: a multipart upload whose part or
+// completion the server keeps failing past storage.retry_timeout fails the
+// Put with a transient error naming the object, leaves no object and no
+// multipart upload behind (newTestS3's cleanup checks the uploads), and
+// the next Put of the key succeeds. Nothing is written to the process's
+// standard logger (raw lines on stderr break JSON logs; the SDK's transfer
+// manager logs a failed completion there).
+func TestS3FailedMultipartUploadIsAborted(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	b, proxy := newFaultyS3(t, srv, storage.S3Options{RequestTimeout: testRequestTimeout, RetryTimeout: testRetryTimeout})
+	data := storagetest.Content("multipart", storagetest.BigSize) // 3 parts of 5 MiB
+	tests := []struct {
+		name  string
+		fault testkit.Fault
+	}{
+		// PUTs of a multipart upload are its parts: the first passes.
+		{"a later part answered 500", testkit.Fault{Method: http.MethodPut, PathContains: "/mp-part", Action: testkit.FaultStatus500, Skip: 1}},
+		{"a later part's connection reset", testkit.Fault{Method: http.MethodPut, PathContains: "/mp-part-reset", Action: testkit.FaultReset, Skip: 1}},
+		// POSTs are CreateMultipartUpload, then CompleteMultipartUpload.
+		{"completion answered 500", testkit.Fault{Method: http.MethodPost, PathContains: "/mp-complete", Action: testkit.FaultStatus500, Skip: 1}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := strings.TrimPrefix(tt.fault.PathContains, "/")
+			proxy.Clear()
+			proxy.Fault(tt.fault)
+			ctx, cancel := context.WithTimeout(t.Context(), hangBound)
+			defer cancel()
+			err := b.Put(ctx, key, bytes.NewReader(data), -1)
+			if ctx.Err() != nil {
+				t.Fatalf("Put hung for %s (err %v)", hangBound, err)
+			}
+			if err == nil {
+				t.Fatalf("Put succeeded through faults on every retry (%v)", proxy.Injected())
+			}
+			t.Logf("error: %v", err)
+			if logged.Len() > 0 {
+				t.Errorf("the failed Put wrote to the standard logger: %s", logged.String())
+				logged.Reset()
+			}
+			if !storage.IsTransient(err) || !strings.Contains(err.Error(), key) {
+				t.Errorf("error is not transient or does not name %s: %v", key, err)
+			}
+			proxy.Clear()
+			if _, err := b.Stat(t.Context(), key); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("row %d: Stat after the failed Put = %v, want ErrNotFound", i, err)
+			}
+			if err := b.Put(t.Context(), key, bytes.NewReader(data), int64(len(data))); err != nil {
+				t.Fatalf("Put without faults: %v", err)
+			}
+			if got, err := readAll(t, b, key); err != nil || !bytes.Equal(got, data) {
+				t.Errorf("read back %d bytes (%v), want the %d put", len(got), err, len(data))
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -467,5 +468,82 @@ func TestS3PutDetectsWrongStoredSize(t *testing.T) {
 	lie.Unlock()
 	if _, err := b.Stat(t.Context(), "truncated"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Stat after the failed Put = %v, want ErrNotFound (object deleted)", err)
+	}
+}
+
+// TestS3PutRequests pins how Put talks to S3, whatever upload library sends
+// the requests (the SDK's upload manager until issue 10, its transfer
+// manager since): an object smaller than PartSize is one PutObject, an
+// object of PartSize bytes or more a multipart upload of PartSize parts
+// (CreateMultipartUpload, UploadPart × n, CompleteMultipartUpload), and
+// every request that carries object bytes carries a CRC32 checksum, in a
+// header or an aws-chunked trailer.
+func TestS3PutRequests(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	const partSize = 5 << 20
+	rec, endpoint := startRecorder(t, srv, "127.0.0.1", nil)
+	b := newTestS3(t, srv, storage.S3Options{Endpoint: endpoint, PathStyle: true, PartSize: partSize})
+	tests := []struct {
+		name      string
+		size      int
+		multipart bool
+		parts     int
+	}{
+		{"empty object", 0, false, 0},
+		{"one byte under the part size", partSize - 1, false, 0},
+		{"exactly the part size", partSize, true, 1},
+		{"two parts and a byte", 2*partSize + 1, true, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprintf("put-requests/%d", tt.size)
+			before := len(rec.requests())
+			data := storagetest.Content(key, tt.size)
+			// An io.Reader that is no io.Seeker, as backup's pipe is.
+			if err := b.Put(t.Context(), key, struct{ io.Reader }{bytes.NewReader(data)}, -1); err != nil {
+				t.Fatalf("Put(%d bytes): %v", tt.size, err)
+			}
+			var puts, parts, creates, completes int
+			for _, r := range rec.requests()[before:] {
+				if !strings.HasSuffix(r.URL.Path, "/"+key) {
+					continue
+				}
+				q := r.URL.Query()
+				switch {
+				case r.Method == http.MethodPut && q.Has("partNumber"):
+					parts++
+				case r.Method == http.MethodPut:
+					puts++
+				case r.Method == http.MethodPost && q.Has("uploads"):
+					creates++
+					if got := r.Header.Get("X-Amz-Checksum-Algorithm"); !strings.EqualFold(got, "CRC32") {
+						t.Errorf("CreateMultipartUpload x-amz-checksum-algorithm = %q, want CRC32", got)
+					}
+					continue
+				case r.Method == http.MethodPost && q.Has("uploadId"):
+					completes++
+					continue
+				default:
+					continue
+				}
+				trailer := strings.ToLower(r.Header.Get("X-Amz-Trailer"))
+				if r.Header.Get("X-Amz-Checksum-Crc32") == "" && trailer != "x-amz-checksum-crc32" {
+					t.Errorf("%s %s carries no CRC32 checksum (headers %v)", r.Method, r.URL, r.Header)
+				}
+			}
+			if tt.multipart {
+				if puts != 0 || creates != 1 || parts != tt.parts || completes != 1 {
+					t.Errorf("requests: %d PutObject, %d CreateMultipartUpload, %d UploadPart, %d CompleteMultipartUpload; want 0, 1, %d, 1",
+						puts, creates, parts, completes, tt.parts)
+				}
+			} else if puts != 1 || creates+parts+completes != 0 {
+				t.Errorf("requests: %d PutObject and %d multipart requests; want one PutObject", puts, creates+parts+completes)
+			}
+			got, err := readAll(t, b, key)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Errorf("read back %d bytes (%v), want the %d put", len(got), err, len(data))
+			}
+		})
 	}
 }

@@ -132,7 +132,7 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, p fo
 	defer rc.Close()
 	h := sha256.New()
 	var buf bytes.Buffer
-	var r io.Reader = io.TeeReader(rc, h)
+	r := io.TeeReader(rc, h)
 	if deep {
 		r = io.TeeReader(r, &buf)
 	}

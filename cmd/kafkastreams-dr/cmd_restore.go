@@ -315,7 +315,7 @@ func restoreTarget(cfg *config.Config, override []string) (config.Cluster, error
 		c.BootstrapServers = override
 	}
 	if len(c.BootstrapServers) == 0 {
-		return c, withCode(exitUsage, fmt.Errorf("no target cluster: set target.bootstrap_servers in %s, or pass --target-bootstrap-servers host:port,...", cfg.File()), "")
+		return c, withCode(exitUsage, fmt.Errorf("no target cluster: set target.bootstrap_servers in %s, or pass --target-bootstrap-servers host1:port,host2:port", cfg.File()), "")
 	}
 	return c, nil
 }

@@ -366,7 +366,7 @@ func (r *Run) Serve(addr string) (*Server, error) {
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.srv.Serve(ln) // returns http.ErrServerClosed after Close
+		_ = s.srv.Serve(ln) // returns http.ErrServerClosed after Close
 	}()
 	return s, nil
 }
@@ -440,11 +440,9 @@ func (r *Run) Push(ctx context.Context, gateway, job string, grouping map[string
 func ParsePushURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		shown := s
+		shown := "(unparsable URL)"
 		if err == nil {
 			shown = u.Redacted()
-		} else {
-			shown = "(unparsable URL)"
 		}
 		return nil, fmt.Errorf("%s is not a Pushgateway URL: want http://host:port or https://host:port", shown)
 	}
