@@ -15,6 +15,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 )
 
 // This file holds the preflight checks of the limits a Kafka broker
@@ -327,7 +328,7 @@ func (r *restore) scanLimits(ctx context.Context, topic string, p *format.Partit
 		}
 		err := readSegment(ctx, r.store, topic, p.Partition, s, func(rec *format.Record) error {
 			if cut >= 0 && rec.Offset >= cut {
-				return errStop
+				return repository.StopReading
 			}
 			if mayTooLarge {
 				if n := singleRecordBatchBytes(rec); n > produceMax {
@@ -371,7 +372,7 @@ func (r *restore) scanLimits(ctx context.Context, topic string, p *format.Partit
 			}
 			return nil
 		})
-		if err != nil && err != errStop {
+		if err != nil {
 			return f, err
 		}
 	}
