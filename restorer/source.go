@@ -2,11 +2,9 @@ package restorer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -247,36 +245,4 @@ func countBelow(ctx context.Context, store storage.Backend, topic string, p *for
 		}
 	}
 	return n, nil
-}
-
-func latestReport(ctx context.Context, store storage.Backend, applicationID, targetClusterID string) (*Report, error) {
-	var ids []string
-	err := store.List(ctx, "restores/", func(oi storage.ObjectInfo) error {
-		rest := strings.TrimPrefix(oi.Key, "restores/")
-		if id, file, ok := strings.Cut(rest, "/"); ok && file == "report.json" && format.ValidBackupID(id) {
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list restore reports in %s: %w", store.Location(), err)
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-	for _, id := range ids {
-		key := "restores/" + id + "/report.json"
-		rc, err := store.Get(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", key, err)
-		}
-		var rep Report
-		err = json.NewDecoder(rc).Decode(&rep)
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", key, err)
-		}
-		if (applicationID == "" || rep.ApplicationID == applicationID) && (targetClusterID == "" || rep.TargetClusterID == targetClusterID) {
-			return &rep, nil
-		}
-	}
-	return nil, nil
 }
