@@ -24,7 +24,7 @@ func goldenRestore() (*RestoreReport, *RestoreJournal) {
 			Topics: []TopicPlan{{Topic: "orders", Class: "input", SourceChangelog: true, Action: "fill", Partitions: 2, ReplicationFactor: 3,
 				Configs: map[string]string{"cleanup.policy": "delete"}, FinalConfigs: map[string]string{"message.timestamp.type": "LogAppendTime"},
 				PreConfigs: map[string]string{"retention.ms": "-1"}, MaxMessageBytes: 1048588,
-				Retention: &RetentionPlan{RetentionMs: 604800000, PastRetention: 5, OldestTimestamp: 1700000000000, Choice: RetentionKeep, Override: "retention.ms=-1", SetBack: "kafka-configs --alter"},
+				Retention:      &RetentionPlan{RetentionMs: 604800000, PastRetention: 5, OldestTimestamp: 1700000000000, Choice: RetentionKeep, Override: "retention.ms=-1", SetBack: "kafka-configs --alter"},
 				PartitionPlans: []PartitionPlan{{Partition: 1, Records: 10, SourceEnd: 12, CutAt: 11, AlreadyThere: 2, NoTimestamp: 1, PastRetention: 5}}}},
 			Skipped:  []SkippedTopic{{Topic: "order-processor-store-changelog", Reason: "a changelog: rebuild restores no changelog"}},
 			Group:    &GroupPlan{GroupID: "order-processor", TargetState: "Empty", TargetType: "classic", Offsets: []OffsetPlan{{Topic: "orders", Partition: 1, Committed: 9, Translated: 7, Current: -1, Action: "commit", Note: "translated"}}},
