@@ -129,8 +129,8 @@ func (e *RefusedError) Error() string {
 }
 
 // ErrNoBackup is wrapped when the repository holds no complete backup (or
-// not the one asked for).
-var ErrNoBackup = errors.New("no such backup")
+// not the one asked for): repository.ErrNoBackup.
+var ErrNoBackup = repository.ErrNoBackup
 
 // ErrNothingWritten is wrapped by errors that happened before the restore
 // wrote anything to the target (connecting, reading the target's state).
@@ -170,12 +170,4 @@ func PredictOffsets(ctx context.Context, store storage.Backend, backupID string,
 // sort by start time.
 func LatestReport(ctx context.Context, store storage.Backend, applicationID, targetClusterID string) (*Report, error) {
 	return repository.LatestReport(ctx, store, applicationID, targetClusterID)
-}
-
-// LoadBackup loads and validates the manifest of a complete backup; id ""
-// or "latest" means the greatest backup id with a manifest.json. A backup
-// that does not exist is an error wrapping ErrNoBackup; a damaged manifest
-// is an error naming its key.
-func LoadBackup(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
-	return loadBackup(ctx, store, id)
 }
