@@ -136,7 +136,7 @@ func (d *drill) load(ctx context.Context) error {
 	if id == "" {
 		id = d.o.BackupID
 	}
-	m, err := restorer.LoadBackup(ctx, d.o.Store, id)
+	m, err := repository.Manifest(ctx, d.o.Store, id)
 	if err != nil {
 		return err
 	}

@@ -28,20 +28,19 @@ import (
 // delete right after the restore.
 
 // RetentionChoice is what the restore does with records already past the
-// target topic's retention.ms (the broker deletes them at its next
-// retention check, log.retention.check.interval.ms, 5 minutes by default).
-type RetentionChoice string
+// target topic's retention.ms (format.RetentionChoice: the plan stores it).
+type RetentionChoice = format.RetentionChoice
 
 const (
 	// RetentionUnset refuses the restore when any record is past retention.
-	RetentionUnset RetentionChoice = ""
+	RetentionUnset = format.RetentionUnset
 	// RetentionKeep restores the topics concerned with retention.ms=-1
 	// (set at creation, or altered before the records on an existing
 	// topic); the plan names the kafka-configs command that sets it back.
-	RetentionKeep RetentionChoice = "keep"
+	RetentionKeep = format.RetentionKeep
 	// RetentionAcceptLoss restores as configured: the broker deletes
 	// those records after the restore; the plan warns with their count.
-	RetentionAcceptLoss RetentionChoice = "accept-loss"
+	RetentionAcceptLoss = format.RetentionAcceptLoss
 )
 
 // ParseRetentionChoice parses --retention: keep or accept-loss ("" is unset).
@@ -55,18 +54,7 @@ func ParseRetentionChoice(s string) (RetentionChoice, error) {
 
 // RetentionPlan is what preflight found about time-based retention of one
 // topic on the target (cleanup.policy with delete, retention.ms >= 0).
-type RetentionPlan struct {
-	RetentionMs   int64 `json:"retention_ms"`   // the target topic's effective retention.ms
-	PastRetention int64 `json:"past_retention"` // restored records older than retention.ms at preflight
-	// OldestTimestamp is the smallest timestamp (epoch ms) among them.
-	OldestTimestamp int64           `json:"oldest_timestamp"`
-	Choice          RetentionChoice `json:"choice,omitempty"`
-	// Override is the config the restore sets (retention.ms=-1) with
-	// --retention keep, and SetBack the kafka-configs command that undoes
-	// it once the records may go.
-	Override string `json:"override,omitempty"`
-	SetBack  string `json:"set_back,omitempty"`
-}
+type RetentionPlan = format.RetentionPlan
 
 // Kafka's record batch framing (org.apache.kafka.common.record.DefaultRecordBatch
 // and DefaultRecord, message format v2).

@@ -49,13 +49,13 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 			return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the backup holds broker-internal topic %q: it cannot be restored as data", t.Name)}}
 		}
 		if filter != nil && !filter.Match(t.Name) {
-			sel.skipped = append(sel.skipped, SkippedTopic{t.Name, "not matched by --topics"})
+			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: "not matched by --topics"})
 			continue
 		}
 		matched++
 		changelog := isChangelog(t, o.SourceChangelogTopics)
 		if o.Strategy == StrategyRebuild && changelog && !t.SourceChangelog && !slices.Contains(o.SourceChangelogTopics, t.Name) {
-			sel.skipped = append(sel.skipped, SkippedTopic{t.Name, "changelog: the rebuild strategy lets the application rebuild its state from its input"})
+			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: "changelog: the rebuild strategy lets the application rebuild its state from its input"})
 			continue
 		}
 		if o.ToTime != nil && changelog {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,29 +53,12 @@ type restore struct {
 	targetEnd   map[string]map[int32]int64
 }
 
-// journal records which topics a restore of one backup into one target
-// cluster created, so that running the same restore again resumes it
-// instead of refusing the now non-empty topics (case 23). Key:
-// restores/journals/<backup-id>/<target-cluster-id>.json.
-type journal struct {
-	BackupID        string            `json:"backup_id"`
-	TargetClusterID string            `json:"target_cluster_id"`
-	Strategy        Strategy          `json:"strategy"`
-	ToTime          *time.Time        `json:"to_time,omitempty"`
-	Topics          map[string]string `json:"topics"` // topic -> topic id created by this restore
-	// Complete is set once the records are in and the offsets committed;
-	// Committed holds those offsets ("topic/partition" -> offset).
-	Complete  bool             `json:"complete,omitempty"`
-	Committed map[string]int64 `json:"committed,omitempty"`
-	UpdatedAt time.Time        `json:"updated_at"`
-}
-
-func journalKey(backupID, clusterID string) string {
-	if clusterID == "" {
-		clusterID = "unknown-cluster"
-	}
-	return fmt.Sprintf("restores/journals/%s/%s.json", backupID, clusterID)
-}
+// journal is the restore's journal in the repository
+// (format.RestoreJournal, repository.LoadJournal): which topics a restore
+// of one backup into one target cluster created, so that running the same
+// restore again resumes it instead of refusing the now non-empty topics
+// (case 23).
+type journal = format.RestoreJournal
 
 func run(ctx context.Context, o Options) (*Report, error) {
 	if o.Store == nil {
@@ -136,7 +118,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		// find the same topics resumable and write every record twice.
 		var rnd [4]byte
 		rand.Read(rnd[:])
-		lock, err := repository.AcquireLockWait(ctx, r.store, restoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID, o.LockWait,
+		lock, err := repository.AcquireLockWait(ctx, r.store, format.RestoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID, o.LockWait,
 			func(msg string, args ...any) { log.Warn(msg, args...) })
 		if err != nil {
 			return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
@@ -177,13 +159,6 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		de.BackupID, de.Written = m.BackupID, true // an object changed since the pre-check
 	}
 	return rep, err
-}
-
-func restoreLockKey(clusterID string) string {
-	if clusterID == "" {
-		clusterID = "unknown-cluster"
-	}
-	return "restores/locks/" + clusterID
 }
 
 // preflight builds the plan against the target and refuses, before any
@@ -537,22 +512,14 @@ func kafkaTopicID(id kadm.TopicID) string {
 }
 
 func (r *restore) loadJournal(ctx context.Context, clusterID string) error {
-	rc, err := r.store.Get(ctx, journalKey(r.sel.m.BackupID, clusterID))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read restore journal: %w", err)
-	}
-	defer rc.Close()
-	var j journal
-	if err := json.NewDecoder(rc).Decode(&j); err != nil {
-		return fmt.Errorf("restore journal %s: %w", journalKey(r.sel.m.BackupID, clusterID), err)
+	j, err := repository.LoadJournal(ctx, r.store, r.sel.m.BackupID, clusterID)
+	if err != nil || j == nil {
+		return err
 	}
 	if j.Strategy == r.o.Strategy && timesEqual(j.ToTime, r.o.ToTime) {
-		r.jour = &j
+		r.jour = j
 	} else {
-		r.other = &j
+		r.other = j
 	}
 	return nil
 }
@@ -586,12 +553,7 @@ func timesEqual(a, b *time.Time) bool {
 
 func (r *restore) saveJournal(ctx context.Context) error {
 	r.jour.UpdatedAt = time.Now().UTC()
-	b, _ := json.MarshalIndent(r.jour, "", "  ")
-	key := journalKey(r.jour.BackupID, r.jour.TargetClusterID)
-	if err := r.store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
-		return fmt.Errorf("write restore journal %s: %w", key, err)
-	}
-	return nil
+	return repository.SaveJournal(ctx, r.store, r.jour)
 }
 
 // restore writes: topics, records, final configs, offsets, report.
@@ -758,13 +720,8 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 	}
 	rep.Plan = *plan
 	rep.FinishedAt = time.Now().UTC()
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
+	if err := repository.SaveReport(ctx, r.store, rep); err != nil {
 		return nil, err
-	}
-	key := "restores/" + rep.RestoreID + "/report.json"
-	if err := r.store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
-		return nil, fmt.Errorf("write restore report %s: %w", key, err)
 	}
 	r.log.Info("restore complete", "restore_id", rep.RestoreID, "backup_id", rep.BackupID, "records", rep.Records)
 	return rep, nil

@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
@@ -26,7 +25,7 @@ import (
 // Latest loads the manifest of backupID.
 func Latest(t testing.TB, store storage.Backend, backupID string) *format.Manifest {
 	t.Helper()
-	m, err := backup.LoadManifest(context.Background(), store, format.ManifestKey(backupID))
+	m, err := repository.LoadManifest(context.Background(), store, format.ManifestKey(backupID))
 	if err != nil {
 		t.Fatal(err)
 	}
