@@ -75,7 +75,7 @@ type TopicPlan struct {
 	Topic             string            `json:"topic"`
 	Class             string            `json:"class"`
 	SourceChangelog   bool              `json:"source_changelog,omitempty"`
-	Action            string            `json:"action"` // "create", "resume" (this restore created it before) or "fill" (exists empty with the right partition count)
+	Action            TopicAction       `json:"action"`
 	Partitions        int               `json:"partitions"`
 	ReplicationFactor int               `json:"replication_factor"`
 	Configs           map[string]string `json:"configs"`                 // set at creation
@@ -142,14 +142,41 @@ type GroupPlan struct {
 // OffsetPlan is one committed offset of the backup and what the restore
 // does with it.
 type OffsetPlan struct {
-	Topic      string `json:"topic"`
-	Partition  int32  `json:"partition"`
-	Committed  int64  `json:"committed"`      // on the source
-	Translated int64  `json:"translated"`     // to commit on the target; -1 when dropped
-	Current    int64  `json:"current"`        // committed on the target now; -1 when none
-	Action     string `json:"action"`         // "commit" or "drop"
-	Note       string `json:"note,omitempty"` // why dropped, or what the translation means
+	Topic      string       `json:"topic"`
+	Partition  int32        `json:"partition"`
+	Committed  int64        `json:"committed"`  // on the source
+	Translated int64        `json:"translated"` // to commit on the target; -1 when dropped
+	Current    int64        `json:"current"`    // committed on the target now; -1 when none
+	Action     OffsetAction `json:"action"`
+	Note       string       `json:"note,omitempty"` // why dropped, or what the translation means
 }
+
+// TopicAction is what a restore does with one topic of its plan
+// (TopicPlan.Action, "action" in the JSON).
+type TopicAction string
+
+const (
+	// ActionCreate: the topic does not exist on the target; the restore
+	// creates it with the backup's partition count and configs.
+	ActionCreate TopicAction = "create"
+	// ActionResume: an earlier run of this restore created it (the
+	// journal holds its topic id); the records not there yet are produced.
+	ActionResume TopicAction = "resume"
+	// ActionFill: it exists empty on the target with the backup's
+	// partition count; the restore produces into it, keeping its configs.
+	ActionFill TopicAction = "fill"
+)
+
+// OffsetAction is what a restore does with one committed offset of the
+// backup (OffsetPlan.Action, "action" in the JSON).
+type OffsetAction string
+
+const (
+	// OffsetCommit: the offset is translated and committed on the target.
+	OffsetCommit OffsetAction = "commit"
+	// OffsetDrop: the offset is not committed (OffsetPlan.Note says why).
+	OffsetDrop OffsetAction = "drop"
+)
 
 // RestoreReport is the outcome of a restore, stored in the repository as
 // restores/<restore-id>/report.json (RestoreReportKey) once the restore

@@ -534,7 +534,7 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 		switch r.o.Retention {
 		case RetentionKeep:
 			var orig *string
-			if tp.Action == "create" || tp.Action == "resume" {
+			if tp.Action == format.ActionCreate || tp.Action == format.ActionResume {
 				if c, ok := t.Configs["retention.ms"]; ok && c.Source == "DYNAMIC_TOPIC_CONFIG" && c.Value != nil {
 					orig = c.Value
 				}
@@ -576,7 +576,7 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 // when the source's was (as a backed-up LogAppendTime topic does).
 func (r *restore) keepTimestampsOnCreate(plan *Plan, tp *TopicPlan, t *format.Topic, bd brokerDefaults, validated map[string]kadm.Config) {
 	const key = "message.timestamp.type"
-	if tp.Action != "create" || tp.FinalConfigs != nil {
+	if tp.Action != format.ActionCreate || tp.FinalConfigs != nil {
 		return
 	}
 	if _, explicit := tp.Configs[key]; explicit {

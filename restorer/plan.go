@@ -131,7 +131,7 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 		inBackup[t.Name] = true
 	}
 	for _, c := range m.Group.Offsets {
-		op := OffsetPlan{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Translated: -1, Current: -1, Action: "drop"}
+		op := OffsetPlan{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Translated: -1, Current: -1, Action: format.OffsetDrop}
 		t := restored[c.Topic]
 		switch {
 		case c.Class == string(topicfilter.Repartition):
@@ -159,7 +159,7 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 				op.Note = fmt.Sprintf("partition %d is not in the backup", c.Partition)
 				break
 			}
-			op.Action = "commit"
+			op.Action = format.OffsetCommit
 			if o.Strategy == StrategyRebuild {
 				op.Translated = startOf(c.Topic, c.Partition)
 				op.Note = "reset to the start of the restored data: the application rebuilds its state"

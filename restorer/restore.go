@@ -25,6 +25,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
 // Kafka's defaults, used when the target does not report a setting.
@@ -226,7 +227,7 @@ func (r *restore) preflight(ctx context.Context) error {
 
 	var toCreate []*TopicPlan
 	for _, t := range sel.topics {
-		tp := TopicPlan{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Action: "create",
+		tp := TopicPlan{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Action: format.ActionCreate,
 			Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: map[string]string{}}
 		if o.ReplicationFactor > 0 {
 			tp.ReplicationFactor = o.ReplicationFactor
@@ -262,13 +263,13 @@ func (r *restore) preflight(ctx context.Context) error {
 			}
 			switch {
 			case r.jour != nil && r.jour.Topics[t.Name] == kafkaTopicID(d.ID):
-				tp.Action = "resume"
+				tp.Action = format.ActionResume
 			case held > 0 && r.other != nil && r.other.Topics[t.Name] == kafkaTopicID(d.ID):
 				refuse("topic %q on the target (%d records) was created by an earlier restore of this backup with strategy %s and cut %s: re-run that restore with the same --strategy and --to-time to resume it, or delete the topic", t.Name, held, r.other.Strategy, cutString(r.other.ToTime))
 			case held > 0:
 				refuse("topic %q on the target is not empty (%d records) and was not created by an earlier run of this restore: delete it or restore into another cluster", t.Name, held)
 			default:
-				tp.Action = "fill"
+				tp.Action = format.ActionFill
 				if a, b := effective("cleanup.policy"), t.Configs["cleanup.policy"].Value; a != nil && b != nil && !sameSet(*a, *b) {
 					refuse("topic %q exists empty on the target with cleanup.policy=%s; the backup has %s", t.Name, *a, *b)
 				}
@@ -323,7 +324,7 @@ func (r *restore) preflight(ctx context.Context) error {
 			if unread := format.UnreadRange(t.Name, p); unread != "" {
 				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s are not in this backup (the backup could not read them: unread): the restored partition ends at %d; a later backup holds them", unread, p.EndOffset))
 			}
-			if tp.Action == "resume" {
+			if tp.Action == format.ActionResume {
 				pp.AlreadyThere = r.targetEnd[t.Name][p.Partition] - r.targetStart[t.Name][p.Partition]
 				if pp.AlreadyThere > pp.Records {
 					refuse("topic %q partition %d on the target holds %d records, more than the %d this restore writes: it is not this restore's", t.Name, p.Partition, pp.AlreadyThere, pp.Records)
@@ -411,7 +412,7 @@ func (r *restore) preflight(ctx context.Context) error {
 	plan.Complete = r.jour != nil && r.jour.Complete
 	for _, tp := range plan.Topics {
 		for _, pp := range tp.PartitionPlans {
-			if tp.Action != "resume" || pp.AlreadyThere != pp.Records {
+			if tp.Action != format.ActionResume || pp.AlreadyThere != pp.Records {
 				plan.Complete = false
 			}
 		}
@@ -419,7 +420,7 @@ func (r *restore) preflight(ctx context.Context) error {
 	if plan.Group != nil {
 		for _, op := range plan.Group.Offsets {
 			switch {
-			case op.Action != "commit" || op.Current < 0:
+			case op.Action != format.OffsetCommit || op.Current < 0:
 			case plan.Complete && r.jour.Committed[fmt.Sprintf("%s/%d", op.Topic, op.Partition)] != op.Current:
 				plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q moved on %s/%d since this restore committed it (now %d): left as it is", plan.Group.GroupID, op.Topic, op.Partition, op.Current))
 			case !plan.Complete && op.Current != op.Translated:
@@ -444,11 +445,11 @@ func (r *restore) preflight(ctx context.Context) error {
 	} else {
 		restoredChangelog := false
 		for _, tp := range plan.Topics {
-			restoredChangelog = restoredChangelog || tp.Class == "changelog" || tp.SourceChangelog
+			restoredChangelog = restoredChangelog || tp.Class == string(topicfilter.Changelog) || tp.SourceChangelog
 		}
 		hasChangelog := false
 		for _, t := range m.Topics {
-			hasChangelog = hasChangelog || t.Class == "changelog"
+			hasChangelog = hasChangelog || t.Class == string(topicfilter.Changelog)
 		}
 		if hasChangelog && !restoredChangelog {
 			plan.Warnings = append(plan.Warnings, "the changelog strategy without any of the application's changelogs: input offsets are restored past records whose state is not; use --strategy rebuild, or include the changelogs")
@@ -570,7 +571,7 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 	phase := time.Now()
 	for i := range plan.Topics {
 		tp := &plan.Topics[i]
-		if tp.Action != "create" {
+		if tp.Action != format.ActionCreate {
 			if err := r.applyPreConfigs(ctx, tp); err != nil {
 				return nil, err
 			}
@@ -671,7 +672,7 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 	rep.Partitions = reports
 	for _, pr := range reports {
 		rep.Records += pr.Records
-		if pr.Class == "changelog" {
+		if pr.Class == string(topicfilter.Changelog) {
 			rep.WipeState = true
 		}
 	}
@@ -710,7 +711,7 @@ func (r *restore) restore(ctx context.Context, rep *Report) (*Report, error) {
 	r.jour.Committed = map[string]int64{}
 	if plan.Group != nil {
 		for _, op := range plan.Group.Offsets {
-			if op.Action == "commit" {
+			if op.Action == format.OffsetCommit {
 				r.jour.Committed[fmt.Sprintf("%s/%d", op.Topic, op.Partition)] = op.Translated
 			}
 		}
@@ -810,7 +811,7 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 	start := r.targetStart[tp.Topic][pp.Partition]
 	pr := PartitionReport{Topic: tp.Topic, Partition: pp.Partition, Class: t.Class, SourceEnd: p.EndOffset, Map: &offsets.Map{NewEnd: start}}
 	if t.SourceChangelog {
-		pr.Class = "changelog"
+		pr.Class = string(topicfilter.Changelog)
 	}
 	cut := r.sel.cuts[tp.Topic][pp.Partition]
 	var (
@@ -1014,7 +1015,7 @@ func (r *restore) commitOffsets(ctx context.Context, rep *Report) error {
 	want := kadm.Offsets{}
 	for i := range g.Offsets {
 		op := &g.Offsets[i]
-		if op.Action != "commit" {
+		if op.Action != format.OffsetCommit {
 			continue
 		}
 		if r.o.Strategy == StrategyChangelog {
