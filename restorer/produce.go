@@ -389,6 +389,7 @@ func (r *restore) leaderOf(ctx context.Context, topic string, partition int32) s
 	}
 	return "unknown, one of " + strings.Join(seeds, ",")
 }
+
 func sameRecord(a *format.Record, b *kgo.Record) bool {
 	if b == nil || !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) || (a.Key == nil) != (b.Key == nil) || (a.Value == nil) != (b.Value == nil) {
 		return false
@@ -425,6 +426,7 @@ func fetchOne(ctx context.Context, target []kgo.Opt, topic string, p int32, offs
 		}
 	}
 }
+
 func ptrs(m map[string]string) map[string]*string {
 	out := make(map[string]*string, len(m))
 	for k, v := range m {
@@ -432,6 +434,7 @@ func ptrs(m map[string]string) map[string]*string {
 	}
 	return out
 }
+
 func recordBytes(r *format.Record) int64 {
 	n := int64(len(r.Key) + len(r.Value))
 	for _, h := range r.Headers {

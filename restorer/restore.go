@@ -21,6 +21,10 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
+// restore is one run of a restore: run builds it, preflight plans it
+// (preflight.go), restore carries the plan out (produce.go, commit.go).
+// Not safe for concurrent use, except restorePartition's, which only
+// reads it.
 type restore struct {
 	o     Options
 	log   *slog.Logger
@@ -47,6 +51,11 @@ type restore struct {
 // (case 23).
 type journal = format.RestoreJournal
 
+// run is Run: it loads the backup and selects its topics, connects to the
+// target, takes the target's restore lock (not for a dry run), plans and
+// checks (preflight), reads every segment it will restore (precheck), and
+// then restores. Errors before the first write wrap ErrNothingWritten (a
+// *RefusedError stands as it is); damage is a *DamageError.
 func run(ctx context.Context, o Options) (*Report, error) {
 	if o.Store == nil {
 		return nil, errors.New("restore: no storage backend")
@@ -147,6 +156,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	return rep, err
 }
+
 func (r *restore) loadJournal(ctx context.Context, clusterID string) error {
 	j, err := repository.LoadJournal(ctx, r.store, r.sel.m.BackupID, clusterID)
 	if err != nil || j == nil {
@@ -159,12 +169,14 @@ func (r *restore) loadJournal(ctx context.Context, clusterID string) error {
 	}
 	return nil
 }
+
 func cutString(t *time.Time) string {
 	if t == nil {
 		return "none"
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
+
 func configString(m map[string]string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -177,12 +189,14 @@ func configString(m map[string]string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
 func timesEqual(a, b *time.Time) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
 	return a.Equal(*b)
 }
+
 func (r *restore) saveJournal(ctx context.Context) error {
 	r.jour.UpdatedAt = time.Now().UTC()
 	return repository.SaveJournal(ctx, r.store, r.jour)
