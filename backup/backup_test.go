@@ -13,6 +13,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -81,7 +82,7 @@ func TestToolVersionIsAnOption(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := backup.LoadManifest(t.Context(), store, res.Manifest)
+			m, err := repository.LoadManifest(t.Context(), store, res.Manifest)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -353,7 +354,7 @@ func segmentsInProgress(t *testing.T, store storage.Backend) int {
 		if !strings.HasSuffix(oi.Key, "/progress.json") {
 			return nil
 		}
-		m, err := backup.LoadManifest(context.Background(), store, oi.Key)
+		m, err := repository.LoadManifest(context.Background(), store, oi.Key)
 		if err != nil {
 			return nil
 		}

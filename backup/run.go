@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -268,80 +267,36 @@ type repoScan struct {
 	latestID string           // the greatest backup id, complete or not
 }
 
-// scanRepository finds the latest complete backup (the parent), an
-// interrupted run newer than it (to resume), and the greatest backup id.
+// scanRepository finds, on one listing of backups/ (repository.Index),
+// the latest readable complete backup (the parent: damaged ones are passed
+// over with a warning, a storage failure fails the run), the interrupted
+// run newer than it (to resume), and the greatest backup id.
 func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
 	var scan repoScan
-	complete, running := map[string]bool{}, map[string]bool{}
-	err := r.store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
-		rest := strings.TrimPrefix(oi.Key, format.BackupsPrefix())
-		id, file, ok := strings.Cut(rest, "/")
-		if !ok || !format.ValidBackupID(id) {
-			return nil
-		}
-		switch file {
-		case "manifest.json":
-			complete[id] = true
-		case "progress.json":
-			running[id] = true
-		}
-		scan.latestID = max(scan.latestID, id)
-		return nil
-	})
+	x, err := repository.ReadIndex(ctx, r.store)
 	if err != nil {
-		return scan, fmt.Errorf("list backups in %s: %w", r.store.Location(), err)
+		return scan, err
 	}
-	// The parent is the latest complete backup whose manifest reads. A
-	// damaged manifest (read in full, does not decode) makes its backup
-	// unusable, not the repository: the run continues from the newest
-	// readable one and says so. A manifest the store failed to deliver
-	// fails the run: a chain must not restart from an older backup because
-	// of a network failure (issue 9).
-	ids := make([]string, 0, len(complete))
-	for id := range complete {
-		ids = append(ids, id)
+	scan.latestID = x.LatestID()
+	parentID, parent, warnings, err := x.Parent(ctx)
+	for _, w := range warnings {
+		r.warnings = append(r.warnings, w)
+		r.log.Warn(w)
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-	var latest string
-	for _, id := range ids {
-		m, err := repository.LoadManifest(ctx, r.store, format.ManifestKey(id))
-		if err != nil {
-			if ctx.Err() != nil {
-				return scan, ctx.Err()
-			}
-			if !errors.Is(err, repository.ErrDamaged) {
-				return scan, fmt.Errorf("the latest backup %s, the parent of this one, cannot be read: %w", id, err)
-			}
-			r.warnings = append(r.warnings, fmt.Sprintf("backup %s is damaged and cannot be restored (%v): this backup continues from the latest readable one; restore it or an older one by --backup-id, or start a new chain with backup --full", id, err))
-			r.log.Warn(r.warnings[len(r.warnings)-1])
-			continue
-		}
-		scan.parent, latest = m, id
-		break
+	if err != nil {
+		return scan, err
 	}
-	var interrupted string
-	for id := range running {
-		if !complete[id] && id > latest {
-			interrupted = max(interrupted, id)
-		}
+	scan.parent = parent
+	interrupted, resume, err := x.Resumable(ctx, parentID)
+	if err != nil {
+		return scan, err
 	}
-	if interrupted != "" {
-		if scan.resume, err = LoadManifest(ctx, r.store, format.ProgressKey(interrupted)); err != nil {
-			return scan, fmt.Errorf("interrupted backup %s cannot be resumed: %w (delete %s to start a new backup instead)",
-				interrupted, err, format.ProgressKey(interrupted))
-		}
-		if scan.resume.ApplicationID != r.o.ApplicationID {
-			return scan, fmt.Errorf("interrupted backup %s is of application.id %q, not %q: one repository prefix holds one application",
-				interrupted, scan.resume.ApplicationID, r.o.ApplicationID)
-		}
+	if resume != nil && resume.ApplicationID != r.o.ApplicationID {
+		return scan, fmt.Errorf("interrupted backup %s is of application.id %q, not %q: one repository prefix holds one application",
+			interrupted, resume.ApplicationID, r.o.ApplicationID)
 	}
+	scan.resume = resume
 	return scan, nil
-}
-
-// LoadManifest reads and validates the manifest object at key; see
-// repository.LoadManifest for its errors.
-func LoadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
-	return repository.LoadManifest(ctx, store, key)
 }
 
 // kafkaTopicID formats a topic id like Kafka's Uuid.toString (base64url,

@@ -136,7 +136,7 @@ func (d *drill) load(ctx context.Context) error {
 	if id == "" {
 		id = d.o.BackupID
 	}
-	m, err := restorer.LoadBackup(ctx, d.o.Store, id)
+	m, err := repository.Manifest(ctx, d.o.Store, id)
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 		d.rep.GroupID = g.GroupID
 		for _, op := range g.Offsets {
 			d.rep.Offsets = append(d.rep.Offsets, Offset{Topic: op.Topic, Partition: op.Partition, Committed: op.Committed,
-				Translated: op.Translated, OnTarget: -1, Action: op.Action, Note: op.Note})
+				Translated: op.Translated, OnTarget: -1, Action: string(op.Action), Note: op.Note})
 		}
 	}
 	p.Detail = fmt.Sprintf("%s into %s (%s)", plural(d.rep.Volume.RecordsRestored, "record", "records"),

@@ -728,7 +728,7 @@ func TestRestoreKfake(t *testing.T) {
 			t.Errorf("restore after %s was recreated produced %d records, want its %d", sample.Payments, third.Records, want0)
 		}
 		for _, tp := range third.Topics {
-			if w := map[bool]string{true: "fill", false: "resume"}[tp.Topic == sample.Payments]; tp.Action != w {
+			if w := map[bool]string{true: "fill", false: "resume"}[tp.Topic == sample.Payments]; string(tp.Action) != w {
 				t.Errorf("restore after %s was recreated: topic %q action %q, want %s", sample.Payments, tp.Topic, tp.Action, w)
 			}
 		}

@@ -10,14 +10,10 @@ package estimate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/format"
-	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -77,7 +73,7 @@ func Run(ctx context.Context, o Options) (*Estimate, error) {
 	if o.MaxReports <= 0 {
 		o.MaxReports = 5
 	}
-	m, err := restorer.LoadBackup(ctx, o.Store, o.BackupID)
+	m, err := repository.Manifest(ctx, o.Store, o.BackupID)
 	if err != nil {
 		return nil, err
 	}
@@ -125,32 +121,18 @@ func Run(ctx context.Context, o Options) (*Estimate, error) {
 
 // measure derives the throughput from the latest restore reports.
 func measure(ctx context.Context, store storage.Backend, max int) (Throughput, error) {
-	var ids []string
-	err := store.List(ctx, "restores/", func(oi storage.ObjectInfo) error {
-		rest := strings.TrimPrefix(oi.Key, "restores/")
-		if id, file, ok := strings.Cut(rest, "/"); ok && file == "report.json" && format.ValidBackupID(id) {
-			ids = append(ids, id)
-		}
-		return nil
-	})
+	ids, err := repository.ReportIDs(ctx, store)
 	if err != nil {
-		return Throughput{}, fmt.Errorf("list restore reports: %w", err)
+		return Throughput{}, err
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
 	tp := Throughput{Source: "measured"}
 	for _, id := range ids {
 		if len(tp.Reports) == max {
 			break
 		}
-		rc, err := store.Get(ctx, "restores/"+id+"/report.json")
+		rep, err := repository.LoadReport(ctx, store, id)
 		if err != nil {
 			return Throughput{}, err
-		}
-		var rep restorer.Report
-		err = json.NewDecoder(rc).Decode(&rep)
-		rc.Close()
-		if err != nil {
-			return Throughput{}, fmt.Errorf("decode restore report %s: %w", id, err)
 		}
 		d := rep.FinishedAt.Sub(rep.StartedAt).Seconds()
 		if rep.Records <= 0 || d <= 0 {

@@ -171,28 +171,6 @@ type Segment struct {
 	NullKeys       int64  `json:"null_keys"`
 }
 
-// Object keys, relative to the repository prefix.
-const (
-	LockKey       = "lock"
-	backupsPrefix = "backups/"
-)
-
-// ManifestKey is the key of a complete backup's manifest.
-func ManifestKey(backupID string) string { return backupsPrefix + backupID + "/manifest.json" }
-
-// ProgressKey is the key of a running backup's progress manifest.
-func ProgressKey(backupID string) string { return backupsPrefix + backupID + "/progress.json" }
-
-// BackupsPrefix is the prefix under which every backup's manifests live.
-func BackupsPrefix() string { return backupsPrefix }
-
-// SegmentKey is the key of the segment of backupID, topic and partition whose
-// first record has offset firstOffset (zero-padded to 20 digits so keys sort
-// by offset).
-func SegmentKey(backupID, topic string, partition int32, firstOffset int64) string {
-	return fmt.Sprintf("segments/%s/%s/%d/%020d.kseg", backupID, topic, partition, firstOffset)
-}
-
 var backupIDRe = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{8}$`)
 
 // backupIDTime is the layout of a backup id's time part (UTC, milliseconds).

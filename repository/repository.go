@@ -1,9 +1,12 @@
-// Package repository reads the backups of a repository the way every
-// command must agree on: which backup is the latest, and whether a manifest
-// that cannot be read is damaged (re-running will not help) or was not
-// read because the store failed (re-running will). It sits between the
-// commands' readers and writers (backup, restorer, catalog, verify) and the
-// format and storage packages.
+// Package repository reads and writes the objects of a backup repository
+// the way every command must agree on, each rule written once: which
+// backup is the latest, the parent and the resumable run of a new backup
+// (the index, ReadIndex), whether a manifest that cannot be read is
+// damaged (re-running will not help) or was not read because the store
+// failed (re-running will), the restore reports and journals, and the
+// repository's locks. It is the floor between the commands' readers and
+// writers (backup, restorer, catalog, verify, estimate) and the format and
+// storage packages, which know only bytes and objects.
 //
 // The rule for "latest" (docs/FORMAT.md, "Write order"): the latest backup
 // is the newest complete one, the greatest backup id with a manifest.json,
@@ -17,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -76,24 +78,13 @@ func LoadManifest(ctx context.Context, store storage.Backend, key string) (*form
 
 // CompleteIDs returns the ids of the repository's complete backups (those
 // with a backups/<id>/manifest.json), newest (greatest) first. It lists
-// backups/ and reads nothing.
+// backups/ (ReadIndex) and reads nothing.
 func CompleteIDs(ctx context.Context, store storage.Backend) ([]string, error) {
-	var ids []string
-	err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
-		rest := strings.TrimPrefix(oi.Key, format.BackupsPrefix())
-		if id, file, ok := strings.Cut(rest, "/"); ok && file == "manifest.json" && format.ValidBackupID(id) {
-			ids = append(ids, id)
-		}
-		return nil
-	})
+	x, err := ReadIndex(ctx, store)
 	if err != nil {
-		return nil, fmt.Errorf("list backups in %s: %w", store.Location(), err)
+		return nil, err
 	}
-	// List returns keys in lexicographic order; backup ids sort by time.
-	for i, j := 0, len(ids)-1; i < j; i, j = i+1, j-1 {
-		ids[i], ids[j] = ids[j], ids[i]
-	}
-	return ids, nil
+	return x.CompleteIDs(), nil
 }
 
 // LatestError is Latest's error when the newest complete backup exists but
@@ -126,26 +117,13 @@ func (e *LatestError) Error() string {
 
 func (e *LatestError) Unwrap() error { return e.Err }
 
-// Latest returns the manifest of the latest backup: the newest complete
-// one (see the package comment). id is "" and m nil, with a nil error,
-// when the repository holds no complete backup. When the newest manifest
-// cannot be read the error is a *LatestError, whatever older backups hold.
-func Latest(ctx context.Context, store storage.Backend) (m *format.Manifest, err error) {
-	ids, err := CompleteIDs(ctx, store)
-	if err != nil || len(ids) == 0 {
+// Latest lists the repository (ReadIndex) and returns the manifest of its
+// latest backup (Index.Latest): nil with a nil error when it holds no
+// complete backup, a *LatestError when the newest manifest cannot be read.
+func Latest(ctx context.Context, store storage.Backend) (*format.Manifest, error) {
+	x, err := ReadIndex(ctx, store)
+	if err != nil {
 		return nil, err
 	}
-	key := format.ManifestKey(ids[0])
-	m, err = LoadManifest(ctx, store, key)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		le := &LatestError{BackupID: ids[0], Key: key, Err: err}
-		if len(ids) > 1 {
-			le.Older = ids[1]
-		}
-		return nil, le
-	}
-	return m, nil
+	return x.Latest(ctx)
 }

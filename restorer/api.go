@@ -19,23 +19,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
-	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
-// Strategy is how the application's state comes back (docs/DOMAIN.md#strategies).
-type Strategy string
+// Strategy is how the application's state comes back (docs/DOMAIN.md#strategies);
+// the type is format.Strategy, stored in restore reports and journals.
+type Strategy = format.Strategy
 
 const (
 	// StrategyChangelog restores input, output and changelog topics to the
 	// end of the backup and translates the group's offsets: the app starts
 	// with its state (after wiping its local state directories).
-	StrategyChangelog Strategy = "changelog"
+	StrategyChangelog = format.StrategyChangelog
 	// StrategyRebuild restores input and output topics (up to ToTime when
 	// given), skips changelogs, and sets the group's input offsets to the
 	// start of the restored data: the app rebuilds its state from input.
-	StrategyRebuild Strategy = "rebuild"
+	StrategyRebuild = format.StrategyRebuild
 )
 
 // Options configures one restore.
@@ -89,113 +89,30 @@ type Options struct {
 	Observer Observer // nil: none
 }
 
-// Plan is everything a restore will do, computed before the first write.
-type Plan struct {
-	BackupID        string         `json:"backup_id"`
-	ApplicationID   string         `json:"application_id,omitempty"`
-	Strategy        Strategy       `json:"strategy"`
-	ToTime          *time.Time     `json:"to_time,omitempty"`
-	TargetClusterID string         `json:"target_cluster_id,omitempty"`
-	TargetBrokers   int            `json:"target_brokers"`
-	Topics          []TopicPlan    `json:"topics"`
-	Skipped         []SkippedTopic `json:"skipped,omitempty"`
-	Group           *GroupPlan     `json:"group,omitempty"`
-	Warnings        []string       `json:"warnings,omitempty"`
-	// Complete is true when an earlier run of this same restore finished:
-	// nothing is produced and no offset is committed again (the group may
-	// have moved since).
-	Complete bool `json:"complete,omitempty"`
-}
-
-// TopicPlan is one topic to restore.
-type TopicPlan struct {
-	Topic             string            `json:"topic"`
-	Class             string            `json:"class"`
-	SourceChangelog   bool              `json:"source_changelog,omitempty"`
-	Action            string            `json:"action"` // "create", "resume" (this restore created it before) or "fill" (exists empty with the right partition count)
-	Partitions        int               `json:"partitions"`
-	ReplicationFactor int               `json:"replication_factor"`
-	Configs           map[string]string `json:"configs"`                 // set at creation
-	FinalConfigs      map[string]string `json:"final_configs,omitempty"` // altered after the records are in (message.timestamp.type=LogAppendTime)
-	// PreConfigs are altered on an existing ("fill") topic before the
-	// records go in: message.timestamp.type=CreateTime so the broker keeps
-	// the records' timestamps (LogAppendTime comes back in FinalConfigs),
-	// retention.ms=-1 with --retention keep.
-	PreConfigs map[string]string `json:"pre_configs,omitempty"`
-	// MaxMessageBytes is the target topic's effective max.message.bytes
-	// (topic config, else the broker's message.max.bytes): the largest
-	// record batch, in bytes, the broker accepts and the producer sends.
-	MaxMessageBytes int64 `json:"max_message_bytes"`
-	// Retention is set when records to restore are already past the
-	// target topic's retention.ms.
-	Retention      *RetentionPlan  `json:"retention,omitempty"`
-	PartitionPlans []PartitionPlan `json:"partition_plans"`
-}
-
-// PartitionPlan is one partition to restore.
-type PartitionPlan struct {
-	Partition    int32 `json:"partition"`
-	Records      int64 `json:"records"`       // records to restore (after a --to-time cut)
-	SourceEnd    int64 `json:"source_end"`    // end offset of the backup's cut
-	CutAt        int64 `json:"cut_at"`        // original offset where a --to-time cut ends the partition; -1 without cut
-	AlreadyThere int64 `json:"already_there"` // records a resumed restore finds on the target
-	// NoTimestamp counts records with timestamp -1 (RecordBatch.NO_TIMESTAMP):
-	// the broker stores them without range check; consumers see -1.
-	NoTimestamp int64 `json:"no_timestamp"`
-	// PastRetention counts records older than the target topic's
-	// retention.ms at preflight (see TopicPlan.Retention).
-	PastRetention int64 `json:"past_retention,omitempty"`
-}
-
-// SkippedTopic is a backed-up topic the restore leaves out, and why.
-type SkippedTopic struct {
-	Topic  string `json:"topic"`
-	Reason string `json:"reason"`
-}
-
-// GroupPlan is the application.id group's offsets on the target.
-type GroupPlan struct {
-	GroupID     string       `json:"group_id"`
-	TargetState string       `json:"target_state"` // as found on the target: "" (absent), Empty, Dead, ...
-	TargetType  string       `json:"target_type,omitempty"`
-	Offsets     []OffsetPlan `json:"offsets"`
-}
-
-// OffsetPlan is one committed offset of the backup and what the restore
-// does with it.
-type OffsetPlan struct {
-	Topic      string `json:"topic"`
-	Partition  int32  `json:"partition"`
-	Committed  int64  `json:"committed"`      // on the source
-	Translated int64  `json:"translated"`     // to commit on the target; -1 when dropped
-	Current    int64  `json:"current"`        // committed on the target now; -1 when none
-	Action     string `json:"action"`         // "commit" or "drop"
-	Note       string `json:"note,omitempty"` // why dropped, or what the translation means
-}
-
-// Report is the outcome of a restore, saved in the repository as
-// restores/<restore-id>/report.json.
-type Report struct {
-	Plan
-	RestoreID  string            `json:"restore_id"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt time.Time         `json:"finished_at"`
-	Partitions []PartitionReport `json:"partitions"`
-	Committed  bool              `json:"committed"`  // the group offsets were committed and read back equal
-	WipeState  bool              `json:"wipe_state"` // changelogs were restored: local state must be wiped
-	Records    int64             `json:"records"`    // records produced by this run
-}
-
-// PartitionReport is one restored partition.
-type PartitionReport struct {
-	Topic     string       `json:"topic"`
-	Partition int32        `json:"partition"`
-	Class     string       `json:"class"`
-	SourceEnd int64        `json:"source_end"` // the backup's end offset (old log end)
-	NewEnd    int64        `json:"new_end"`    // log end on the target after the restore
-	Records   int64        `json:"records"`
-	Map       *offsets.Map `json:"offset_map"`
-}
+// The plan and report of a restore are stored in the repository
+// (restores/<restore-id>/report.json, docs/FORMAT.md): their types live in
+// package format, beside the manifest, and are named here as the restorer
+// has always named them.
+type (
+	// Plan is everything a restore will do, computed before the first write.
+	Plan = format.RestorePlan
+	// TopicPlan is one topic to restore.
+	TopicPlan = format.TopicPlan
+	// PartitionPlan is one partition to restore.
+	PartitionPlan = format.PartitionPlan
+	// SkippedTopic is a backed-up topic the restore leaves out, and why.
+	SkippedTopic = format.SkippedTopic
+	// GroupPlan is the application.id group's offsets on the target.
+	GroupPlan = format.GroupPlan
+	// OffsetPlan is one committed offset of the backup and what the
+	// restore does with it.
+	OffsetPlan = format.OffsetPlan
+	// Report is the outcome of a restore, saved in the repository as
+	// restores/<restore-id>/report.json (repository.SaveReport).
+	Report = format.RestoreReport
+	// PartitionReport is one restored partition.
+	PartitionReport = format.PartitionReport
+)
 
 // RefusedError is returned when preflight refuses the restore; nothing has
 // been written. Reasons name the topic, partition and offset concerned.
@@ -212,8 +129,8 @@ func (e *RefusedError) Error() string {
 }
 
 // ErrNoBackup is wrapped when the repository holds no complete backup (or
-// not the one asked for).
-var ErrNoBackup = errors.New("no such backup")
+// not the one asked for): repository.ErrNoBackup.
+var ErrNoBackup = repository.ErrNoBackup
 
 // ErrNothingWritten is wrapped by errors that happened before the restore
 // wrote anything to the target (connecting, reading the target's state).
@@ -252,13 +169,5 @@ func PredictOffsets(ctx context.Context, store storage.Backend, backupID string,
 // for either) in the repository, or nil when there is none. Restore ids
 // sort by start time.
 func LatestReport(ctx context.Context, store storage.Backend, applicationID, targetClusterID string) (*Report, error) {
-	return latestReport(ctx, store, applicationID, targetClusterID)
-}
-
-// LoadBackup loads and validates the manifest of a complete backup; id ""
-// or "latest" means the greatest backup id with a manifest.json. A backup
-// that does not exist is an error wrapping ErrNoBackup; a damaged manifest
-// is an error naming its key.
-func LoadBackup(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
-	return loadBackup(ctx, store, id)
+	return repository.LatestReport(ctx, store, applicationID, targetClusterID)
 }

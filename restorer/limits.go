@@ -15,6 +15,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 )
 
 // This file holds the preflight checks of the limits a Kafka broker
@@ -27,20 +28,19 @@ import (
 // delete right after the restore.
 
 // RetentionChoice is what the restore does with records already past the
-// target topic's retention.ms (the broker deletes them at its next
-// retention check, log.retention.check.interval.ms, 5 minutes by default).
-type RetentionChoice string
+// target topic's retention.ms (format.RetentionChoice: the plan stores it).
+type RetentionChoice = format.RetentionChoice
 
 const (
 	// RetentionUnset refuses the restore when any record is past retention.
-	RetentionUnset RetentionChoice = ""
+	RetentionUnset = format.RetentionUnset
 	// RetentionKeep restores the topics concerned with retention.ms=-1
 	// (set at creation, or altered before the records on an existing
 	// topic); the plan names the kafka-configs command that sets it back.
-	RetentionKeep RetentionChoice = "keep"
+	RetentionKeep = format.RetentionKeep
 	// RetentionAcceptLoss restores as configured: the broker deletes
 	// those records after the restore; the plan warns with their count.
-	RetentionAcceptLoss RetentionChoice = "accept-loss"
+	RetentionAcceptLoss = format.RetentionAcceptLoss
 )
 
 // ParseRetentionChoice parses --retention: keep or accept-loss ("" is unset).
@@ -54,18 +54,7 @@ func ParseRetentionChoice(s string) (RetentionChoice, error) {
 
 // RetentionPlan is what preflight found about time-based retention of one
 // topic on the target (cleanup.policy with delete, retention.ms >= 0).
-type RetentionPlan struct {
-	RetentionMs   int64 `json:"retention_ms"`   // the target topic's effective retention.ms
-	PastRetention int64 `json:"past_retention"` // restored records older than retention.ms at preflight
-	// OldestTimestamp is the smallest timestamp (epoch ms) among them.
-	OldestTimestamp int64           `json:"oldest_timestamp"`
-	Choice          RetentionChoice `json:"choice,omitempty"`
-	// Override is the config the restore sets (retention.ms=-1) with
-	// --retention keep, and SetBack the kafka-configs command that undoes
-	// it once the records may go.
-	Override string `json:"override,omitempty"`
-	SetBack  string `json:"set_back,omitempty"`
-}
+type RetentionPlan = format.RetentionPlan
 
 // Kafka's record batch framing (org.apache.kafka.common.record.DefaultRecordBatch
 // and DefaultRecord, message format v2).
@@ -326,7 +315,7 @@ func (r *restore) scanLimits(ctx context.Context, topic string, p *format.Partit
 		}
 		err := readSegment(ctx, r.store, topic, p.Partition, s, func(rec *format.Record) error {
 			if cut >= 0 && rec.Offset >= cut {
-				return errStop
+				return repository.StopReading
 			}
 			if mayTooLarge {
 				if n := singleRecordBatchBytes(rec); n > produceMax {
@@ -370,7 +359,7 @@ func (r *restore) scanLimits(ctx context.Context, topic string, p *format.Partit
 			}
 			return nil
 		})
-		if err != nil && err != errStop {
+		if err != nil {
 			return f, err
 		}
 	}
@@ -544,7 +533,7 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 		switch r.o.Retention {
 		case RetentionKeep:
 			var orig *string
-			if tp.Action == "create" || tp.Action == "resume" {
+			if tp.Action == format.ActionCreate || tp.Action == format.ActionResume {
 				if c, ok := t.Configs["retention.ms"]; ok && c.Source == "DYNAMIC_TOPIC_CONFIG" && c.Value != nil {
 					orig = c.Value
 				}
@@ -586,7 +575,7 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 // when the source's was (as a backed-up LogAppendTime topic does).
 func (r *restore) keepTimestampsOnCreate(plan *Plan, tp *TopicPlan, t *format.Topic, bd brokerDefaults, validated map[string]kadm.Config) {
 	const key = "message.timestamp.type"
-	if tp.Action != "create" || tp.FinalConfigs != nil {
+	if tp.Action != format.ActionCreate || tp.FinalConfigs != nil {
 		return
 	}
 	if _, explicit := tp.Configs[key]; explicit {

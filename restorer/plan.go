@@ -49,13 +49,13 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 			return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the backup holds broker-internal topic %q: it cannot be restored as data", t.Name)}}
 		}
 		if filter != nil && !filter.Match(t.Name) {
-			sel.skipped = append(sel.skipped, SkippedTopic{t.Name, "not matched by --topics"})
+			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: "not matched by --topics"})
 			continue
 		}
 		matched++
 		changelog := isChangelog(t, o.SourceChangelogTopics)
 		if o.Strategy == StrategyRebuild && changelog && !t.SourceChangelog && !slices.Contains(o.SourceChangelogTopics, t.Name) {
-			sel.skipped = append(sel.skipped, SkippedTopic{t.Name, "changelog: the rebuild strategy lets the application rebuild its state from its input"})
+			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: "changelog: the rebuild strategy lets the application rebuild its state from its input"})
 			continue
 		}
 		if o.ToTime != nil && changelog {
@@ -131,7 +131,7 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 		inBackup[t.Name] = true
 	}
 	for _, c := range m.Group.Offsets {
-		op := OffsetPlan{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Translated: -1, Current: -1, Action: "drop"}
+		op := OffsetPlan{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Translated: -1, Current: -1, Action: format.OffsetDrop}
 		t := restored[c.Topic]
 		switch {
 		case c.Class == string(topicfilter.Repartition):
@@ -159,7 +159,7 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 				op.Note = fmt.Sprintf("partition %d is not in the backup", c.Partition)
 				break
 			}
-			op.Action = "commit"
+			op.Action = format.OffsetCommit
 			if o.Strategy == StrategyRebuild {
 				op.Translated = startOf(c.Topic, c.Partition)
 				op.Note = "reset to the start of the restored data: the application rebuilds its state"

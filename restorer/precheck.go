@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -132,70 +132,15 @@ func precheck(ctx context.Context, store storage.Backend, sel *selection) error 
 	return failed
 }
 
-// checkSegment reads one segment in full and returns what is wrong with it
-// ("" when nothing), or an error when it cannot be read.
+// checkSegment reads one segment in full (repository.CheckSegment, deep)
+// and returns what is wrong with it ("" when nothing), or an error when it
+// cannot be read.
 func checkSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment) (string, error) {
-	rc, err := store.Get(ctx, s.Key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return "missing: the manifest names it, the repository has no such object", nil
-	}
+	c, err := repository.CheckSegment(ctx, store, topic, partition, s, true)
 	if err != nil {
-		return "", fmt.Errorf("read segment %s: %w", s.Key, err)
+		return "", err
 	}
-	defer rc.Close()
-	src := &storage.ReadTracker{R: rc}
-	hw := format.NewHashingWriter(io.Discard)
-	tee := io.TeeReader(src, hw)
-	first, last := int64(-1), int64(-1)
-	gotTopic, gotPart, n, decodeErr := format.ReadSegment(tee, func(r *format.Record) error {
-		if first < 0 {
-			first = r.Offset
-		}
-		last = r.Offset
-		return nil
-	})
-	if _, err := io.Copy(io.Discard, tee); err != nil && src.Err == nil {
-		src.Err = err
-	}
-	switch {
-	case src.Err != nil && ctx.Err() != nil:
-		return "", ctx.Err()
-	case storage.IsCorrupt(src.Err):
-		return src.Err.Error(), nil
-	case src.Err != nil:
-		return "", fmt.Errorf("read segment %s: %w", s.Key, src.Err)
-	}
-	var problems []string
-	sum, size := hw.Sum()
-	if size != s.Size {
-		problems = append(problems, fmt.Sprintf("size %d bytes, the manifest says %d", size, s.Size))
-	}
-	if sum != s.SHA256 {
-		problems = append(problems, fmt.Sprintf("SHA-256 %s, the manifest says %s", sum, s.SHA256))
-	}
-	if decodeErr != nil {
-		problems = append(problems, fmt.Sprintf("does not decode: %v", decodeErr))
-	} else {
-		problems = append(problems, headerProblems(topic, partition, s, gotTopic, gotPart, n, first, last)...)
-	}
-	return strings.Join(problems, "; "), nil
-}
-
-// headerProblems compares what a segment decoded to with what the manifest
-// says of it: the header's topic and partition, the record count, the
-// first and last offsets.
-func headerProblems(topic string, partition int32, s format.Segment, gotTopic string, gotPart int32, n, first, last int64) []string {
-	var problems []string
-	if gotTopic != topic || gotPart != partition {
-		problems = append(problems, fmt.Sprintf("its header says topic %q partition %d, the manifest has it for topic %q partition %d (a segment of another partition)", gotTopic, gotPart, topic, partition))
-	}
-	if n != s.Records {
-		problems = append(problems, fmt.Sprintf("decodes to %d records, the manifest says %d", n, s.Records))
-	}
-	if n > 0 && (first != s.FirstOffset || last != s.LastOffset) {
-		problems = append(problems, fmt.Sprintf("holds offsets %d..%d, the manifest says %d..%d", first, last, s.FirstOffset, s.LastOffset))
-	}
-	return problems
+	return strings.Join(c.Problems(s), "; "), nil
 }
 
 // allDamage turns the damage a read of the plan found (in one segment) into

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 )
 
@@ -218,7 +219,7 @@ func (r *restore) waitReady(ctx context.Context) error {
 	}
 	var created []string
 	for _, tp := range r.plan.Topics {
-		if tp.Action == "create" {
+		if tp.Action == format.ActionCreate {
 			created = append(created, tp.Topic)
 		}
 	}

@@ -132,3 +132,28 @@ func TestAgainstRestoreComparesOriginalOffsets(t *testing.T) {
 }
 
 func timeOf(r *format.Record) time.Time { return time.UnixMilli(r.Timestamp) }
+
+// TestAgainstClusterChecksEachSegmentAgainstTheManifest is a regression
+// test (issue 10, one verified partition reader): verify --against-cluster
+// compared the target with a segment whose SHA-256 is not the one the
+// manifest records and said OK; every reader of a partition now checks a
+// segment read to its end against its manifest entry.
+func TestAgainstClusterChecksEachSegmentAgainstTheManifest(t *testing.T) {
+	_, store, m := sampleBackup(t)
+	ctx := context.Background()
+	dst := testkit.StartKfake(t, 3)
+	target := []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}
+	if _, err := restorer.Run(ctx, restorer.Options{Target: target, Store: store}); err != nil {
+		t.Fatal(err)
+	}
+	s := &backupcheck.Topic(m, sample.Orders).PartitionCuts[0].Segments[0]
+	s.SHA256 = strings.Repeat("0", 64)
+	res, err := verify.AgainstCluster(ctx, store, m, target, []string{sample.Orders}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 1 || res.Problems[0].Object != s.Key || !strings.Contains(res.Problems[0].Message, "SHA-256") ||
+		!strings.Contains(res.Problems[0].Message, "the backup is damaged") {
+		t.Fatalf("problems %v: want the one segment %s named for its SHA-256", res.Problems, s.Key)
+	}
+}

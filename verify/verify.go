@@ -8,11 +8,8 @@ package verify
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -113,76 +111,53 @@ func Repository(ctx context.Context, store storage.Backend, m *format.Manifest, 
 	return res, nil
 }
 
+// checkSegment checks segment s of partition p with the repository's
+// reader (repository.CheckSegment) and words what it found as verify's
+// problems; the error is a storage failure a re-run may not repeat
+// (storage.IsTransient) or ctx's.
 func checkSegment(ctx context.Context, store storage.Backend, topic string, p format.Partition, s format.Segment, deep bool, res *Result) error {
 	bad := func(offset int64, format string, args ...any) {
 		res.Problems = append(res.Problems, Problem{Object: s.Key, Topic: topic, Partition: p.Partition, Offset: offset, Message: fmt.Sprintf(format, args...)})
 	}
-	rc, err := store.Get(ctx, s.Key)
-	if errors.Is(err, storage.ErrNotFound) {
+	c, err := repository.CheckSegment(ctx, store, topic, p.Partition, s, deep)
+	res.Bytes += c.Bytes
+	switch {
+	case c.Missing:
 		bad(-1, "missing: the manifest names it but the repository has no such object")
 		return nil
-	}
-	if storage.IsTransient(err) || ctx.Err() != nil {
-		return fmt.Errorf("read segment %s: %w", s.Key, err)
-	}
-	if err != nil {
-		bad(-1, "cannot be read: %v", err)
+	case err != nil && (storage.IsTransient(err) || ctx.Err() != nil):
+		return err
+	case !c.Opened:
+		bad(-1, "cannot be read: %v", c.Err)
+		return nil
+	case c.Err != nil:
+		// A refusal mid-body, or the store's own checksum of the object
+		// (storage.ErrCorrupt): the object, not the run.
+		bad(-1, "read failed after %d bytes: %v", c.Bytes, c.Err)
 		return nil
 	}
-	defer rc.Close()
-	h := sha256.New()
-	var buf bytes.Buffer
-	r := io.TeeReader(rc, h)
-	if deep {
-		r = io.TeeReader(r, &buf)
+	if c.Bytes != s.Size {
+		bad(-1, "size %d bytes, the manifest says %d", c.Bytes, s.Size)
 	}
-	n, err := io.Copy(io.Discard, r)
-	res.Bytes += n
-	if storage.IsTransient(err) || (err != nil && ctx.Err() != nil) {
-		return fmt.Errorf("read segment %s: %w", s.Key, err)
-	}
-	if err != nil {
-		bad(-1, "read failed after %d bytes: %v", n, err)
-		return nil
-	}
-	if n != s.Size {
-		bad(-1, "size %d bytes, the manifest says %d", n, s.Size)
-	}
-	if sum := hex.EncodeToString(h.Sum(nil)); sum != s.SHA256 {
-		bad(-1, "SHA-256 %s, the manifest says %s: the object is damaged or was replaced", sum, s.SHA256)
+	if c.SHA256 != s.SHA256 {
+		bad(-1, "SHA-256 %s, the manifest says %s: the object is damaged or was replaced", c.SHA256, s.SHA256)
 	}
 	if !deep {
 		return nil
 	}
-	var (
-		count        int64
-		first, last  int64 = -1, -1
-		minTs, maxTs int64
-		prev         int64 = -1
-	)
-	gotTopic, gotPart, _, err := format.ReadSegment(&buf, func(rec *format.Record) error {
-		if count == 0 {
-			first, minTs, maxTs = rec.Offset, rec.Timestamp, rec.Timestamp
-		}
-		count++
-		last, prev = rec.Offset, rec.Offset
-		minTs, maxTs = min(minTs, rec.Timestamp), max(maxTs, rec.Timestamp)
-		res.Records++
-		return nil
-	})
-	if err != nil {
-		bad(prev+1, "does not decode after offset %d: %v", prev, err)
-		return nil
-	}
+	res.Records += c.Records
+	first, last := c.FirstOffset, c.LastOffset
 	switch {
-	case gotTopic != topic || gotPart != p.Partition:
-		bad(-1, "holds topic %q partition %d", gotTopic, gotPart)
-	case count != s.Records:
-		bad(-1, "decodes to %d records, the manifest says %d", count, s.Records)
+	case c.DecodeErr != nil:
+		bad(last+1, "does not decode after offset %d: %v", last, c.DecodeErr)
+	case c.OtherPartition():
+		bad(-1, "holds topic %q partition %d", c.HeaderTopic, c.HeaderPartition)
+	case c.Records != s.Records:
+		bad(-1, "decodes to %d records, the manifest says %d", c.Records, s.Records)
 	case first != s.FirstOffset || last != s.LastOffset:
 		bad(first, "holds offsets %d..%d, the manifest says %d..%d", first, last, s.FirstOffset, s.LastOffset)
-	case minTs != s.MinTimestamp || maxTs != s.MaxTimestamp:
-		bad(-1, "timestamps %d..%d, the manifest says %d..%d", minTs, maxTs, s.MinTimestamp, s.MaxTimestamp)
+	case c.MinTimestamp != s.MinTimestamp || c.MaxTimestamp != s.MaxTimestamp:
+		bad(-1, "timestamps %d..%d, the manifest says %d..%d", c.MinTimestamp, c.MaxTimestamp, s.MinTimestamp, s.MaxTimestamp)
 	case first < p.StartOffset || last >= p.EndOffset:
 		bad(first, "offsets %d..%d lie outside the partition's cut [%d, %d)", first, last, p.StartOffset, p.EndOffset)
 	}
@@ -282,14 +257,7 @@ func comparePartition(ctx context.Context, store storage.Backend, target []kgo.O
 		if cut >= 0 && s.FirstOffset >= cut {
 			break
 		}
-		rc, err := store.Get(ctx, s.Key)
-		if err != nil {
-			return fmt.Errorf("read segment %s: %w", s.Key, err)
-		}
-		err = readSegmentOf(rc, topic, p.Partition, func(want *format.Record) error {
-			if cut >= 0 && want.Offset >= cut {
-				return io.EOF
-			}
+		err := repository.ReadSegment(ctx, store, topic, p.Partition, s, cut, func(want *format.Record) error {
 			if mismatch {
 				return nil
 			}
@@ -310,15 +278,13 @@ func comparePartition(ctx context.Context, store storage.Backend, target []kgo.O
 			n++
 			return nil
 		})
-		rc.Close()
-		if he, ok := errors.AsType[*headerError](err); ok {
-			res.Problems = append(res.Problems, Problem{Object: s.Key, Topic: topic, Partition: p.Partition, Offset: -1,
-				Message: fmt.Sprintf("%v: the backup is damaged; the target cannot be compared with it", he)})
-			mismatch = true
-			continue
+		if err := segmentDamage(s, err); err != nil {
+			return err
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("segment %s: %w", s.Key, err)
+		if se, ok := errors.AsType[*repository.SegmentError](err); ok {
+			res.Problems = append(res.Problems, Problem{Object: s.Key, Topic: topic, Partition: p.Partition, Offset: -1,
+				Message: fmt.Sprintf("%s: the backup is damaged; the target cannot be compared with it", se.Problem)})
+			mismatch = true
 		}
 	}
 	if !mismatch {
@@ -335,39 +301,30 @@ func comparePartition(ctx context.Context, store storage.Backend, target []kgo.O
 	return nil
 }
 
-// headerError is a segment whose header names another topic or partition
-// than the manifest has it under.
-type headerError struct {
-	gotTopic, wantTopic string
-	gotPart, wantPart   int32
-}
-
-func (e *headerError) Error() string {
-	return fmt.Sprintf("its header says topic %q partition %d, the manifest has it for topic %q partition %d (a segment of another partition)",
-		e.gotTopic, e.gotPart, e.wantTopic, e.wantPart)
-}
-
-// readSegmentOf decodes a segment the manifest has under topic and
-// partition, calling fn for each record; a header naming another topic or
-// partition is a *headerError before fn sees any record.
-func readSegmentOf(r io.Reader, topic string, partition int32, fn func(*format.Record) error) error {
-	sr, err := format.NewSegmentReader(r)
-	if err != nil {
+// segmentDamage is comparePartition's error for what the reader found
+// reading segment s: a segment that is missing, or does not decode, or
+// that the store's checksum refuses, cannot be compared and ends the
+// comparison ("read segment <key>: ..." wrapping storage.ErrNotFound,
+// "segment <key>: ..." wrapping format.ErrCorrupt or storage.ErrCorrupt); a
+// storage failure is returned as it is. nil for no error, and for a
+// *repository.SegmentError that read to its end (a header of another
+// partition, other counts or checksums): the caller names that one as a
+// problem.
+func segmentDamage(s format.Segment, err error) error {
+	se, ok := errors.AsType[*repository.SegmentError](err)
+	switch {
+	case err == nil:
+		return nil
+	case !ok:
 		return err
+	case se.Check.Missing:
+		return fmt.Errorf("read segment %s: %w", s.Key, se.Check.Err)
+	case se.Check.DecodeErr != nil:
+		return fmt.Errorf("segment %s: %w", s.Key, se.Check.DecodeErr)
+	case se.Check.Corrupt():
+		return fmt.Errorf("segment %s: %w", s.Key, se.Check.Err)
 	}
-	defer sr.Close()
-	if sr.Topic != topic || sr.Partition != partition {
-		return &headerError{gotTopic: sr.Topic, gotPart: sr.Partition, wantTopic: topic, wantPart: partition}
-	}
-	for {
-		var rec format.Record
-		if err := sr.Next(&rec); err != nil {
-			return err // io.EOF after the trailer
-		}
-		if err := fn(&rec); err != nil {
-			return err
-		}
-	}
+	return nil
 }
 
 func originalOf(om *offsets.Map, newOff int64) (int64, bool) {

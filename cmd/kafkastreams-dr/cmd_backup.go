@@ -13,6 +13,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -155,7 +156,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	// empty ${APP} gave a backup without group offsets, exit 0, and a
 	// stdout warning list without a word of it).
 	res.Warnings = append(slices.Clone(cfg.Warnings()), res.Warnings...)
-	if m, err := backup.LoadManifest(ctx, bo.Store, res.Manifest); err == nil {
+	if m, err := repository.LoadManifest(ctx, bo.Store, res.Manifest); err == nil {
 		tel.metrics.SetBackupCut(m.CutAt) // a resumed backup's cut is an earlier run's
 	}
 	if err := reportBackup(ctx, s, o.JSON, bo.Store, res); err != nil {
@@ -221,7 +222,7 @@ func gapsError(res *backup.Result) error {
 // reportBackup prints the finished backup (writeBackupResult), read back
 // from the manifest just written.
 func reportBackup(ctx context.Context, s *iostreams, asJSON bool, store storage.Backend, res *backup.Result) error {
-	m, err := backup.LoadManifest(ctx, store, res.Manifest)
+	m, err := repository.LoadManifest(ctx, store, res.Manifest)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("read back the manifest just written: %w", err), "")
 	}

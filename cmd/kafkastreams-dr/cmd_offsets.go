@@ -151,9 +151,9 @@ func checkBackupIDFlag(id string) error {
 }
 
 // latestBackupID returns the greatest id among the repository's complete
-// backups (an error wrapping restorer.ErrNoBackup when there is none).
+// backups (an error wrapping repository.ErrNoBackup when there is none).
 func latestBackupID(ctx context.Context, store storage.Backend) (string, error) {
-	m, err := restorer.LoadBackup(ctx, store, "latest")
+	m, err := repository.Manifest(ctx, store, "latest")
 	if err != nil {
 		return "", err
 	}
@@ -161,9 +161,9 @@ func latestBackupID(ctx context.Context, store storage.Backend) (string, error) 
 }
 
 // loadBackupManifest loads the manifest of backup id ("" or "latest" for
-// the latest complete backup); see restorer.LoadBackup.
+// the latest complete backup); see repository.Manifest.
 func loadBackupManifest(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
-	return restorer.LoadBackup(ctx, store, id)
+	return repository.Manifest(ctx, store, id)
 }
 
 // openRepository loads the config and opens its repository, read-only when

@@ -9,10 +9,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -32,7 +32,7 @@ func TestVerifyDetectsDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := backup.LoadManifest(context.Background(), store, format.ManifestKey(id))
+	m, err := repository.LoadManifest(context.Background(), store, format.ManifestKey(id))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,7 +204,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "TOPIC\tCLASS\tACTION\tPARTITIONS\tRF\tRECORDS")
 		for _, t := range r.Topics {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Topic, topicClass(t.Class, t.SourceChangelog), actionDone(t.Action), t.Partitions, t.ReplicationFactor, byTopic[t.Topic])
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Topic, topicClass(t.Class, t.SourceChangelog), actionDone(string(t.Action)), t.Partitions, t.ReplicationFactor, byTopic[t.Topic])
 		}
 		tw.Flush()
 	}

@@ -7,9 +7,7 @@ package backupcheck
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"sort"
@@ -18,60 +16,43 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // Latest loads the manifest of backupID.
 func Latest(t testing.TB, store storage.Backend, backupID string) *format.Manifest {
 	t.Helper()
-	m, err := backup.LoadManifest(context.Background(), store, format.ManifestKey(backupID))
+	m, err := repository.LoadManifest(context.Background(), store, format.ManifestKey(backupID))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-// Records decodes every segment the manifest names for topic and partition,
-// checking size and SHA-256 against the manifest and segment stats.
+// Records decodes every segment the manifest names for topic and partition
+// with the repository's verified reader (repository.ReadPartition: each
+// segment's header, size, SHA-256, record count and offsets against the
+// manifest) and fails the test on any damage or read error.
 func Records(t testing.TB, store storage.Backend, m *format.Manifest, topic string, partition int32) []format.Record {
 	t.Helper()
 	for _, tp := range m.Topics {
 		if tp.Name != topic {
 			continue
 		}
-		for _, p := range tp.PartitionCuts {
+		for i := range tp.PartitionCuts {
+			p := &tp.PartitionCuts[i]
 			if p.Partition != partition {
 				continue
 			}
 			var out []format.Record
-			for _, s := range p.Segments {
-				rc, err := store.Get(context.Background(), s.Key)
-				if err != nil {
-					t.Fatalf("segment %s: %v", s.Key, err)
-				}
-				b, err := io.ReadAll(rc)
-				rc.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if int64(len(b)) != s.Size || fmt.Sprintf("%x", sha256.Sum256(b)) != s.SHA256 {
-					t.Fatalf("segment %s: size %d sha %x, manifest says %d %s", s.Key, len(b), sha256.Sum256(b), s.Size, s.SHA256)
-				}
-				var n int64
-				gotTopic, gotPart, _, err := format.ReadSegment(bytes.NewReader(b), func(r *format.Record) error {
-					out = append(out, *r)
-					n++
-					return nil
-				})
-				if err != nil {
-					t.Fatalf("segment %s: %v", s.Key, err)
-				}
-				if gotTopic != topic || gotPart != partition || n != s.Records {
-					t.Fatalf("segment %s holds %s/%d with %d records; manifest says %s/%d with %d", s.Key, gotTopic, gotPart, n, topic, partition, s.Records)
-				}
+			if err := repository.ReadPartition(context.Background(), store, topic, p, -1, func(r *format.Record) error {
+				out = append(out, *r)
+				return nil
+			}); err != nil {
+				t.Fatalf("backup %s: %v", m.BackupID, err)
 			}
 			return out
 		}

@@ -1,0 +1,95 @@
+package format
+
+import (
+	"fmt"
+	"strings"
+)
+
+// This file spells every object key of the repository, relative to its
+// prefix (docs/FORMAT.md, "Object layout"); no other package spells one.
+
+// Object keys and prefixes, relative to the repository prefix.
+const (
+	LockKey              = "lock"
+	backupsPrefix        = "backups/"
+	segmentsPrefix       = "segments/"
+	restoresPrefix       = "restores/"
+	restoreJournalsDir   = restoresPrefix + "journals/"
+	restoreLocksDir      = restoresPrefix + "locks/"
+	restoreReportFile    = "report.json"
+	unknownTargetCluster = "unknown-cluster"
+)
+
+// ManifestKey is the key of a complete backup's manifest.
+func ManifestKey(backupID string) string { return backupsPrefix + backupID + "/manifest.json" }
+
+// ProgressKey is the key of a running backup's progress manifest.
+func ProgressKey(backupID string) string { return backupsPrefix + backupID + "/progress.json" }
+
+// BackupsPrefix is the prefix under which every backup's manifests live.
+func BackupsPrefix() string { return backupsPrefix }
+
+// SegmentsPrefix is the prefix under which every segment lives
+// (SegmentKey).
+func SegmentsPrefix() string { return segmentsPrefix }
+
+// SegmentKey is the key of the segment of backupID, topic and partition whose
+// first record has offset firstOffset (zero-padded to 20 digits so keys sort
+// by offset).
+func SegmentKey(backupID, topic string, partition int32, firstOffset int64) string {
+	return fmt.Sprintf("segments/%s/%s/%d/%020d.kseg", backupID, topic, partition, firstOffset)
+}
+
+// RestoresPrefix is the prefix under which restores keep their reports,
+// journals and locks.
+func RestoresPrefix() string { return restoresPrefix }
+
+// RestoreReportKey is the key of the report of the finished restore
+// restoreID (a RestoreReport): restores/<restore-id>/report.json.
+func RestoreReportKey(restoreID string) string {
+	return restoresPrefix + restoreID + "/" + restoreReportFile
+}
+
+// ParseRestoreReportKey returns the restore id of a report key
+// (RestoreReportKey) and true, or "" and false for any other key: a
+// journal, a lock, a key whose id does not have the form of a backup id.
+func ParseRestoreReportKey(key string) (restoreID string, ok bool) {
+	rest, ok := strings.CutPrefix(key, restoresPrefix)
+	if !ok {
+		return "", false
+	}
+	id, file, _ := strings.Cut(rest, "/")
+	if file != restoreReportFile || !ValidBackupID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// RestoreJournalsPrefix is the prefix of every restore journal
+// (RestoreJournalKey): restores/journals/.
+func RestoreJournalsPrefix() string { return restoreJournalsDir }
+
+// RestoreJournalKey is the key of the journal of the restores of backupID
+// into the target cluster with id clusterID (a RestoreJournal):
+// restores/journals/<backup-id>/<cluster-id>.json. A target whose brokers
+// do not tell their cluster id is "unknown-cluster".
+func RestoreJournalKey(backupID, clusterID string) string {
+	if clusterID == "" {
+		clusterID = unknownTargetCluster
+	}
+	return fmt.Sprintf("%s%s/%s.json", restoreJournalsDir, backupID, clusterID)
+}
+
+// RestoreLocksPrefix is the prefix of every restore lock
+// (RestoreLockKey): restores/locks/.
+func RestoreLocksPrefix() string { return restoreLocksDir }
+
+// RestoreLockKey is the key of the lock a restore into the target cluster
+// with id clusterID holds (restores/locks/<cluster-id>; "unknown-cluster"
+// when the brokers do not tell it): one restore at a time into a cluster.
+func RestoreLockKey(clusterID string) string {
+	if clusterID == "" {
+		clusterID = unknownTargetCluster
+	}
+	return restoreLocksDir + clusterID
+}

@@ -1,0 +1,312 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// This file is the repository's index: one listing of backups/ and every
+// rule that picks a backup from it (docs/FORMAT.md, "Write order" and
+// "Resume"), each written once: the latest backup (every reader's
+// "latest"), the parent of a new backup, the interrupted run a new backup
+// resumes, and the manifest a command names by id or as "latest".
+
+// ErrNoBackup is wrapped when the repository holds no complete backup (or
+// not the one asked for): there is nothing to restore or read. Test with
+// errors.Is.
+var ErrNoBackup = errors.New("no such backup")
+
+// Backup is one backup id found under backups/.
+type Backup struct {
+	ID string
+	// HasManifest: backups/<id>/manifest.json exists, the backup is
+	// complete (format.ManifestKey).
+	HasManifest bool
+	// HasProgress: backups/<id>/progress.json exists (format.ProgressKey):
+	// the run is going on or was interrupted, or, beside a manifest, died
+	// between the two writes (a leftover).
+	HasProgress bool
+}
+
+// Index is one listing of a repository's backups/: the backup ids with a
+// manifest.json or a progress.json, and nothing read. Its methods that
+// return manifests read them through the store it was listed from. An
+// Index is a snapshot: backups written or deleted since are not in it.
+type Index struct {
+	store storage.Backend
+	// Backups are the ids found, newest (greatest) first: backup ids sort
+	// by the time their run started (format.NextBackupID).
+	Backups []Backup
+}
+
+// ReadIndex lists backups/ of store. Keys that are not a backup's
+// manifest.json or progress.json, or whose id does not have the form of a
+// backup id (format.ValidBackupID), are left out. A listing error is
+// returned as "list backups in <location>: ..." (storage.ErrTransient
+// stays testable).
+func ReadIndex(ctx context.Context, store storage.Backend) (*Index, error) {
+	byID := map[string]*Backup{}
+	err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
+		id, file, ok := strings.Cut(strings.TrimPrefix(oi.Key, format.BackupsPrefix()), "/")
+		if !ok || !format.ValidBackupID(id) || (file != "manifest.json" && file != "progress.json") {
+			return nil
+		}
+		b := byID[id]
+		if b == nil {
+			b = &Backup{ID: id}
+			byID[id] = b
+		}
+		if file == "manifest.json" {
+			b.HasManifest = true
+		} else {
+			b.HasProgress = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list backups in %s: %w", store.Location(), err)
+	}
+	x := &Index{store: store, Backups: make([]Backup, 0, len(byID))}
+	for _, b := range byID {
+		x.Backups = append(x.Backups, *b)
+	}
+	slices.SortFunc(x.Backups, func(a, b Backup) int { return strings.Compare(b.ID, a.ID) })
+	return x, nil
+}
+
+// CompleteIDs returns the ids of the complete backups (with a
+// manifest.json), newest first.
+func (x *Index) CompleteIDs() []string {
+	var ids []string
+	for _, b := range x.Backups {
+		if b.HasManifest {
+			ids = append(ids, b.ID)
+		}
+	}
+	return ids
+}
+
+// LatestID returns the greatest backup id, complete or not, or "" when
+// backups/ holds none: a new backup's id sorts after it.
+func (x *Index) LatestID() string {
+	if len(x.Backups) == 0 {
+		return ""
+	}
+	return x.Backups[0].ID
+}
+
+// LatestCompleteID returns the id of the newest complete backup, readable
+// or not, or "" when there is none.
+func (x *Index) LatestCompleteID() string {
+	for _, b := range x.Backups {
+		if b.HasManifest {
+			return b.ID
+		}
+	}
+	return ""
+}
+
+// find returns the listed backup id, or nil.
+func (x *Index) find(id string) *Backup {
+	for i := range x.Backups {
+		if x.Backups[i].ID == id {
+			return &x.Backups[i]
+		}
+	}
+	return nil
+}
+
+// Abandoned reports whether b is a run that left only a progress.json and
+// that no backup will resume: a newer backup completed since (the resume
+// rule, docs/FORMAT.md "Resume"). A progress-only run newer than every
+// complete backup is running, or interrupted and resumed by the next run.
+func (x *Index) Abandoned(b Backup) bool {
+	return !b.HasManifest && b.HasProgress && b.ID < x.LatestCompleteID()
+}
+
+// Latest returns the manifest of the latest backup: the newest complete
+// one (see the package comment). m is nil, with a nil error, when the
+// repository holds no complete backup. When the newest manifest cannot be
+// read the error is a *LatestError, whatever older backups hold.
+func (x *Index) Latest(ctx context.Context) (*format.Manifest, error) {
+	ids := x.CompleteIDs()
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	key := format.ManifestKey(ids[0])
+	m, err := LoadManifest(ctx, x.store, key)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		le := &LatestError{BackupID: ids[0], Key: key, Err: err}
+		if len(ids) > 1 {
+			le.Older = ids[1]
+		}
+		return nil, le
+	}
+	return m, nil
+}
+
+// Parent returns the parent of a new incremental backup: the newest
+// complete backup whose manifest reads, its id as listed and its manifest,
+// or "" and nil when there is none. A damaged manifest (ErrDamaged: read in
+// full, does not decode) makes its backup unusable, not the repository:
+// Parent goes on with the next older one and returns, for each damaged
+// backup passed over, a warning naming it for the caller to show. A
+// manifest the store failed to deliver (transient, not found) fails
+// Parent: a chain must not restart from an older backup because of a
+// network failure. A cancelled ctx is returned as ctx.Err().
+func (x *Index) Parent(ctx context.Context) (id string, parent *format.Manifest, warnings []string, err error) {
+	for _, id := range x.CompleteIDs() {
+		m, err := LoadManifest(ctx, x.store, format.ManifestKey(id))
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", nil, warnings, ctx.Err()
+			}
+			if !errors.Is(err, ErrDamaged) {
+				return "", nil, warnings, fmt.Errorf("the latest backup %s, the parent of this one, cannot be read: %w", id, err)
+			}
+			warnings = append(warnings, fmt.Sprintf("backup %s is damaged and cannot be restored (%v): this backup continues from the latest readable one; restore it or an older one by --backup-id, or start a new chain with backup --full", id, err))
+			continue
+		}
+		return id, m, warnings, nil
+	}
+	return "", nil, warnings, nil
+}
+
+// Resumable returns the run a new backup resumes, its id as listed and its
+// progress manifest: the newest run that left only a progress.json and is
+// newer than parentID (Parent's id; "" when there is no parent, and then
+// any such run is), or "" and nil when there is none. Its progress.json
+// failing to read or validate is an error naming the run and how to start a
+// new backup instead.
+func (x *Index) Resumable(ctx context.Context, parentID string) (id string, m *format.Manifest, err error) {
+	for _, b := range x.Backups {
+		if b.HasProgress && !b.HasManifest && b.ID > parentID {
+			id = b.ID // newest first: the first one
+			break
+		}
+	}
+	if id == "" {
+		return "", nil, nil
+	}
+	if m, err = LoadManifest(ctx, x.store, format.ProgressKey(id)); err != nil {
+		return "", nil, fmt.Errorf("interrupted backup %s cannot be resumed: %w (delete %s to start a new backup instead)",
+			id, err, format.ProgressKey(id))
+	}
+	return id, m, nil
+}
+
+// ManifestOption changes how Manifest resolves "latest".
+type ManifestOption func(*manifestOptions)
+
+type manifestOptions struct{ latestAsID bool }
+
+// LatestAsID makes Manifest resolve "latest" to the newest complete
+// backup, readable or not, and load it as if its id had been named: a
+// manifest that cannot be read is that backup's error ("backup <id>: ...",
+// ErrDamaged or the storage error), not a *LatestError. For a reader that
+// reports the damage of the latest backup (verify) rather than refusing
+// to use it.
+func LatestAsID() ManifestOption { return func(o *manifestOptions) { o.latestAsID = true } }
+
+// Manifest loads the manifest of a complete backup: id "" or "latest"
+// means the latest backup (Latest: an unreadable newest manifest is a
+// *LatestError, never a silent fall-back to an older backup; see
+// LatestAsID), any other id that backup. The errors wrap ErrNoBackup when
+// the repository holds no complete backup, when id is not a backup id, and
+// when the backup has no manifest.json (with a progress.json only, the
+// message says it is running, interrupted or abandoned, and names the
+// latest complete backup). An explicit id's manifest that cannot be read is
+// "backup <id>: ..." wrapping LoadManifest's error. The repository is
+// listed for "latest" and when an explicit id has no manifest.json.
+func Manifest(ctx context.Context, store storage.Backend, id string, opts ...ManifestOption) (*format.Manifest, error) {
+	var o manifestOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if id == "" || id == "latest" {
+		x, err := ReadIndex(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		if o.latestAsID {
+			if latest := x.LatestCompleteID(); latest != "" {
+				return backupManifest(ctx, store, latest)
+			}
+		}
+		m, err := x.Latest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return nil, fmt.Errorf("%w: %s holds no complete backup", ErrNoBackup, store.Location())
+		}
+		if m.State != format.StateComplete {
+			return nil, fmt.Errorf("%w: backup %s is not complete", ErrNoBackup, m.BackupID)
+		}
+		return m, nil
+	} else if !format.ValidBackupID(id) {
+		return nil, fmt.Errorf("%w: %q is not a backup id (like 20261129T074512.345Z-9f3a01bc)", ErrNoBackup, id)
+	}
+	return backupManifest(ctx, store, id)
+}
+
+// backupManifest loads the manifest of the complete backup id (a valid
+// backup id); see Manifest.
+func backupManifest(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
+	m, err := LoadManifest(ctx, store, format.ManifestKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		if err := incomplete(ctx, store, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s has no backup %s (no %s)", ErrNoBackup, store.Location(), id, format.ManifestKey(id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: %w", id, err)
+	}
+	if m.State != format.StateComplete {
+		return nil, fmt.Errorf("%w: backup %s is not complete", ErrNoBackup, id)
+	}
+	return m, nil
+}
+
+// incompleteError is Manifest's error for a backup id with a progress.json
+// and no manifest.json. It wraps ErrNoBackup (nothing to restore) without
+// its "no such backup" wording: the backup exists.
+type incompleteError struct{ msg string }
+
+func (e *incompleteError) Error() string { return e.msg }
+func (e *incompleteError) Unwrap() error { return ErrNoBackup }
+
+// incomplete returns an *incompleteError when backup id has only a
+// progress.json: running, or interrupted and resumed by the next backup,
+// or abandoned when a newer backup completed since (Index.Abandoned). It
+// names the latest complete backup. It returns nil when id has no
+// progress.json either, or when the repository cannot tell (the caller's
+// "no such backup" stands).
+func incomplete(ctx context.Context, store storage.Backend, id string) error {
+	if _, err := store.Stat(ctx, format.ProgressKey(id)); err != nil {
+		return nil
+	}
+	x, err := ReadIndex(ctx, store)
+	if err != nil {
+		return nil
+	}
+	msg := fmt.Sprintf("backup %s is not complete: it is running or interrupted (only %s; the next backup resumes it) and cannot be restored", id, format.ProgressKey(id))
+	if x.Abandoned(Backup{ID: id, HasProgress: true}) {
+		msg = fmt.Sprintf("backup %s is not complete: it was interrupted and abandoned (only %s; a newer backup completed since, no backup resumes it) and cannot be restored", id, format.ProgressKey(id))
+	}
+	latest := x.LatestCompleteID()
+	if latest == "" {
+		return &incompleteError{msg + "; the repository holds no complete backup yet"}
+	}
+	return &incompleteError{fmt.Sprintf("%s; the latest complete backup is %s (--backup-id %s, or latest)", msg, latest, latest)}
+}

@@ -1,0 +1,132 @@
+package repository
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// This file reads and writes the objects restores keep under restores/
+// (docs/FORMAT.md, "Restore reports" and "Restore journals"): the report
+// of each finished restore and the journal of the restores of one backup
+// into one target cluster. The restorer writes them; estimate, verify
+// --against-cluster, state check and prune read them.
+
+// SaveReport stores rep as restores/<rep.RestoreID>/report.json
+// (format.RestoreReportKey), indented JSON. A storage error is returned as
+// "write restore report <key>: ..." (storage.ErrTransient stays testable).
+func SaveReport(ctx context.Context, store storage.Backend, rep *format.RestoreReport) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	key := format.RestoreReportKey(rep.RestoreID)
+	if err := store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("write restore report %s: %w", key, err)
+	}
+	return nil
+}
+
+// LoadReport reads the report of the restore restoreID. A storage error is
+// returned as "read <key>: ..." (storage.ErrNotFound and
+// storage.ErrTransient stay testable), a report that does not decode as
+// "decode <key>: ...".
+func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*format.RestoreReport, error) {
+	key := format.RestoreReportKey(restoreID)
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	defer rc.Close()
+	var rep format.RestoreReport
+	if err := json.NewDecoder(rc).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", key, err)
+	}
+	return &rep, nil
+}
+
+// ReportIDs returns the ids of the repository's restore reports, newest
+// (greatest) first: restore ids sort by start time. It lists restores/ and
+// reads nothing; journals, locks and keys that are not a report
+// (format.ParseRestoreReportKey) are left out. A listing error is returned
+// as "list restore reports in <location>: ...".
+func ReportIDs(ctx context.Context, store storage.Backend) ([]string, error) {
+	var ids []string
+	err := store.List(ctx, format.RestoresPrefix(), func(oi storage.ObjectInfo) error {
+		if id, ok := format.ParseRestoreReportKey(oi.Key); ok {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list restore reports in %s: %w", store.Location(), err)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
+
+// LatestReport returns the report of the latest finished restore of
+// applicationID into the cluster with id targetClusterID ("" matches any,
+// for either), or nil with a nil error when there is none. It reads the
+// reports newest first until one matches; any error of ReportIDs or
+// LoadReport is returned (a report that cannot be read is never skipped).
+func LatestReport(ctx context.Context, store storage.Backend, applicationID, targetClusterID string) (*format.RestoreReport, error) {
+	ids, err := ReportIDs(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		rep, err := LoadReport(ctx, store, id)
+		if err != nil {
+			return nil, err
+		}
+		if (applicationID == "" || rep.ApplicationID == applicationID) && (targetClusterID == "" || rep.TargetClusterID == targetClusterID) {
+			return rep, nil
+		}
+	}
+	return nil, nil
+}
+
+// LoadJournal reads the journal of the restores of backupID into the
+// cluster with id clusterID (format.RestoreJournalKey), or returns nil
+// with a nil error when there is none. A storage error is returned as
+// "read restore journal: ...", a journal that does not decode as "restore
+// journal <key>: ...".
+func LoadJournal(ctx context.Context, store storage.Backend, backupID, clusterID string) (*format.RestoreJournal, error) {
+	key := format.RestoreJournalKey(backupID, clusterID)
+	rc, err := store.Get(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read restore journal: %w", err)
+	}
+	defer rc.Close()
+	var j format.RestoreJournal
+	if err := json.NewDecoder(rc).Decode(&j); err != nil {
+		return nil, fmt.Errorf("restore journal %s: %w", key, err)
+	}
+	return &j, nil
+}
+
+// SaveJournal stores j, indented JSON, as the journal of j.BackupID's
+// restores into j.TargetClusterID (format.RestoreJournalKey), replacing
+// the one there. The caller sets j.UpdatedAt. A storage error is returned
+// as "write restore journal <key>: ...".
+func SaveJournal(ctx context.Context, store storage.Backend, j *format.RestoreJournal) error {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	key := format.RestoreJournalKey(j.BackupID, j.TargetClusterID)
+	if err := store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("write restore journal %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+func putObject(t *testing.T, store storage.Backend, key, body string) {
+	t.Helper()
+	if err := store.Put(context.Background(), key, strings.NewReader(body), int64(len(body))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestoreReports: reports are saved under their key, listed newest
+// first without the journals and locks beside them, and the latest one of
+// an application and target cluster is the newest that matches both.
+func TestRestoreReports(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		r1 = "20261129T074512.345Z-00000001"
+		r2 = "20261129T084512.345Z-00000002"
+		r3 = "20261129T094512.345Z-00000003"
+	)
+	if ids, err := ReportIDs(ctx, store); err != nil || len(ids) != 0 {
+		t.Fatalf("empty repository: ids %v, err %v", ids, err)
+	}
+	if rep, err := LatestReport(ctx, store, "", ""); err != nil || rep != nil {
+		t.Fatalf("empty repository: latest %v, err %v", rep, err)
+	}
+	at := time.Date(2026, 11, 29, 7, 45, 12, 0, time.UTC)
+	for _, rep := range []*format.RestoreReport{
+		{Plan: format.Plan{BackupID: "b", ApplicationID: "app-a", TargetClusterID: "c1"}, RestoreID: r1, StartedAt: at, Records: 1},
+		{Plan: format.Plan{BackupID: "b", ApplicationID: "app-a", TargetClusterID: "c2"}, RestoreID: r2, StartedAt: at, Records: 2},
+		{Plan: format.Plan{BackupID: "b", ApplicationID: "app-b", TargetClusterID: "c1"}, RestoreID: r3, StartedAt: at, Records: 3},
+	} {
+		if err := SaveReport(ctx, store, rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Neighbours that are not reports.
+	putObject(t, store, format.RestoreJournalKey(r1, "c1"), "{}")
+	putObject(t, store, format.RestoreLockKey("c1"), "{}")
+	putObject(t, store, "restores/"+r1+"/notes.txt", "x")
+
+	ids, err := ReportIDs(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{r3, r2, r1}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("ids %v, want %v", ids, want)
+	}
+	rep, err := LoadReport(ctx, store, r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RestoreID != r2 || rep.TargetClusterID != "c2" || rep.Records != 2 || !rep.StartedAt.Equal(at) {
+		t.Fatalf("loaded %+v", rep)
+	}
+	for _, tc := range []struct {
+		app, cluster, want string
+	}{
+		{"", "", r3},
+		{"app-a", "", r2},
+		{"app-a", "c1", r1},
+		{"", "c1", r3},
+		{"app-b", "c2", ""},
+	} {
+		rep, err := LatestReport(ctx, store, tc.app, tc.cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if rep != nil {
+			got = rep.RestoreID
+		}
+		if got != tc.want {
+			t.Errorf("LatestReport(%q, %q) = %q, want %q", tc.app, tc.cluster, got, tc.want)
+		}
+	}
+
+	// A report that does not decode is an error naming its key, never
+	// skipped for an older one.
+	putObject(t, store, format.RestoreReportKey(r3), `{"restore_id": `)
+	_, err = LatestReport(ctx, store, "app-a", "")
+	if want := "decode restores/" + r3 + "/report.json: "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err %v, want it to start with %q", err, want)
+	}
+	if _, err := LoadReport(ctx, store, "20261129T104512.345Z-00000004"); !errors.Is(err, storage.ErrNotFound) ||
+		!strings.Contains(err.Error(), "read restores/20261129T104512.345Z-00000004/report.json") {
+		t.Fatalf("missing report: %v", err)
+	}
+}
+
+// TestRestoreJournals: no journal is nil without error; a saved journal
+// loads back equal from its key; one that does not decode names its key.
+func TestRestoreJournals(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const b = "20261129T074512.345Z-9f3a01bc"
+	if j, err := LoadJournal(ctx, store, b, "c1"); err != nil || j != nil {
+		t.Fatalf("no journal: %v, %v", j, err)
+	}
+	at := time.Date(2026, 11, 29, 7, 45, 12, 0, time.UTC)
+	for _, cluster := range []string{"c1", ""} {
+		j := &format.RestoreJournal{BackupID: b, TargetClusterID: cluster, Strategy: format.StrategyChangelog,
+			Topics: map[string]string{"orders": "0a"}, UpdatedAt: at}
+		if err := SaveJournal(ctx, store, j); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Stat(ctx, format.RestoreJournalKey(b, cluster)); err != nil {
+			t.Fatalf("journal not at its key: %v", err)
+		}
+		got, err := LoadJournal(ctx, store, b, cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, j) {
+			t.Fatalf("loaded %+v, want %+v", got, j)
+		}
+	}
+	if _, err := store.Stat(ctx, "restores/journals/"+b+"/unknown-cluster.json"); err != nil {
+		t.Fatalf("a target without cluster id: %v", err)
+	}
+	putObject(t, store, format.RestoreJournalKey(b, "c2"), "[")
+	_, err = LoadJournal(ctx, store, b, "c2")
+	if want := "restore journal restores/journals/" + b + "/c2.json: "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err %v, want it to start with %q", err, want)
+	}
+}

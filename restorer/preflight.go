@@ -1,0 +1,480 @@
+package restorer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
+)
+
+// findings are the refusals and warnings one step of preflight returns, in
+// the order it found them. A refusal stops the restore before its first
+// write (RefusedError); a warning goes into the plan.
+type findings struct {
+	refusals []string
+	warnings []string
+}
+
+func (f *findings) refuse(format string, args ...any) {
+	f.refusals = append(f.refusals, fmt.Sprintf(format, args...))
+}
+
+func (f *findings) warn(format string, args ...any) {
+	f.warnings = append(f.warnings, fmt.Sprintf(format, args...))
+}
+
+// add appends g's refusals and warnings after f's.
+func (f *findings) add(g findings) {
+	f.refusals = append(f.refusals, g.refusals...)
+	f.warnings = append(f.warnings, g.warnings...)
+}
+
+// preflight builds the plan against the target and refuses, before any
+// write, whatever would fail or silently change the data: it reads the
+// target's copies of the selected topics, plans each topic
+// (planTopic), has the target validate the topics to create, checks every
+// record against the target's limits (limits.go), plans the group's
+// offsets (planGroup) and says whether an earlier run already did it all.
+// Refusals come back as one *RefusedError; the target's state it read is
+// kept in r.targetStart and r.targetEnd for the restore.
+func (r *restore) preflight(ctx context.Context) (*Plan, error) {
+	o, sel, m, bm := &r.o, r.sel, r.sel.m, r.bm
+	if len(bm.Brokers) == 0 {
+		return nil, fmt.Errorf("the target cluster reports no brokers")
+	}
+	if err := r.loadJournal(ctx, bm.Cluster); err != nil {
+		return nil, err
+	}
+	// Broker-level limits (one broker's full config, defaults included).
+	bd := r.brokerDefaultsOf(ctx)
+	tt, err := r.readTargetTopics(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	r.targetStart, r.targetEnd = tt.start, tt.end
+
+	plan := &Plan{BackupID: m.BackupID, ApplicationID: m.ApplicationID, Strategy: o.Strategy, ToTime: o.ToTime,
+		TargetClusterID: bm.Cluster, TargetBrokers: len(bm.Brokers), Skipped: sel.skipped}
+	var f findings
+	var toCreate []int // indexes in plan.Topics
+	for _, t := range sel.topics {
+		tp, create, tf := planTopic(t, sel, o, tt, r.jour, r.other, len(bm.Brokers))
+		f.add(tf)
+		if create {
+			toCreate = append(toCreate, len(plan.Topics))
+		}
+		plan.Topics = append(plan.Topics, tp)
+	}
+	plan.Warnings = f.warnings
+
+	// The target accepts every topic as it will be created.
+	validated := map[string]map[string]kadm.Config{}
+	for _, i := range toCreate {
+		tp := &plan.Topics[i]
+		cfgs, why, err := r.validateCreate(ctx, tp)
+		if err != nil {
+			return nil, err
+		}
+		validated[tp.Topic] = cfgs
+		if why != "" {
+			f.refuse("%s", why)
+		}
+	}
+
+	// Every record fits the target's limits (limits.go).
+	limitRefusals, err := r.checkLimits(ctx, plan, bd, tt.full, validated)
+	if err != nil {
+		return nil, err
+	}
+	f.refusals = append(f.refusals, limitRefusals...)
+
+	// The application.id group on the target must have no members.
+	if m.Group != nil {
+		g, refusals, err := r.planGroup(ctx)
+		if err != nil {
+			return nil, err
+		}
+		f.refusals = append(f.refusals, refusals...)
+		plan.Group = g
+	}
+	plan.Complete = planComplete(plan, r.jour)
+	plan.Warnings = append(plan.Warnings, offsetWarnings(plan, r.jour)...)
+	plan.Warnings = append(plan.Warnings, strategyWarnings(plan, sel, o)...)
+	if len(f.refusals) > 0 {
+		return nil, &RefusedError{Reasons: f.refusals}
+	}
+	return plan, nil
+}
+
+// targetTopics is what preflight read of the target's copies of the
+// selected topics: their metadata (absent topics too), and for those that
+// exist their log start and end offsets and configs.
+type targetTopics struct {
+	details kadm.TopicDetails
+	start   map[string]map[int32]int64        // topic -> partition -> log start offset
+	end     map[string]map[int32]int64        // topic -> partition -> log end offset
+	configs map[string]map[string]*string     // topic -> config -> value (nil: null or sensitive)
+	full    map[string]map[string]kadm.Config // topic -> config -> the whole entry (source, default)
+}
+
+// exists reports whether the target has topic name.
+func (tt *targetTopics) exists(name string) (kadm.TopicDetail, bool) {
+	d, ok := tt.details[name]
+	return d, ok && d.Err == nil
+}
+
+// readTargetTopics reads the target's copies of the selected topics. A
+// topic the target does not know (UNKNOWN_TOPIC_OR_PARTITION) is absent;
+// another error of a topic fails preflight, naming it.
+func (r *restore) readTargetTopics(ctx context.Context, sel *selection) (*targetTopics, error) {
+	names := make([]string, len(sel.topics))
+	for i, t := range sel.topics {
+		names[i] = t.Name
+	}
+	details, err := r.adm.ListTopics(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("list topics of the target cluster: %w", err)
+	}
+	tt := &targetTopics{details: details, start: map[string]map[int32]int64{}, end: map[string]map[int32]int64{},
+		configs: map[string]map[string]*string{}, full: map[string]map[string]kadm.Config{}}
+	var existing []string
+	for _, n := range names {
+		if d, ok := details[n]; ok && d.Err == nil {
+			existing = append(existing, n)
+		} else if ok && d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return nil, fmt.Errorf("topic %q on the target: %w", n, d.Err)
+		}
+	}
+	if len(existing) == 0 {
+		return tt, nil
+	}
+	starts, err := r.listStarts(ctx, existing...)
+	if err != nil {
+		return nil, fmt.Errorf("list log start offsets on the target: %w", err)
+	}
+	ends, err := r.listEnds(ctx, existing...)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets on the target: %w", err)
+	}
+	starts.Each(func(lo kadm.ListedOffset) { setOff(tt.start, lo.Topic, lo.Partition, lo.Offset) })
+	ends.Each(func(lo kadm.ListedOffset) { setOff(tt.end, lo.Topic, lo.Partition, lo.Offset) })
+	rcs, err := r.adm.DescribeTopicConfigs(ctx, existing...)
+	if err != nil {
+		return nil, fmt.Errorf("describe topic configs on the target: %w", err)
+	}
+	for _, rc := range rcs {
+		cs, full := map[string]*string{}, map[string]kadm.Config{}
+		for _, c := range rc.Configs {
+			cs[c.Key], full[c.Key] = c.Value, c
+		}
+		tt.configs[rc.Name], tt.full[rc.Name] = cs, full
+	}
+	return tt, nil
+}
+
+// planTopic plans backed-up topic t against the target: created (create
+// is true) with the backup's partition count and dynamic configs, resumed
+// (jour, this restore's journal, names the target's topic id) or filled
+// (exists empty), and refused when it exists with another partition
+// count, holds records this restore did not write (other is the journal
+// of this backup and target with another strategy or cut), or does not
+// fit the target's brokers. brokers is the target's broker count.
+func planTopic(t *format.Topic, sel *selection, o *Options, tt *targetTopics, jour, other *journal, brokers int) (tp TopicPlan, create bool, f findings) {
+	tp = TopicPlan{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Action: format.ActionCreate,
+		Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: map[string]string{}}
+	if o.ReplicationFactor > 0 {
+		tp.ReplicationFactor = o.ReplicationFactor
+	}
+	for k, c := range t.Configs {
+		if c.Source == "DYNAMIC_TOPIC_CONFIG" && c.Value != nil && !c.Sensitive {
+			tp.Configs[k] = *c.Value
+		}
+	}
+	if tp.Configs["message.timestamp.type"] == "LogAppendTime" {
+		// Produce with the original timestamps, then switch: the
+		// restored records keep their original append times.
+		tp.Configs["message.timestamp.type"] = "CreateTime"
+		tp.FinalConfigs = map[string]string{"message.timestamp.type": "LogAppendTime"}
+	}
+	if d, ok := tt.exists(t.Name); ok {
+		f.add(planExisting(&tp, t, d, tt, jour, other))
+	} else {
+		create = true
+		f.add(planCreate(&tp, o, brokers))
+	}
+	for pi := range t.PartitionCuts {
+		p := &t.PartitionCuts[pi]
+		cut := sel.cuts[t.Name][p.Partition]
+		pp := PartitionPlan{Partition: p.Partition, Records: sel.records[t.Name][p.Partition], SourceEnd: p.EndOffset, CutAt: cut}
+		if unread := format.UnreadRange(t.Name, p); unread != "" {
+			f.warn("%s are not in this backup (the backup could not read them: unread): the restored partition ends at %d; a later backup holds them", unread, p.EndOffset)
+		}
+		if tp.Action == format.ActionResume {
+			pp.AlreadyThere = tt.end[t.Name][p.Partition] - tt.start[t.Name][p.Partition]
+			if pp.AlreadyThere > pp.Records {
+				f.refuse("topic %q partition %d on the target holds %d records, more than the %d this restore writes: it is not this restore's", t.Name, p.Partition, pp.AlreadyThere, pp.Records)
+			}
+		}
+		tp.PartitionPlans = append(tp.PartitionPlans, pp)
+	}
+	return tp, create, f
+}
+
+// planExisting plans topic t that exists on the target (d): resume when
+// this restore's journal created it, fill when it is empty (keeping the
+// target's configs, with the timestamp care of a created topic), refused
+// otherwise or when its partition count or cleanup.policy differ.
+func planExisting(tp *TopicPlan, t *format.Topic, d kadm.TopicDetail, tt *targetTopics, jour, other *journal) (f findings) {
+	if len(d.Partitions) != t.Partitions {
+		f.refuse("topic %q exists on the target with %d partitions; the backup has %d: records would land in other partitions (delete the topic, or restore into a cluster without it)", t.Name, len(d.Partitions), t.Partitions)
+	}
+	var held int64
+	for p, end := range tt.end[t.Name] {
+		held += end - tt.start[t.Name][p]
+	}
+	switch {
+	case jour != nil && jour.Topics[t.Name] == kafkaTopicID(d.ID):
+		tp.Action = format.ActionResume
+	case held > 0 && other != nil && other.Topics[t.Name] == kafkaTopicID(d.ID):
+		f.refuse("topic %q on the target (%d records) was created by an earlier restore of this backup with strategy %s and cut %s: re-run that restore with the same --strategy and --to-time to resume it, or delete the topic", t.Name, held, other.Strategy, cutString(other.ToTime))
+	case held > 0:
+		f.refuse("topic %q on the target is not empty (%d records) and was not created by an earlier run of this restore: delete it or restore into another cluster", t.Name, held)
+	default:
+		tp.Action = format.ActionFill
+		existing := tt.configs[t.Name]
+		if a, b := existing["cleanup.policy"], t.Configs["cleanup.policy"].Value; a != nil && b != nil && !sameSet(*a, *b) {
+			f.refuse("topic %q exists empty on the target with cleanup.policy=%s; the backup has %s", t.Name, *a, *b)
+		}
+		var keys []string
+		for k := range tp.Configs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			backedUp := tp.Configs[k]
+			if k == "message.timestamp.type" && tp.FinalConfigs != nil {
+				backedUp = tp.FinalConfigs[k] // the backup's, before the switch to CreateTime
+			}
+			if have := deref(existing[k]); k != "cleanup.policy" && have != backedUp {
+				f.warn("topic %q exists (empty) on the target with %s=%s; the backup has %s: the target's value is kept", t.Name, k, have, backedUp)
+			}
+			tp.Configs[k] = deref(existing[k]) // the plan shows what the topic will have
+		}
+		// The same timestamp care as a created topic: LogAppendTime
+		// would replace every record's timestamp with the restore
+		// time, so the topic is CreateTime while the records go in.
+		tp.FinalConfigs = nil
+		if deref(existing["message.timestamp.type"]) == "LogAppendTime" {
+			tp.PreConfigs = map[string]string{"message.timestamp.type": "CreateTime"}
+			tp.FinalConfigs = map[string]string{"message.timestamp.type": "LogAppendTime"}
+		}
+	}
+	return f
+}
+
+// planCreate plans a topic the restore creates: its replication factor
+// must fit the target's brokers, and its min.insync.replicas its
+// replication factor (capped at --replication-factor when given).
+func planCreate(tp *TopicPlan, o *Options, brokers int) (f findings) {
+	if v, ok := tp.Configs["min.insync.replicas"]; ok {
+		if mir := parseInt64(&v, 1); int(mir) > tp.ReplicationFactor {
+			if o.ReplicationFactor > 0 {
+				tp.Configs["min.insync.replicas"] = fmt.Sprint(tp.ReplicationFactor)
+				f.warn("topic %q: min.insync.replicas lowered from %d to %d to fit --replication-factor %d", tp.Topic, mir, tp.ReplicationFactor, tp.ReplicationFactor)
+			} else {
+				f.refuse("topic %q: min.insync.replicas=%d does not fit replication factor %d: pass --replication-factor N (min.insync.replicas is then capped at N)", tp.Topic, mir, tp.ReplicationFactor)
+			}
+		}
+	}
+	if tp.ReplicationFactor > brokers {
+		f.refuse("topic %q: replication factor %d does not fit the target's %d broker(s): pass --replication-factor N with N <= %d", tp.Topic, tp.ReplicationFactor, brokers, brokers)
+	}
+	if tp.ReplicationFactor < 1 {
+		tp.ReplicationFactor = min(3, brokers)
+	}
+	return f
+}
+
+// planGroup plans the backup's group offsets on the target: the group must
+// have no members (a refusal naming its state and member count), and each
+// committed offset is translated (planOffsets) to the restored data's
+// offsets and shown with the offset the target has now (-1: none).
+func (r *restore) planGroup(ctx context.Context) (*GroupPlan, []string, error) {
+	sel, o, mg := r.sel, &r.o, r.sel.m.Group
+	var f findings
+	groups, err := r.adm.ListGroups(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list consumer groups on the target: %w", err)
+	}
+	g := &GroupPlan{GroupID: mg.GroupID}
+	if lg, ok := groups[mg.GroupID]; ok {
+		g.TargetState, g.TargetType = lg.State, lg.GroupType
+		members := 0
+		if dg, err := r.adm.DescribeGroups(ctx, mg.GroupID); err == nil {
+			if d, ok := dg[mg.GroupID]; ok {
+				members = len(d.Members)
+				if g.TargetState == "" {
+					g.TargetState = d.State
+				}
+			}
+		}
+		switch g.TargetState {
+		case "Empty", "Dead", "":
+		default:
+			kind := "consumer group"
+			if lg.GroupType == "streams" {
+				kind = "streams group (KIP-1071)"
+			}
+			f.refuse("the %s %q on the target is %s with %d member(s): stop every instance of the application (and any consumer in that group) before restoring; offsets can only be reset on a group with no members",
+				kind, mg.GroupID, g.TargetState, members)
+		}
+	}
+	current := kadm.OffsetResponses{}
+	if _, ok := groups[mg.GroupID]; ok {
+		if current, err = r.adm.FetchOffsets(ctx, mg.GroupID); err != nil {
+			return nil, nil, fmt.Errorf("read the committed offsets of group %q on the target: %w", mg.GroupID, err)
+		}
+	}
+	pg, err := planOffsets(sel, o, func(t *format.Topic, p *format.Partition, committed int64) (int64, error) {
+		n, err := countBelow(ctx, r.store, t.Name, p, committed, sel.cuts[t.Name][p.Partition])
+		return r.targetStart[t.Name][p.Partition] + n, err
+	}, func(topic string, p int32) int64 { return r.targetStart[topic][p] })
+	if err != nil {
+		return nil, nil, err
+	}
+	if pg != nil {
+		g.Offsets = pg.Offsets
+	}
+	for i := range g.Offsets {
+		op := &g.Offsets[i]
+		op.Current = -1
+		if c, ok := current.Lookup(op.Topic, op.Partition); ok && c.Err == nil && c.At >= 0 {
+			op.Current = c.At
+		}
+	}
+	return g, f.refusals, nil
+}
+
+// planComplete reports whether an earlier run of this same restore (jour)
+// finished and every planned partition holds all its records: nothing is
+// produced or committed again.
+func planComplete(plan *Plan, jour *journal) bool {
+	if jour == nil || !jour.Complete {
+		return false
+	}
+	for _, tp := range plan.Topics {
+		for _, pp := range tp.PartitionPlans {
+			if tp.Action != format.ActionResume || pp.AlreadyThere != pp.Records {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// offsetWarnings name the group offsets the restore overwrites on the
+// target, or (plan.Complete) those the group moved since this restore
+// committed them (jour), which it leaves as they are.
+func offsetWarnings(plan *Plan, jour *journal) []string {
+	if plan.Group == nil {
+		return nil
+	}
+	var ws []string
+	for _, op := range plan.Group.Offsets {
+		switch {
+		case op.Action != format.OffsetCommit || op.Current < 0:
+		case plan.Complete && jour.Committed[fmt.Sprintf("%s/%d", op.Topic, op.Partition)] != op.Current:
+			ws = append(ws, fmt.Sprintf("group %q moved on %s/%d since this restore committed it (now %d): left as it is", plan.Group.GroupID, op.Topic, op.Partition, op.Current))
+		case !plan.Complete && op.Current != op.Translated:
+			ws = append(ws, fmt.Sprintf("group %q has offset %d committed on %s/%d on the target: the restore overwrites it with %d", plan.Group.GroupID, op.Current, op.Topic, op.Partition, op.Translated))
+		}
+	}
+	return ws
+}
+
+// strategyWarnings say what the plan's strategy and cut mean for the
+// application: a --to-time before every record, the rebuild strategy's
+// duplicated outputs, the changelog strategy without changelogs.
+func strategyWarnings(plan *Plan, sel *selection, o *Options) []string {
+	var ws []string
+	var planned, backedUp int64
+	for _, tp := range plan.Topics {
+		for _, pp := range tp.PartitionPlans {
+			planned += pp.Records
+		}
+		for _, p := range topicOf(sel, tp.Topic).PartitionCuts {
+			backedUp += p.Records
+		}
+	}
+	if o.ToTime != nil && planned == 0 && backedUp > 0 {
+		ws = append(ws, fmt.Sprintf("--to-time %s is before every record of the selected topics: nothing will be restored", o.ToTime.UTC().Format(time.RFC3339)))
+	}
+	if o.Strategy == StrategyRebuild {
+		return append(ws, "rebuild: the application reprocesses its input from the start and emits its output records again; restored output topics will hold them twice, so their consumers must tolerate duplicates (or leave outputs out with --topics)")
+	}
+	restoredChangelog := false
+	for _, tp := range plan.Topics {
+		restoredChangelog = restoredChangelog || tp.Class == string(topicfilter.Changelog) || tp.SourceChangelog
+	}
+	hasChangelog := false
+	for _, t := range sel.m.Topics {
+		hasChangelog = hasChangelog || t.Class == string(topicfilter.Changelog)
+	}
+	if hasChangelog && !restoredChangelog {
+		ws = append(ws, "the changelog strategy without any of the application's changelogs: input offsets are restored past records whose state is not; use --strategy rebuild, or include the changelogs")
+	}
+	return ws
+}
+
+func topicOf(sel *selection, name string) *format.Topic {
+	for _, t := range sel.topics {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func setOff(m map[string]map[int32]int64, t string, p int32, o int64) {
+	if m[t] == nil {
+		m[t] = map[int32]int64{}
+	}
+	m[t][p] = o
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// sameSet compares comma-separated lists as sets ("compact,delete" equals
+// "delete,compact").
+func sameSet(a, b string) bool {
+	split := func(s string) []string {
+		var out []string
+		for _, x := range strings.Split(s, ",") {
+			out = append(out, strings.TrimSpace(x))
+		}
+		sort.Strings(out)
+		return out
+	}
+	return slices.Equal(split(a), split(b))
+}
+
+func kafkaTopicID(id kadm.TopicID) string {
+	if id == (kadm.TopicID{}) {
+		return ""
+	}
+	return fmt.Sprintf("%x", id[:])
+}

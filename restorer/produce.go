@@ -1,0 +1,444 @@
+package restorer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
+	"github.com/kafkastreams-dr/kafkastreams-dr/offsets"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
+)
+
+// This file holds the restore's writes of topics and records: the
+// topics created (or prepared) on the target, every partition's records
+// produced in order to the same partition, and the final configs.
+
+// Kafka's defaults, used when the target does not report a setting.
+const (
+	defaultMessageMaxBytes = 1048588 // message.max.bytes
+	produceChunk           = 2000    // records per ProduceSync call and partition
+	produceBytes           = 4 << 20 // bytes per ProduceSync call and partition
+)
+
+// createTopics creates the plan's topics to create (recording each one's
+// topic id in the journal, saved after each), applies the pre-configs of
+// the others, and waits until every partition is ready (waitReady). A
+// created topic's log starts at 0.
+func (r *restore) createTopics(ctx context.Context) error {
+	for i := range r.plan.Topics {
+		tp := &r.plan.Topics[i]
+		if tp.Action != format.ActionCreate {
+			if err := r.applyPreConfigs(ctx, tp); err != nil {
+				return err
+			}
+			continue
+		}
+		resp, err := r.adm.CreateTopic(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			return fmt.Errorf("create topic %q on the target: %w %s", tp.Topic, err, resp.ErrMessage)
+		}
+		r.jour.Topics[tp.Topic] = kafkaTopicID(resp.ID)
+		if err := r.saveJournal(ctx); err != nil {
+			return err
+		}
+		for _, pp := range tp.PartitionPlans {
+			setOff(r.targetStart, tp.Topic, pp.Partition, 0)
+		}
+	}
+	r.log.Debug("topics created", "topics", len(r.jour.Topics))
+	if err := r.waitReady(ctx); err != nil {
+		return err
+	}
+	r.log.Debug("every partition has a leader and answers")
+	return nil
+}
+
+// restoreRecords restores every planned partition (restorePartition),
+// Options.Concurrency at once, and returns their reports in plan order.
+// The first error cancels the others and is returned.
+func (r *restore) restoreRecords(ctx context.Context) ([]PartitionReport, error) {
+	type job struct {
+		tp *TopicPlan
+		pp PartitionPlan
+		t  *format.Topic
+		p  *format.Partition
+	}
+	var jobs []job
+	for i := range r.plan.Topics {
+		tp := &r.plan.Topics[i]
+		t := topicOf(r.sel, tp.Topic)
+		for _, pp := range tp.PartitionPlans {
+			for pi := range t.PartitionCuts {
+				if t.PartitionCuts[pi].Partition == pp.Partition {
+					jobs = append(jobs, job{tp, pp, t, &t.PartitionCuts[pi]})
+				}
+			}
+		}
+	}
+	reports := make([]PartitionReport, len(jobs))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queue := make(chan int)
+	for range min(r.o.Concurrency, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range queue {
+				j := jobs[i]
+				began := time.Now()
+				pr, err := r.restorePartition(cctx, j.tp, j.pp, j.t, j.p)
+				r.log.Debug("partition restored", "topic", j.tp.Topic, "partition", j.pp.Partition, "records", pr.Records, "took", time.Since(began))
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					cancel()
+					continue
+				}
+				reports[i] = pr
+			}
+		}()
+	}
+	for i := range jobs {
+		select {
+		case queue <- i:
+		case <-cctx.Done():
+		}
+	}
+	close(queue)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	if first != nil {
+		return nil, first
+	}
+	return reports, nil
+}
+
+// setFinalConfigs alters the configs the plan sets once the records are in
+// (TopicPlan.FinalConfigs: message.timestamp.type=LogAppendTime).
+func (r *restore) setFinalConfigs(ctx context.Context) error {
+	for _, tp := range r.plan.Topics {
+		if len(tp.FinalConfigs) == 0 {
+			continue
+		}
+		var acs []kadm.AlterConfig
+		for k, v := range tp.FinalConfigs {
+			acs = append(acs, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+		}
+		resp, err := r.adm.AlterTopicConfigs(ctx, acs, tp.Topic)
+		if err == nil {
+			for _, ar := range resp {
+				if ar.Err != nil {
+					err = ar.Err
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("set final configs %v of topic %q: %w", tp.FinalConfigs, tp.Topic, err)
+		}
+	}
+	return nil
+}
+
+// checkEnds compares each restored partition's log end on the target with
+// the end its offset map says: another producer writing during the restore
+// would break the restored sequence and the offset translation (docs/DOMAIN.md#field-case-19 A4).
+func (r *restore) checkEnds(ctx context.Context, reports []PartitionReport) error {
+	var names []string
+	for _, pr := range reports {
+		if !slices.Contains(names, pr.Topic) {
+			names = append(names, pr.Topic)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	ends, err := r.listEnds(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("check the end offsets of the restored topics: %w", err)
+	}
+	bad, err := endsMoved(reports, ends)
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("another producer wrote to the restored topics during the restore (stop every writer, delete the topics and restore again): %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// waitLeaders waits until every partition of every planned topic has a
+// leader on the target (docs/DOMAIN.md#field-case-05 A4): metadata right after CreateTopics can
+// still miss partitions.
+func (r *restore) waitLeaders(ctx context.Context) error {
+	names := make([]string, len(r.plan.Topics))
+	for i, tp := range r.plan.Topics {
+		names[i] = tp.Topic
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ds, err := r.adm.ListTopics(ctx, names...)
+		ready := err == nil
+		if ready {
+			for _, tp := range r.plan.Topics {
+				d, ok := ds[tp.Topic]
+				if !ok || d.Err != nil || len(d.Partitions) != tp.Partitions {
+					ready = false
+					break
+				}
+				for _, pd := range d.Partitions {
+					if pd.Leader < 0 || pd.Err != nil {
+						ready = false
+					}
+				}
+			}
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the target's topics have no leader for every partition after 60s (last error: %v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// restorePartition produces one partition's records in order to the same
+// partition, skipping those a resumed restore finds on the target, and
+// builds its offset map from the offsets the target assigned.
+func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp PartitionPlan, t *format.Topic, p *format.Partition) (PartitionReport, error) {
+	start := r.targetStart[tp.Topic][pp.Partition]
+	pr := PartitionReport{Topic: tp.Topic, Partition: pp.Partition, Class: t.Class, SourceEnd: p.EndOffset, Map: &offsets.Map{NewEnd: start}}
+	if t.SourceChangelog {
+		pr.Class = string(topicfilter.Changelog)
+	}
+	cut := r.sel.cuts[tp.Topic][pp.Partition]
+	var (
+		batch  []*kgo.Record
+		origs  []int64
+		bytesN int
+		i      int64
+	)
+	var lastExisting *kgo.Record
+	if pp.AlreadyThere > 0 {
+		rec, err := fetchOne(ctx, r.o.Target, tp.Topic, pp.Partition, start+pp.AlreadyThere-1)
+		if err != nil {
+			return pr, fmt.Errorf("resume topic %q partition %d: read the last restored record: %w", tp.Topic, pp.Partition, err)
+		}
+		lastExisting = rec
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		// Nobody else may write to the partition: the restored sequence
+		// and the offset map would break (the restore lock keeps other
+		// restores out; this catches any other producer).
+		end, err := r.endOffset(ctx, tp.Topic, pp.Partition)
+		if err != nil {
+			return err
+		}
+		if end != pr.Map.NewEnd {
+			return fmt.Errorf("topic %q partition %d ends at %d, but this restore wrote up to %d: another producer is writing to it; stop it, delete the topic and restore again",
+				tp.Topic, pp.Partition, end, pr.Map.NewEnd)
+		}
+		pctx, cancel := context.WithTimeout(ctx, r.produceTimeout())
+		results := r.cl.ProduceSync(pctx, batch...)
+		cancel()
+		if err := results.FirstErr(); err != nil {
+			return r.produceError(ctx, tp.Topic, pp.Partition, err)
+		}
+		for k, rec := range batch {
+			if err := pr.Map.Add(origs[k], rec.Offset); err != nil {
+				return fmt.Errorf("topic %q partition %d: %w", tp.Topic, pp.Partition, err)
+			}
+		}
+		pr.Records += int64(len(batch))
+		r.o.Observer.Restored(tp.Topic, pp.Partition, int64(len(batch)))
+		batch, origs, bytesN = batch[:0], origs[:0], 0
+		return nil
+	}
+	r.o.Observer.RestoreStart(tp.Topic, pp.Partition, pp.Records-pp.AlreadyThere)
+	defer func() { r.o.Observer.RestoreEnd(tp.Topic, pp.Partition, pr.Records) }()
+	err := eachRecord(ctx, r.store, tp.Topic, p, cut, func(rec *format.Record) error {
+		defer func() { i++ }()
+		if i < pp.AlreadyThere {
+			if i == pp.AlreadyThere-1 && !sameRecord(rec, lastExisting) {
+				return fmt.Errorf("resume topic %q partition %d: the target's record at offset %d is not the backup's record at original offset %d: the topic holds other data; delete it and restore again",
+					tp.Topic, pp.Partition, start+i, rec.Offset)
+			}
+			return pr.Map.Add(rec.Offset, start+i)
+		}
+		kr := &kgo.Record{Topic: tp.Topic, Partition: pp.Partition, Key: rec.Key, Value: rec.Value, Timestamp: time.UnixMilli(rec.Timestamp)}
+		if len(rec.Headers) > 0 {
+			kr.Headers = make([]kgo.RecordHeader, len(rec.Headers))
+			for h, hd := range rec.Headers {
+				kr.Headers[h] = kgo.RecordHeader{Key: hd.Key, Value: hd.Value}
+			}
+		}
+		batch = append(batch, kr)
+		origs = append(origs, rec.Offset)
+		bytesN += int(recordBytes(rec))
+		if len(batch) >= produceChunk || bytesN >= produceBytes {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return pr, err
+	}
+	pr.NewEnd = pr.Map.NewEnd
+	if got := pr.Map.Records(); got != pp.Records {
+		return pr, fmt.Errorf("topic %q partition %d: restored %d records, the plan says %d", tp.Topic, pp.Partition, got, pp.Records)
+	}
+	return pr, nil
+}
+
+// produceTimeout bounds the produce of one chunk of records: the target's
+// retry budget plus one request, the same bound as every other Kafka call
+// of the restore (DESIGN.md, "Every Kafka call is bounded").
+func (r *restore) produceTimeout() time.Duration {
+	request, retry := r.o.RequestTimeout, r.o.RetryTimeout
+	if request <= 0 {
+		request = defaultRequestTimeout
+	}
+	if retry <= 0 {
+		retry = defaultRetryTimeout
+	}
+	return retry + request
+}
+
+// The defaults of Options.RequestTimeout and RetryTimeout
+// (config.DefaultRequestTimeout and DefaultRetryTimeout).
+const (
+	defaultRequestTimeout = 30 * time.Second
+	defaultRetryTimeout   = 2 * time.Minute
+)
+
+// produceError names the partition's leader on the target in a produce
+// error. A chunk that ran out of time (ctx itself still live) is told as
+// such, without the context's error: the restore failed, it was not
+// cancelled.
+func (r *restore) produceError(ctx context.Context, topic string, partition int32, err error) error {
+	broker := r.leaderOf(ctx, topic, partition)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("produce to topic %q partition %d on broker %s: not acknowledged within %v (target.retry_timeout + target.request_timeout): the broker does not answer",
+			topic, partition, broker, r.produceTimeout())
+	}
+	return fmt.Errorf("produce to topic %q partition %d on broker %s: %w", topic, partition, broker, err)
+}
+
+// leaderOf is "ID (host:port)" of the partition's leader on the target, as
+// a fresh metadata request says (bounded by one request timeout), or as
+// far as it is known.
+func (r *restore) leaderOf(ctx context.Context, topic string, partition int32) string {
+	request := r.o.RequestTimeout
+	if request <= 0 {
+		request = defaultRequestTimeout
+	}
+	mctx, cancel := context.WithTimeout(ctx, request)
+	defer cancel()
+	leader := int32(-1)
+	if ds, err := r.adm.ListTopics(kadm.WithAuthorizedOps(mctx), topic); err == nil {
+		if pd, ok := ds[topic].Partitions[partition]; ok {
+			leader = pd.Leader
+		}
+	}
+	for _, b := range r.bm.Brokers {
+		if b.NodeID == leader {
+			return fmt.Sprintf("%d (%s)", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+		}
+	}
+	if leader >= 0 {
+		return fmt.Sprintf("%d", leader)
+	}
+	var seeds []string
+	for _, b := range r.bm.Brokers {
+		seeds = append(seeds, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+	}
+	return "unknown, one of " + strings.Join(seeds, ",")
+}
+
+func sameRecord(a *format.Record, b *kgo.Record) bool {
+	if b == nil || !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) || (a.Key == nil) != (b.Key == nil) || (a.Value == nil) != (b.Value == nil) {
+		return false
+	}
+	return a.Timestamp == kgotime.Millis(b.Timestamp) && len(a.Headers) == len(b.Headers)
+}
+
+// fetchOne reads the record at offset of one partition of the target.
+func fetchOne(ctx context.Context, target []kgo.Opt, topic string, p int32, offset int64) (*kgo.Record, error) {
+	cl, err := kgo.NewClient(append(slices.Clone(target),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(offset)}}))...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("no record at offset %d: %w", offset, err)
+		}
+		var found *kgo.Record
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset == offset && found == nil {
+				found = r
+			}
+		})
+		if found != nil {
+			return found, nil
+		}
+		if err := fs.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+	}
+}
+
+func ptrs(m map[string]string) map[string]*string {
+	out := make(map[string]*string, len(m))
+	for k, v := range m {
+		out[k] = &v
+	}
+	return out
+}
+
+func recordBytes(r *format.Record) int64 {
+	n := int64(len(r.Key) + len(r.Value))
+	for _, h := range r.Headers {
+		n += int64(len(h.Key) + len(h.Value))
+	}
+	return n
+}
