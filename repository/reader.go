@@ -37,11 +37,11 @@ import (
 // manifest): the manifest was read, one object it names is wrong.
 var ErrSegmentDamaged = errors.New("damaged segment")
 
-// StopReading may be returned by the record callback of ReadSegment and
+// ErrStopReading may be returned by the record callback of ReadSegment and
 // ReadPartition to end the read early without an error; the checks of the
 // whole object (size, SHA-256, counts) are then skipped for the segment it
 // was returned in, as they are for a segment cut short by an end offset.
-var StopReading = errors.New("stop reading")
+var ErrStopReading = errors.New("stop reading")
 
 // SegmentError is a segment that failed its check while it was read for
 // its records (ReadSegment, ReadPartition, CountBelow, FirstAfter). Key,
@@ -275,7 +275,7 @@ func (e *callerError) Error() string { return e.err.Error() }
 // sees a record; at the trailer the size, SHA-256, record count and first
 // and last offsets are checked against s. The read ends early, skipping
 // those checks of the whole object, at the first record at or above end
-// or when fn returns StopReading; it returns nil then.
+// or when fn returns ErrStopReading; it returns nil then.
 //
 // Damage is a *SegmentError (wrapping ErrSegmentDamaged): missing, the
 // store's storage.ErrCorrupt, not decoding (at the first bad byte: "does
@@ -314,12 +314,12 @@ func ReadSegment(ctx context.Context, store storage.Backend, topic string, parti
 	stopped := false
 	err = c.decode(tee, func(r *format.Record) error {
 		if end >= 0 && r.Offset >= end {
-			return StopReading
+			return ErrStopReading
 		}
 		return fn(r)
 	})
 	if ce, ok := err.(*callerError); ok {
-		if !errors.Is(ce.err, StopReading) {
+		if !errors.Is(ce.err, ErrStopReading) {
 			return ce.err
 		}
 		stopped = true
@@ -364,7 +364,7 @@ func ReadSegment(ctx context.Context, store storage.Backend, topic string, parti
 // m has it under topic) with an original offset below end (-1: no end), in
 // offset order, reading p.Segments one after the other with ReadSegment
 // (its checks and errors) and none that starts at or above end. fn may
-// return StopReading to end the read without an error.
+// return ErrStopReading to end the read without an error.
 func ReadPartition(ctx context.Context, store storage.Backend, topic string, p *format.Partition, end int64, fn func(*format.Record) error) error {
 	stop := false
 	for _, s := range p.Segments {
@@ -373,7 +373,7 @@ func ReadPartition(ctx context.Context, store storage.Backend, topic string, p *
 		}
 		err := ReadSegment(ctx, store, topic, p.Partition, s, end, func(r *format.Record) error {
 			if err := fn(r); err != nil {
-				stop = errors.Is(err, StopReading)
+				stop = errors.Is(err, ErrStopReading)
 				return err
 			}
 			return nil
@@ -433,7 +433,7 @@ func FirstAfter(ctx context.Context, store storage.Backend, topic string, p *for
 		err := ReadSegment(ctx, store, topic, p.Partition, s, -1, func(r *format.Record) error {
 			if r.Timestamp > millis {
 				found = r.Offset
-				return StopReading
+				return ErrStopReading
 			}
 			return nil
 		})

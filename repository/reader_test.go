@@ -128,12 +128,12 @@ func TestReadPartitionYieldsTheManifestsRecords(t *testing.T) {
 	err := repository.ReadPartition(ctx, store, readerTopic, &p, -1, func(r *format.Record) error {
 		seen = append(seen, r.Offset)
 		if r.Offset == 20 {
-			return repository.StopReading
+			return repository.ErrStopReading
 		}
 		return nil
 	})
 	if err != nil || !slices.Equal(seen, all[:6]) {
-		t.Errorf("StopReading at 20: offsets %v, err %v; want %v and no error", seen, err, all[:6])
+		t.Errorf("ErrStopReading at 20: offsets %v, err %v; want %v and no error", seen, err, all[:6])
 	}
 	for _, row := range []struct{ millis, want int64 }{{0, 10}, {1010, 12}, {1019, 20}, {1032, -1}} {
 		if got, err := repository.FirstAfter(ctx, store, readerTopic, &p, row.millis); err != nil || got != row.want {

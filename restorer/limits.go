@@ -315,7 +315,7 @@ func (r *restore) scanLimits(ctx context.Context, topic string, p *format.Partit
 		}
 		err := readSegment(ctx, r.store, topic, p.Partition, s, func(rec *format.Record) error {
 			if cut >= 0 && rec.Offset >= cut {
-				return repository.StopReading
+				return repository.ErrStopReading
 			}
 			if mayTooLarge {
 				if n := singleRecordBatchBytes(rec); n > produceMax {

@@ -34,7 +34,7 @@ func cutEnd(ctx context.Context, store storage.Backend, topic string, p *format.
 // readSegment decodes one segment the manifest names for topic and
 // partition with repository.ReadSegment's checks (its header before fn
 // sees a record; its size, SHA-256, record count and offsets at the end),
-// calling fn for every record. fn may return repository.StopReading to
+// calling fn for every record. fn may return repository.ErrStopReading to
 // end early (the checks of the whole object are then skipped). Damage is
 // a *DamageError; a storage read that fails is returned as it is.
 func readSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment, fn func(*format.Record) error) error {
