@@ -45,7 +45,9 @@ timestamp (offsets differ: a restore renumbers them), and every segment's header
 name the topic and partition the manifest has it under. When the repository holds a
 report of a restore of this backup into this cluster, the comparison stops at that
 restore's cut (--to-time) and each restored record's original offset, by the
-restore's offset map, must be the backup record's.
+restore's offset map, must be the backup record's. A restore report that cannot be
+listed or read (restores/<id>/report.json) fails the comparison, exit 1: without its
+cut and offset maps the result would be wrong.
 
 Every problem names the object, topic, partition and offset concerned. A manifest that
 does not decode (truncated, damaged, of a newer format) is named too. A damaged backup
