@@ -185,13 +185,9 @@ func takeLocks(ctx context.Context, store storage.Backend, held map[string]*repo
 		}
 		held[format.LockKey] = l
 	}
-	var keys []string
-	err := store.List(ctx, format.RestoreLocksPrefix(), func(oi storage.ObjectInfo) error {
-		keys = append(keys, oi.Key)
-		return nil
-	})
+	keys, err := repository.RestoreLockKeys(ctx, store)
 	if err != nil {
-		return fmt.Errorf("list restore locks in %s: %w", store.Location(), err)
+		return err
 	}
 	for _, k := range keys {
 		if held[k] != nil {
@@ -321,16 +317,15 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 	}
 	slices.Sort(p.res.Missing)
 
-	err = store.List(ctx, format.RestoreJournalsPrefix(), func(oi storage.ObjectInfo) error {
-		id, _, _ := strings.Cut(strings.TrimPrefix(oi.Key, format.RestoreJournalsPrefix()), "/")
-		if format.ValidBackupID(id) && !keptComplete[id] && id < greatest {
-			p.journals = append(p.journals, oi.Key)
+	journals, err := repository.JournalKeys(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range journals {
+		if j.BackupID != "" && !keptComplete[j.BackupID] && j.BackupID < greatest {
+			p.journals = append(p.journals, j.Key)
 			p.res.Journals++
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list restore journals in %s: %w", store.Location(), err)
 	}
 	return p, nil
 }
