@@ -15,8 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -101,10 +99,8 @@ func (s *Summary) Time() time.Time {
 // entry is one backup id found under backups/ with its manifest.
 type entry struct {
 	Summary
-	m            *format.Manifest // nil when unreadable
-	hasManifest  bool
-	hasProgress  bool
-	progressOnly bool
+	repository.Backup
+	m *format.Manifest // nil when unreadable
 }
 
 // loadConcurrency is how many manifests are read at once.
@@ -117,7 +113,7 @@ const loadConcurrency = 16
 // returned with StateUnreadable and its Error rather than failing the list;
 // a storage error fails it.
 func List(ctx context.Context, store storage.Backend) ([]Summary, error) {
-	es, err := scan(ctx, store)
+	_, es, err := scan(ctx, store)
 	if err != nil {
 		return nil, err
 	}
@@ -128,39 +124,17 @@ func List(ctx context.Context, store storage.Backend) ([]Summary, error) {
 	return out, nil
 }
 
-// scan lists backups/ and loads every manifest, newest first.
-func scan(ctx context.Context, store storage.Backend) ([]*entry, error) {
-	byID := map[string]*entry{}
-	err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
-		id, file, ok := strings.Cut(strings.TrimPrefix(oi.Key, format.BackupsPrefix()), "/")
-		if !ok || !format.ValidBackupID(id) || (file != "manifest.json" && file != "progress.json") {
-			return nil
-		}
-		e := byID[id]
-		if e == nil {
-			e = &entry{Summary: Summary{BackupID: id}}
-			byID[id] = e
-		}
-		if file == "manifest.json" {
-			e.hasManifest = true
-		} else {
-			e.hasProgress = true
-		}
-		return nil
-	})
+// scan lists backups/ (repository.ReadIndex) and loads every manifest,
+// newest first.
+func scan(ctx context.Context, store storage.Backend) (*repository.Index, []*entry, error) {
+	x, err := repository.ReadIndex(ctx, store)
 	if err != nil {
-		return nil, fmt.Errorf("list backups in %s: %w", store.Location(), err)
+		return nil, nil, err
 	}
-	es := make([]*entry, 0, len(byID))
-	var latest string
-	for id, e := range byID {
-		es = append(es, e)
-		e.progressOnly = !e.hasManifest
-		if e.hasManifest {
-			latest = max(latest, id)
-		}
+	es := make([]*entry, len(x.Backups))
+	for i, b := range x.Backups {
+		es[i] = &entry{Summary: Summary{BackupID: b.ID}, Backup: b}
 	}
-	sort.Slice(es, func(i, j int) bool { return es[i].BackupID > es[j].BackupID })
 
 	var (
 		wg       sync.WaitGroup
@@ -171,14 +145,14 @@ func scan(ctx context.Context, store storage.Backend) ([]*entry, error) {
 	for _, e := range es {
 		e.ManifestKey = format.ManifestKey(e.BackupID)
 		e.State = StateComplete
-		if e.progressOnly {
+		if !e.HasManifest {
 			e.ManifestKey = format.ProgressKey(e.BackupID)
 			e.State = StateRunning
-			if e.BackupID < latest {
+			if x.Abandoned(e.Backup) {
 				e.State = StateAbandoned
 			}
 		}
-		e.LeftoverProgress = e.hasManifest && e.hasProgress
+		e.LeftoverProgress = e.HasManifest && e.HasProgress
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -207,9 +181,9 @@ func scan(ctx context.Context, store storage.Backend) ([]*entry, error) {
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, nil, firstErr
 	}
-	return es, nil
+	return x, es, nil
 }
 
 // summarize fills s (whose id, state and keys are set) from m.

@@ -15,13 +15,6 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
-// Key prefixes Prune reads besides backups/.
-const (
-	segmentsPrefix     = "segments/"
-	restoreLocksPrefix = "restores/locks/"
-	journalsPrefix     = "restores/journals/"
-)
-
 // ErrLocked is wrapped by the error Prune returns when a backup or a
 // restore holds a live lock on the repository.
 var ErrLocked = repository.ErrLocked
@@ -192,13 +185,9 @@ func takeLocks(ctx context.Context, store storage.Backend, held map[string]*repo
 		}
 		held[format.LockKey] = l
 	}
-	var keys []string
-	err := store.List(ctx, restoreLocksPrefix, func(oi storage.ObjectInfo) error {
-		keys = append(keys, oi.Key)
-		return nil
-	})
+	keys, err := repository.RestoreLockKeys(ctx, store)
 	if err != nil {
-		return fmt.Errorf("list restore locks in %s: %w", store.Location(), err)
+		return err
 	}
 	for _, k := range keys {
 		if held[k] != nil {
@@ -226,7 +215,7 @@ type prunePlan struct {
 
 // plan reads the repository and decides. It deletes nothing.
 func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePlan, error) {
-	es, err := scan(ctx, store)
+	x, es, err := scan(ctx, store)
 	if err != nil {
 		return nil, err
 	}
@@ -235,11 +224,11 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 	protected := map[string]bool{} // backup ids whose segments are never deleted
 	keptComplete := map[string]bool{}
 	var greatest string
-	latest := latestComplete(es)
+	latest := x.LatestCompleteID()
 	// The policy sees the complete backups, newest (greatest id) first.
 	var times []time.Time
 	for _, e := range es {
-		if e.hasManifest {
+		if e.HasManifest {
 			times = append(times, e.Time())
 		}
 	}
@@ -250,7 +239,7 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 		greatest = max(greatest, e.BackupID)
 		d := Decision{Summary: e.Summary}
 		switch {
-		case e.hasManifest:
+		case e.HasManifest:
 			d.Rules = rules[nComplete]
 			nComplete++
 			switch {
@@ -266,7 +255,7 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 				p.manifests = append(p.manifests, format.ManifestKey(e.BackupID))
 				p.res.Forgotten++
 			}
-			if e.hasProgress {
+			if e.HasProgress {
 				p.manifests = append(p.manifests, format.ProgressKey(e.BackupID))
 				p.res.Progress++
 			}
@@ -299,8 +288,8 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 
 	// Segments: the listing is for garbage collection only; readers never list.
 	seen := map[string]bool{}
-	err = store.List(ctx, segmentsPrefix, func(oi storage.ObjectInfo) error {
-		id, _, _ := strings.Cut(strings.TrimPrefix(oi.Key, segmentsPrefix), "/")
+	err = store.List(ctx, format.SegmentsPrefix(), func(oi storage.ObjectInfo) error {
+		id, _, _ := strings.Cut(strings.TrimPrefix(oi.Key, format.SegmentsPrefix()), "/")
 		switch {
 		case referenced[oi.Key]:
 			seen[oi.Key] = true
@@ -327,27 +316,17 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 	}
 	slices.Sort(p.res.Missing)
 
-	err = store.List(ctx, journalsPrefix, func(oi storage.ObjectInfo) error {
-		id, _, _ := strings.Cut(strings.TrimPrefix(oi.Key, journalsPrefix), "/")
-		if format.ValidBackupID(id) && !keptComplete[id] && id < greatest {
-			p.journals = append(p.journals, oi.Key)
+	journals, err := repository.JournalKeys(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range journals {
+		if j.BackupID != "" && !keptComplete[j.BackupID] && j.BackupID < greatest {
+			p.journals = append(p.journals, j.Key)
 			p.res.Journals++
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list restore journals in %s: %w", store.Location(), err)
 	}
 	return p, nil
-}
-
-func latestComplete(es []*entry) string {
-	for _, e := range es { // newest first
-		if e.hasManifest {
-			return e.BackupID
-		}
-	}
-	return ""
 }
 
 func addSegments(set map[string]bool, m *format.Manifest) {

@@ -17,14 +17,32 @@ const (
 	restoreJournalsDir   = restoresPrefix + "journals/"
 	restoreLocksDir      = restoresPrefix + "locks/"
 	restoreReportFile    = "report.json"
+	manifestFile         = "manifest.json"
+	progressFile         = "progress.json"
 	unknownTargetCluster = "unknown-cluster"
 )
 
 // ManifestKey is the key of a complete backup's manifest.
-func ManifestKey(backupID string) string { return backupsPrefix + backupID + "/manifest.json" }
+func ManifestKey(backupID string) string { return backupsPrefix + backupID + "/" + manifestFile }
 
 // ProgressKey is the key of a running backup's progress manifest.
-func ProgressKey(backupID string) string { return backupsPrefix + backupID + "/progress.json" }
+func ProgressKey(backupID string) string { return backupsPrefix + backupID + "/" + progressFile }
+
+// ParseManifestKey returns the backup id of a manifest's key, and whether
+// the key is a running backup's progress manifest (ProgressKey) rather
+// than a complete backup's (ManifestKey). ok is false for any other key,
+// and for an id that does not have the form of a backup id.
+func ParseManifestKey(key string) (backupID string, progress, ok bool) {
+	rest, ok := strings.CutPrefix(key, backupsPrefix)
+	if !ok {
+		return "", false, false
+	}
+	id, file, _ := strings.Cut(rest, "/")
+	if (file != manifestFile && file != progressFile) || !ValidBackupID(id) {
+		return "", false, false
+	}
+	return id, file == progressFile, true
+}
 
 // BackupsPrefix is the prefix under which every backup's manifests live.
 func BackupsPrefix() string { return backupsPrefix }

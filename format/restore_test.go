@@ -115,3 +115,26 @@ func TestRestoreKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestParseManifestKey(t *testing.T) {
+	const id = "20261129T074512.345Z-9f3a01bc"
+	for _, tc := range []struct {
+		key          string
+		id           string
+		progress, ok bool
+	}{
+		{ManifestKey(id), id, false, true},
+		{ProgressKey(id), id, true, true},
+		{"backups/" + id + "/manifest.json.tmp-1", "", false, false},
+		{"backups/" + id + "/notes.txt", "", false, false},
+		{"backups/not-an-id/manifest.json", "", false, false},
+		{"backups/" + id, "", false, false},
+		{"restores/" + id + "/manifest.json", "", false, false},
+		{SegmentKey(id, "t", 0, 0), "", false, false},
+	} {
+		id, progress, ok := ParseManifestKey(tc.key)
+		if id != tc.id || progress != tc.progress || ok != tc.ok {
+			t.Errorf("ParseManifestKey(%q) = %q, %v, %v; want %q, %v, %v", tc.key, id, progress, ok, tc.id, tc.progress, tc.ok)
+		}
+	}
+}

@@ -47,14 +47,14 @@ type Index struct {
 
 // ReadIndex lists backups/ of store. Keys that are not a backup's
 // manifest.json or progress.json, or whose id does not have the form of a
-// backup id (format.ValidBackupID), are left out. A listing error is
+// backup id (format.ParseManifestKey), are left out. A listing error is
 // returned as "list backups in <location>: ..." (storage.ErrTransient
 // stays testable).
 func ReadIndex(ctx context.Context, store storage.Backend) (*Index, error) {
 	byID := map[string]*Backup{}
 	err := store.List(ctx, format.BackupsPrefix(), func(oi storage.ObjectInfo) error {
-		id, file, ok := strings.Cut(strings.TrimPrefix(oi.Key, format.BackupsPrefix()), "/")
-		if !ok || !format.ValidBackupID(id) || (file != "manifest.json" && file != "progress.json") {
+		id, progress, ok := format.ParseManifestKey(oi.Key)
+		if !ok {
 			return nil
 		}
 		b := byID[id]
@@ -62,10 +62,10 @@ func ReadIndex(ctx context.Context, store storage.Backend) (*Index, error) {
 			b = &Backup{ID: id}
 			byID[id] = b
 		}
-		if file == "manifest.json" {
-			b.HasManifest = true
-		} else {
+		if progress {
 			b.HasProgress = true
+		} else {
+			b.HasManifest = true
 		}
 		return nil
 	})

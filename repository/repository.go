@@ -76,17 +76,6 @@ func LoadManifest(ctx context.Context, store storage.Backend, key string) (*form
 	return nil, &damagedError{fmt.Errorf("manifest %s: %w", key, err)}
 }
 
-// CompleteIDs returns the ids of the repository's complete backups (those
-// with a backups/<id>/manifest.json), newest (greatest) first. It lists
-// backups/ (ReadIndex) and reads nothing.
-func CompleteIDs(ctx context.Context, store storage.Backend) ([]string, error) {
-	x, err := ReadIndex(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	return x.CompleteIDs(), nil
-}
-
 // LatestError is Latest's error when the newest complete backup exists but
 // its manifest cannot be read. It wraps the read error, so
 // storage.IsTransient and errors.Is(err, ErrDamaged) tell the two kinds

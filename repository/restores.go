@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -129,4 +130,48 @@ func SaveJournal(ctx context.Context, store storage.Backend, j *format.RestoreJo
 		return fmt.Errorf("write restore journal %s: %w", key, err)
 	}
 	return nil
+}
+
+// JournalKey is one stored restore journal (format.RestoreJournalKey):
+// its key, and the id of the backup whose restores it records.
+type JournalKey struct {
+	Key      string
+	BackupID string
+}
+
+// JournalKeys lists restores/journals/ and returns every key under it, in
+// key order, each with the backup id its first path element names ("" when
+// that is not a backup id: such a key is no journal this tool wrote). It
+// reads nothing. A listing error is returned as "list restore journals in
+// <location>: ...".
+func JournalKeys(ctx context.Context, store storage.Backend) ([]JournalKey, error) {
+	var out []JournalKey
+	err := store.List(ctx, format.RestoreJournalsPrefix(), func(oi storage.ObjectInfo) error {
+		id, _, _ := strings.Cut(strings.TrimPrefix(oi.Key, format.RestoreJournalsPrefix()), "/")
+		if !format.ValidBackupID(id) {
+			id = ""
+		}
+		out = append(out, JournalKey{Key: oi.Key, BackupID: id})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list restore journals in %s: %w", store.Location(), err)
+	}
+	return out, nil
+}
+
+// RestoreLockKeys lists restores/locks/ and returns the key of every
+// restore lock there (format.RestoreLockKey), held or stale, in key order.
+// It reads nothing. A listing error is returned as "list restore locks in
+// <location>: ...".
+func RestoreLockKeys(ctx context.Context, store storage.Backend) ([]string, error) {
+	var keys []string
+	err := store.List(ctx, format.RestoreLocksPrefix(), func(oi storage.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list restore locks in %s: %w", store.Location(), err)
+	}
+	return keys, nil
 }

@@ -142,3 +142,52 @@ func TestRestoreJournals(t *testing.T) {
 		t.Fatalf("err %v, want it to start with %q", err, want)
 	}
 }
+
+// TestRestoreJournalAndLockKeys: the listings prune deletes and locks by
+// name every journal with its backup id, and every restore lock, and
+// nothing else under restores/.
+func TestRestoreJournalAndLockKeys(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		b1 = "20261129T074512.345Z-00000001"
+		b2 = "20261129T084512.345Z-00000002"
+	)
+	if j, err := JournalKeys(ctx, store); err != nil || j != nil {
+		t.Fatalf("empty: %v, %v", j, err)
+	}
+	if l, err := RestoreLockKeys(ctx, store); err != nil || l != nil {
+		t.Fatalf("empty: %v, %v", l, err)
+	}
+	for _, key := range []string{
+		format.RestoreJournalKey(b1, "c1"), format.RestoreJournalKey(b2, "c1"), format.RestoreJournalKey(b2, ""),
+		"restores/journals/stray/c1.json",
+		format.RestoreLockKey("c1"), format.RestoreLockKey(""),
+		format.RestoreReportKey(b2),
+	} {
+		putObject(t, store, key, "{}")
+	}
+	journals, err := JournalKeys(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []JournalKey{
+		{Key: "restores/journals/" + b1 + "/c1.json", BackupID: b1},
+		{Key: "restores/journals/" + b2 + "/c1.json", BackupID: b2},
+		{Key: "restores/journals/" + b2 + "/unknown-cluster.json", BackupID: b2},
+		{Key: "restores/journals/stray/c1.json"},
+	}
+	if !reflect.DeepEqual(journals, want) {
+		t.Fatalf("journals %+v, want %+v", journals, want)
+	}
+	locks, err := RestoreLockKeys(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"restores/locks/c1", "restores/locks/unknown-cluster"}; !reflect.DeepEqual(locks, want) {
+		t.Fatalf("locks %v, want %v", locks, want)
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
-	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/statedir"
 )
 
@@ -165,7 +165,7 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 		o.Logger.Warn("cannot open the repository: judging without the last restore", "err", err)
 	} else if clusterID == "" {
 		o.Logger.Warn("the cluster reports no cluster id: judging without the last restore")
-	} else if rep, err := restorer.LatestReport(ctx, store, cfg.ApplicationID, clusterID); err != nil {
+	} else if rep, err := repository.LatestReport(ctx, store, cfg.ApplicationID, clusterID); err != nil {
 		o.Logger.Warn("cannot read the last restore report", "err", err)
 	} else if rep != nil {
 		last = &statedir.Restore{RestoreID: rep.RestoreID, StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Restored: map[string]bool{}}

@@ -45,7 +45,9 @@ timestamp (offsets differ: a restore renumbers them), and every segment's header
 name the topic and partition the manifest has it under. When the repository holds a
 report of a restore of this backup into this cluster, the comparison stops at that
 restore's cut (--to-time) and each restored record's original offset, by the
-restore's offset map, must be the backup record's.
+restore's offset map, must be the backup record's. A restore report that cannot be
+listed or read (restores/<id>/report.json) fails the comparison, exit 1: without its
+cut and offset maps the result would be wrong.
 
 Every problem names the object, topic, partition and offset concerned. A manifest that
 does not decode (truncated, damaged, of a newer format) is named too. A damaged backup
@@ -104,20 +106,9 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	if err != nil {
 		return storageError(err)
 	}
-	id := o.BackupID
-	if id == "" || id == "latest" {
-		// The newest complete backup, readable or not (repository.Latest's
-		// rule): verify reports its damage.
-		ids, err := repository.CompleteIDs(ctx, store)
-		if err != nil {
-			return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
-		}
-		id = ""
-		if len(ids) > 0 {
-			id = ids[0]
-		}
-	}
-	m, err := loadBackupManifest(ctx, store, id)
+	// "latest" is the newest complete backup, readable or not: verify
+	// reports its damage (repository.LatestAsID).
+	m, err := repository.Manifest(ctx, store, o.BackupID, repository.LatestAsID())
 	if err != nil {
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
@@ -147,7 +138,19 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		if err != nil {
 			return withCode(exitError, err, fmt.Sprintf("check target.bootstrap_servers and target.security in %s, or --target-bootstrap-servers", cfg.File()))
 		}
-		if rep, err := restorer.LatestReport(ctx, store, m.ApplicationID, clusterID); err == nil && rep != nil && rep.BackupID == m.BackupID && clusterID != "" {
+		var rep *restorer.Report
+		if clusterID != "" {
+			// Without the report's cut and offset maps the comparison is
+			// wrong: a report that cannot be read fails the command.
+			if rep, err = repository.LatestReport(ctx, store, m.ApplicationID, clusterID); err != nil {
+				hint := "restore the backup again into an empty cluster: it writes a new report"
+				if storage.IsTransient(err) {
+					hint = storage.TransientHint(store.Location())
+				}
+				return withCode(exitError, fmt.Errorf("verify against the cluster: the latest restore into cluster %s: %w", clusterID, err), hint)
+			}
+		}
+		if rep != nil && rep.BackupID == m.BackupID {
 			cuts := map[string]map[int32]int64{}
 			for _, tp := range rep.Topics {
 				topics = append(topics, tp.Topic)
