@@ -112,16 +112,6 @@ func (x *Index) LatestCompleteID() string {
 	return ""
 }
 
-// find returns the listed backup id, or nil.
-func (x *Index) find(id string) *Backup {
-	for i := range x.Backups {
-		if x.Backups[i].ID == id {
-			return &x.Backups[i]
-		}
-	}
-	return nil
-}
-
 // Abandoned reports whether b is a run that left only a progress.json and
 // that no backup will resume: a newer backup completed since (the resume
 // rule, docs/FORMAT.md "Resume"). A progress-only run newer than every
