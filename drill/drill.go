@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -131,13 +132,13 @@ type Volume struct {
 // the source, as the restore translated it, and as read back from the
 // target.
 type Offset struct {
-	Topic      string `json:"topic"`
-	Partition  int32  `json:"partition"`
-	Committed  int64  `json:"committed"`      // on the source cluster
-	Translated int64  `json:"translated"`     // what the restore committed; -1 when dropped
-	OnTarget   int64  `json:"on_target"`      // read back from the target; -1 when none
-	Action     string `json:"action"`         // "commit" or "drop"
-	Note       string `json:"note,omitempty"` // why dropped, or what the translation means
+	Topic      string              `json:"topic"`
+	Partition  int32               `json:"partition"`
+	Committed  int64               `json:"committed"`      // on the source cluster
+	Translated int64               `json:"translated"`     // what the restore committed; -1 when dropped
+	OnTarget   int64               `json:"on_target"`      // read back from the target; -1 when none
+	Action     format.OffsetAction `json:"action"`         // format.OffsetCommit or OffsetDrop
+	Note       string              `json:"note,omitempty"` // why dropped, or what the translation means
 }
 
 // Report is the outcome of a drill. It is JSON-serialisable; JUnit writes

@@ -250,7 +250,7 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 		d.rep.GroupID = g.GroupID
 		for _, op := range g.Offsets {
 			d.rep.Offsets = append(d.rep.Offsets, Offset{Topic: op.Topic, Partition: op.Partition, Committed: op.Committed,
-				Translated: op.Translated, OnTarget: -1, Action: string(op.Action), Note: op.Note})
+				Translated: op.Translated, OnTarget: -1, Action: op.Action, Note: op.Note})
 		}
 	}
 	p.Detail = fmt.Sprintf("%s into %s (%s)", plural(d.rep.Volume.RecordsRestored, "record", "records"),
@@ -272,8 +272,8 @@ func notEmpty(plan *restorer.Plan) []string {
 	}
 	for _, t := range plan.Topics {
 		switch t.Action {
-		case "create":
-		case "resume":
+		case format.ActionCreate:
+		case format.ActionResume:
 			reasons = append(reasons, fmt.Sprintf("topic %q was created on the drill target by an earlier restore of this backup: a drill restores into a new cluster", t.Topic))
 		default:
 			reasons = append(reasons, fmt.Sprintf("topic %q already exists on the drill target (the restore would %s it): a drill restores into a new cluster", t.Topic, t.Action))
@@ -356,14 +356,14 @@ func (d *drill) verifyOffsets(ctx context.Context, p *Phase) error {
 		}
 		tp := fmt.Sprintf("group %q %s/%d", g.GroupID, op.Topic, op.Partition)
 		switch {
-		case op.Action == "commit" && op.OnTarget < 0:
+		case op.Action == format.OffsetCommit && op.OnTarget < 0:
 			p.Problems = append(p.Problems, fmt.Sprintf("%s: not committed on the target; the restore's plan says %d", tp, op.Translated))
-		case op.Action == "commit" && op.OnTarget != op.Translated:
+		case op.Action == format.OffsetCommit && op.OnTarget != op.Translated:
 			p.Problems = append(p.Problems, fmt.Sprintf("%s: committed %d on the target; the restore's plan says %d", tp, op.OnTarget, op.Translated))
-		case op.Action != "commit" && op.OnTarget >= 0:
+		case op.Action != format.OffsetCommit && op.OnTarget >= 0:
 			p.Problems = append(p.Problems, fmt.Sprintf("%s: committed %d on the target; the restore's plan drops it", tp, op.OnTarget))
 		}
-		if op.Action == "commit" {
+		if op.Action == format.OffsetCommit {
 			commits++
 		}
 	}

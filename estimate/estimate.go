@@ -15,6 +15,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
 // DefaultRecordsPerSecond is the restore throughput assumed when the
@@ -95,7 +96,7 @@ func Run(ctx context.Context, o Options) (*Estimate, error) {
 		changelog.Topics = append(changelog.Topics, t.Name)
 		changelog.Records += recs
 		changelog.RawBytes += raw
-		if t.Class != "changelog" || t.SourceChangelog {
+		if t.Class != string(topicfilter.Changelog) || t.SourceChangelog {
 			rebuild.Topics = append(rebuild.Topics, t.Name)
 			rebuild.Records += recs
 			rebuild.RawBytes += raw

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 )
@@ -91,9 +92,9 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 		for _, op := range rep.Offsets {
 			tp := fmt.Sprintf("%s/%d", op.Topic, op.Partition)
 			switch {
-			case op.Action == "commit" && op.OnTarget >= 0:
+			case op.Action == format.OffsetCommit && op.OnTarget >= 0:
 				fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one\n", tp, op.Committed, op.OnTarget)
-			case op.Action == "commit":
+			case op.Action == format.OffsetCommit:
 				fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d planned, not read back\n", tp, op.Committed, op.Translated)
 			default:
 				why, _, _ := strings.Cut(op.Note, ":")

@@ -16,7 +16,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
 // dryRunSummary is the summary line of --dry-run: "restore dry run of
@@ -204,7 +206,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "TOPIC\tCLASS\tACTION\tPARTITIONS\tRF\tRECORDS")
 		for _, t := range r.Topics {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Topic, topicClass(t.Class, t.SourceChangelog), actionDone(string(t.Action)), t.Partitions, t.ReplicationFactor, byTopic[t.Topic])
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Topic, topicClass(t.Class, t.SourceChangelog), actionDone(t.Action), t.Partitions, t.ReplicationFactor, byTopic[t.Topic])
 		}
 		tw.Flush()
 	}
@@ -213,7 +215,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 		fmt.Fprintln(w)
 		commits := 0
 		for _, op := range g.Offsets {
-			if op.Action == "commit" {
+			if op.Action == format.OffsetCommit {
 				commits++
 			}
 		}
@@ -236,7 +238,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 		fmt.Fprintln(w, "\nchangelog partitions, old end on the lost cluster -> new end:")
 		tw := newTable(w)
 		for _, pr := range r.Partitions {
-			if pr.Class == "changelog" || isSourceChangelog(r, pr.Topic) { // the restorer marks source changelogs; older reports may not
+			if pr.Class == string(topicfilter.Changelog) || isSourceChangelog(r, pr.Topic) { // the restorer marks source changelogs; older reports may not
 				fmt.Fprintf(tw, "  %s/%d\t%d\t->\t%d\n", pr.Topic, pr.Partition, pr.SourceEnd, pr.NewEnd)
 			}
 		}
@@ -272,16 +274,16 @@ func topicClass(class string, sourceChangelog bool) string {
 }
 
 // actionDone is a plan action in the past tense.
-func actionDone(action string) string {
+func actionDone(action format.TopicAction) string {
 	switch action {
-	case "create":
+	case format.ActionCreate:
 		return "created"
-	case "resume":
+	case format.ActionResume:
 		return "resumed"
-	case "fill":
+	case format.ActionFill:
 		return "filled"
 	}
-	return action
+	return string(action)
 }
 
 // formatConfigs is "k=v, k=v" sorted by key, or "-" for broker defaults.
@@ -299,7 +301,7 @@ func formatConfigs(c map[string]string) string {
 func offsetsSummary(offs []restorer.OffsetPlan) string {
 	var commit, drop int
 	for _, op := range offs {
-		if op.Action == "commit" {
+		if op.Action == format.OffsetCommit {
 			commit++
 		} else {
 			drop++
@@ -371,12 +373,12 @@ func compareOffsets(w io.Writer, g *restorer.GroupPlan, fetched kadm.OffsetRespo
 		have := ok && got.Err == nil && got.At >= 0
 		tp := fmt.Sprintf("%s/%d", op.Topic, op.Partition)
 		switch {
-		case op.Action == "commit" && have:
+		case op.Action == format.OffsetCommit && have:
 			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one\n", tp, op.Committed, got.At)
 			if got.At != op.Translated {
 				bad = append(bad, fmt.Sprintf("%s is %d, the plan says %d", tp, got.At, op.Translated))
 			}
-		case op.Action == "commit":
+		case op.Action == format.OffsetCommit:
 			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> MISSING on the new one\n", tp, op.Committed)
 			bad = append(bad, fmt.Sprintf("%s was not committed (the plan says %d)", tp, op.Translated))
 		case have:
