@@ -164,3 +164,66 @@ func TestCheckFollowsLinkedTaskDirectory(t *testing.T) {
 		t.Fatalf("findings %+v; want 1_0 (behind a link) must wipe", f)
 	}
 }
+
+// TestCheckStatePredatingRebuildRestore is a regression test (new user,
+// Kafka 4.4): after a `restore --strategy rebuild` the changelogs are not
+// on the target, and state older than the restore (an SST modified in
+// 2020, a rotated LOG of 2023) was judged per .checkpoint entry as unknown
+// ("the changelog partition is not on the cluster"), exit 0. A file or a
+// store predating the restore decides the task whatever the changelog
+// says: the app rebuilds its state from the restored input, so stale state
+// counts those records twice.
+func TestCheckStatePredatingRebuildRestore(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, task := range []string{"0_0", "0_1"} {
+		store := filepath.Join(dir, "myapp", task, "rocksdb", "counts")
+		writeFile(t, filepath.Join(store, "000010.sst"), "not an SST: dates nothing")
+		writeFile(t, filepath.Join(store, "LOG.old.1700000000000000"), "")
+		writeFile(t, filepath.Join(dir, "myapp", task, CheckpointFile), "0\n1\nmyapp-counts-changelog "+task[2:]+" 42\n")
+		if err := os.Chtimes(filepath.Join(store, "000010.sst"), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore := time.Now().Add(-time.Minute)
+	last := &Restore{RestoreID: "r1", Strategy: "rebuild", StartedAt: restore, FinishedAt: restore.Add(30 * time.Second),
+		Restored: map[string]bool{"events/0": true, "events/1": true}}
+	cps, err := Scan(dir, "myapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func(string, int32) (int64, bool) { return 0, false } // rebuild: no changelog on the target
+	got := Check("myapp", cps, none, last)
+	if len(got) != 2 {
+		t.Fatalf("%d findings, want 2: %+v", len(got), got)
+	}
+	for _, f := range got {
+		if f.Verdict != MustWipe || !strings.Contains(f.Reason, "before restore r1") || !strings.Contains(f.Reason, "rebuild") {
+			t.Errorf("task %s %s: %s (%s); want must wipe, naming the rebuild restore r1", f.Task, f.Store, f.Verdict, f.Reason)
+		}
+	}
+
+	// A rebuild that restored no partition at all (every record past
+	// --to-time) is a restore into the cluster all the same.
+	last.Restored = map[string]bool{}
+	for _, f := range Check("myapp", cps, none, last) {
+		if f.Verdict != MustWipe {
+			t.Errorf("rebuild with no partition restored: task %s %s: %s (%s); want must wipe", f.Task, f.Store, f.Verdict, f.Reason)
+		}
+	}
+}
+
+// TestRestoreBoundaryIsFinish: state written after a restore started but
+// before it finished was built from a half-restored cluster: the boundary
+// is the report's finished_at (its started_at only when it has none).
+func TestRestoreBoundaryIsFinish(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	r := &Restore{StartedAt: start, FinishedAt: start.Add(time.Hour)}
+	if !r.Boundary().Equal(start.Add(time.Hour)) {
+		t.Errorf("boundary %v, want the finish %v", r.Boundary(), start.Add(time.Hour))
+	}
+	r.FinishedAt = time.Time{}
+	if !r.Boundary().Equal(start) {
+		t.Errorf("boundary without a finish %v, want the start %v", r.Boundary(), start)
+	}
+}

@@ -18,7 +18,10 @@ const (
 // Restore is what Check needs of the last restore of the application: when
 // it ran and which changelog partitions it renumbered.
 type Restore struct {
-	RestoreID  string
+	RestoreID string
+	// Strategy is the restore's --strategy, "changelog" or "rebuild"
+	// (format.Strategy; the report's "strategy").
+	Strategy   string
 	StartedAt  time.Time
 	FinishedAt time.Time
 	// Restored holds "topic/partition" of every partition the restore wrote.
@@ -60,8 +63,22 @@ func (r *Restore) Boundary() time.Time {
 	return r.StartedAt
 }
 
+// stale says why state from before r's boundary is stale, after "was
+// modified <time>, ": a changelog restore renumbered the changelogs (the
+// state's offsets are in the old numbering); a rebuild restored the input
+// topics the application reprocesses from their start (the state already
+// counts those records: aggregates would count them twice).
+func (r *Restore) stale() string {
+	if r.Strategy == "rebuild" {
+		return fmt.Sprintf("before restore %s (strategy rebuild) finished at %s: the application rebuilds its state from the restored input topics, and this state already counts those records (aggregates would count them twice)",
+			r.RestoreID, r.Boundary().UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("before restore %s finished at %s and renumbered the changelogs: its offsets (inside RocksDB, KIP-1035, or in .checkpoint) are in the old numbering",
+		r.RestoreID, r.Boundary().UTC().Format(time.RFC3339))
+}
+
 // judgeTask judges a task directory's state as a whole against the last
-// restore (which renumbered changelogs), by the dates its RocksDB stores
+// restore into the cluster (of either strategy), by the dates its RocksDB stores
 // record in their own files (StoreAge), which a copy or touch keeps, and
 // by its files' modification times, which a copy or touch can only make
 // newer: data that existed before the restore's boundary is stale (must
@@ -74,12 +91,12 @@ func judgeTask(c Checkpoint, last *Restore) (Verdict, string) {
 	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	for _, s := range c.Stores {
 		if !s.Born.IsZero() && s.Born.Before(b) {
-			return MustWipe, fmt.Sprintf("RocksDB store %s holds data from %s (%s says so in its content, which a copy or touch keeps), before restore %s renumbered the changelogs: its offsets (inside RocksDB, KIP-1035, or in .checkpoint) are in the old numbering",
-				s.Dir, at(s.Born), s.From, last.RestoreID)
+			return MustWipe, fmt.Sprintf("RocksDB store %s holds data from %s (%s says so in its content, which a copy or touch keeps), %s",
+				s.Dir, at(s.Born), s.From, last.stale())
 		}
 	}
 	if !c.Oldest.IsZero() && c.Oldest.Before(b) {
-		return MustWipe, fmt.Sprintf("%s was modified %s, before restore %s renumbered the changelogs: its offsets (inside RocksDB, KIP-1035, or in .checkpoint) are in the old numbering", c.OldestPath, at(c.Oldest), last.RestoreID)
+		return MustWipe, fmt.Sprintf("%s was modified %s, %s", c.OldestPath, at(c.Oldest), last.stale())
 	}
 	var undated []string
 	for _, s := range c.Stores {
@@ -98,15 +115,18 @@ func judgeTask(c Checkpoint, last *Restore) (Verdict, string) {
 
 // Check judges every checkpoint entry against the cluster's changelog end
 // offsets (targetEnd; ok false when the partition is not on the cluster)
-// and the last restore (nil when there was none). When the last restore
-// renumbered changelogs, every task directory is first judged as a whole
-// (judgeTask): its state is stale when the data of one of its RocksDB
+// and the last restore into the cluster (nil when there was none). After a
+// restore of either strategy, every task directory is first judged as a
+// whole (judgeTask): its state is stale when the data of one of its RocksDB
 // stores, by the dates the store's own files record (SST table properties,
 // rotated LOG names: a copy or touch keeps them), or one of its files, by
-// its modification time, predates the restore's boundary (Restore.Boundary).
-// Then:
-//   - a .checkpoint entry of a restored changelog in a stale task, or a
-//     .checkpoint file modified before the boundary: must wipe
+// its modification time, predates the restore's boundary (Restore.Boundary:
+// a changelog restore renumbered the changelogs; after a rebuild the
+// application reprocesses the restored input, which stale state already
+// counts). Then:
+//   - every .checkpoint entry of a stale task, whatever its changelog (one
+//     a rebuild skipped, one not on the cluster), or of a restored changelog
+//     whose .checkpoint file was modified before the boundary: must wipe
 //     (docs/DOMAIN.md#field-case-19);
 //   - an offset beyond the changelog's end: must wipe (Kafka Streams would
 //     declare the task corrupted, or worse, KAFKA-16017);
@@ -122,7 +142,11 @@ func judgeTask(c Checkpoint, last *Restore) (Verdict, string) {
 // without one (this tool does not read RocksDB's offsets).
 func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, p int32) (int64, bool), last *Restore) []Finding {
 	var out []Finding
-	renumbered := last != nil && len(last.Restored) > 0
+	// Any restore into the cluster makes older state stale: a changelog
+	// restore renumbered the changelogs, a rebuild has the application
+	// reprocess its input (even one that restored no partition: every
+	// record past --to-time).
+	restoredInto := last != nil
 	for _, c := range cps {
 		if c.Err != "" {
 			out = append(out, Finding{Task: c.Task, Store: "(all stores of the task)", Partition: -1, Checkpoint: -1, TargetEnd: -1,
@@ -130,7 +154,7 @@ func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, 
 			continue
 		}
 		task, why := Unknown, ""
-		if renumbered {
+		if restoredInto {
 			task, why = judgeTask(c, last)
 		}
 		if !c.File {
@@ -138,10 +162,10 @@ func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, 
 			switch {
 			case c.ModTime.IsZero():
 				f.Verdict, f.Reason = OK, "the task directory holds no state"
-			case renumbered:
+			case restoredInto:
 				f.Verdict, f.Reason = task, why
 			default:
-				f.Verdict, f.Reason = Unknown, "no .checkpoint file: the stores keep their changelog offsets inside RocksDB (KIP-1035), which this tool does not read, and no restore into this cluster renumbered the changelogs"
+				f.Verdict, f.Reason = Unknown, "no .checkpoint file: the stores keep their changelog offsets inside RocksDB (KIP-1035), which this tool does not read, and no restore into this cluster is recorded to date it against"
 			}
 			out = append(out, f)
 			continue
@@ -152,12 +176,15 @@ func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, 
 			if known {
 				f.TargetEnd = end
 			}
-			restored := renumbered && last.Restored[fmt.Sprintf("%s/%d", e.Topic, e.Partition)]
+			restored := restoredInto && last.Restored[fmt.Sprintf("%s/%d", e.Topic, e.Partition)]
 			switch {
 			case restored && c.ModTime.Before(last.Boundary()):
 				f.Verdict, f.Reason = MustWipe, fmt.Sprintf("checkpoint written %s, before restore %s renumbered this changelog: it refers to the old cluster's offsets",
 					c.ModTime.UTC().Format(time.RFC3339), last.RestoreID)
-			case restored && task == MustWipe:
+			case task == MustWipe:
+				// Whatever the changelog says (restored, skipped by a
+				// rebuild, not on the cluster): the task's state predates
+				// the restore.
 				f.Verdict, f.Reason = MustWipe, why
 			case known && e.Offset > end:
 				f.Verdict, f.Reason = MustWipe, fmt.Sprintf("checkpoint offset %d is beyond the changelog's end %d", e.Offset, end)

@@ -59,8 +59,8 @@ and judge them against the last restore into the cluster (its report in the repo
 and the changelogs' end offsets on it (the config's target: section, or
 --target-bootstrap-servers).
 
-After a restore that renumbered changelogs, a task's state is stale when its data existed
-before the restore ended. That is read from what each RocksDB store records in its own
+After a restore into the cluster (either strategy), a task's state is stale when its data
+existed before the restore finished. That is read from what each RocksDB store records in its own
 files, which a copy (cp, rsync, a volume snapshot) or a touch keeps: the SST files' table
 properties rocksdb.creation.time and rocksdb.file.creation.time, and the names of rotated
 info logs, LOG.old.<microseconds>. A file modified before the restore makes it stale too; a
@@ -75,10 +75,17 @@ file modified after it proves nothing.
   ok         every RocksDB store of the task dates from after the restore (and its
              .checkpoint positions fit the changelogs), or the task holds no files
 
-Exit status 3 when any store must be wiped (wipe it: kafkastreams-dr state wipe); 2 when
+The boundary is the last restore's finish (finished_at in its report, printed in the
+header): state written while the restore ran was built from a half-restored cluster. After
+a rebuild (no changelogs restored) state from before it is stale all the same: the
+application reprocesses the restored input, which that state already counts. A store or
+file predating the restore decides the task whatever its changelog says.
+
+Exit status 3 when any store must be wiped (wipe it: kafkastreams-dr state wipe); 4 when
+none must be wiped but some could not be judged (unknown: not an all-clear); 2 when
 --state-dir does not exist or holds no state of the application (no <application.id>/
 directory, or one without task directories): that is never an all-clear, the path or the
-application_id may be wrong; 0 otherwise.
+application_id may be wrong; 0 only when every store is ok.
 
 CONFIG KEYS USED
   application_id, target.* (the cluster), storage.* (the last restore's report; the
@@ -168,7 +175,7 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 	} else if rep, err := repository.LatestReport(ctx, store, cfg.ApplicationID, clusterID); err != nil {
 		o.Logger.Warn("cannot read the last restore report", "err", err)
 	} else if rep != nil {
-		last = &statedir.Restore{RestoreID: rep.RestoreID, StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Restored: map[string]bool{}}
+		last = &statedir.Restore{RestoreID: rep.RestoreID, Strategy: string(rep.Strategy), StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Restored: map[string]bool{}}
 		for _, p := range rep.Partitions {
 			last.Restored[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = true
 		}
@@ -178,10 +185,13 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 		return o.Offset, ok && o.Err == nil
 	}, last)
 	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Task < findings[j].Task })
-	wipe := 0
+	wipe, unknown := 0, 0
 	for _, f := range findings {
-		if f.Verdict == statedir.MustWipe {
+		switch f.Verdict {
+		case statedir.MustWipe:
 			wipe++
+		case statedir.Unknown:
+			unknown++
 		}
 	}
 	if err := writeStateFindings(s.Out, o.JSON, cfg.ApplicationID, last, findings); err != nil {
@@ -191,6 +201,12 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 		return withCode(exitPartial, fmt.Errorf("%s of application.id %q under %s must be wiped before the application starts",
 			plural(wipe, "store", "stores"), cfg.ApplicationID, o.StateDir),
 			fmt.Sprintf("stop the instance, then: kafkastreams-dr state wipe --state-dir %s --application-id %s", o.StateDir, cfg.ApplicationID))
+	}
+	if unknown > 0 {
+		// A check that cannot tell is no all-clear.
+		return withCode(exitUndecided, fmt.Errorf("%s of application.id %q under %s could not be judged (unknown): this is not an all-clear",
+			plural(unknown, "store", "stores"), cfg.ApplicationID, o.StateDir),
+			fmt.Sprintf("the REASON column says why; when in doubt, stop the instance and wipe its state: kafkastreams-dr state wipe --state-dir %s --application-id %s", o.StateDir, cfg.ApplicationID))
 	}
 	return nil
 }

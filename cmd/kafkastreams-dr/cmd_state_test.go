@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -56,10 +57,11 @@ func TestStateCheckFlagsStaleCheckpointAfterRestore(t *testing.T) {
 
 	// Against another cluster (a drill's scratch cluster, say): the restore
 	// into the target says nothing about it (regression: any restore of
-	// the app counted, whichever cluster it went to).
+	// the app counted, whichever cluster it went to). Its changelogs are
+	// not there: unknown, exit 4 (it was 0, as if all clear).
 	other := testkit.StartKfake(t, 1, kfake.ClusterID("scratch-cluster"))
 	otherCfg := restoreConfig(t, other.Addrs(), repo)
-	if code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", otherCfg); code != exitOK || strings.Contains(stdout, "before restore") {
+	if code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", otherCfg); code != exitUndecided || strings.Contains(stdout, "before restore") {
 		t.Fatalf("state check against a cluster nothing was restored into: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
@@ -234,5 +236,48 @@ func TestStateCheckDoesNotCreateRepository(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+}
+
+// TestStateCheckStatePredatingRebuild is a regression test (new user, Kafka
+// 4.4): after `restore --strategy rebuild` (no changelog on the target), a
+// state dir whose store has an SST modified in 2020 and a rotated LOG of
+// 2023 printed both tasks unknown ("the changelog partition is not on the
+// cluster") and exited 0. A file predating the restore decides it: must
+// wipe, exit 3; the header names the boundary, the restore's finish.
+// Unknown alone is not an all-clear either: exit 4.
+func TestStateCheckStatePredatingRebuild(t *testing.T) {
+	repo := embeddedRepository(t)
+	target := testkit.StartKfake(t, 3)
+	cfg := restoreConfig(t, target.Addrs(), repo)
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--strategy", "rebuild", "--yes"); code != exitOK {
+		t.Fatalf("restore --strategy rebuild: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stateDir := t.TempDir()
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, task := range []string{"0_0", "1_0"} {
+		store := filepath.Join(stateDir, "order-processor", task, "rocksdb", "order-totals-store")
+		writeState(t, filepath.Join(store, "000010.sst"), "x")
+		writeState(t, filepath.Join(store, "LOG.old.1700000000000000"), "")
+		writeState(t, filepath.Join(stateDir, "order-processor", task, ".checkpoint"), "0\n1\norder-processor-order-totals-store-changelog 0 7\n")
+		if err := os.Chtimes(filepath.Join(store, "000010.sst"), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runCLI(t, "state", "check", "--state-dir", stateDir, "-c", cfg)
+	if code != exitPartial || strings.Count(stdout, "must wipe") != 2 || !strings.Contains(stdout, "strategy rebuild") {
+		t.Fatalf("state check of state predating a rebuild restore: exit %d, want %d and both tasks must wipe\n%s\n%s", code, exitPartial, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "finished ") || strings.Contains(stdout, "(started ") {
+		t.Errorf("the header does not name the boundary (the restore's finish):\n%s", stdout)
+	}
+
+	// State written after the restore, with no store to date it: unknown,
+	// which is no all-clear.
+	fresh := t.TempDir()
+	writeState(t, filepath.Join(fresh, "order-processor", "0_0", ".checkpoint"), "0\n1\norder-processor-order-totals-store-changelog 0 7\n")
+	code, stdout, stderr = runCLI(t, "state", "check", "--state-dir", fresh, "-c", cfg)
+	if code != exitUndecided || strings.Contains(stdout, "must wipe") || !strings.Contains(stderr, "could not be judged") {
+		t.Fatalf("state check with unknown verdicts only: exit %d, want %d\n%s\n%s", code, exitUndecided, stdout, stderr)
 	}
 }

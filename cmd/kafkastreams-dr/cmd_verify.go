@@ -42,12 +42,19 @@ each partition's segments add up to its record count inside its cut.
 --target-bootstrap-servers) with the backup record by record: each restored partition
 must hold exactly the backup's records, in order, with equal key, value, headers and
 timestamp (offsets differ: a restore renumbers them), and every segment's header must
-name the topic and partition the manifest has it under. When the repository holds a
-report of a restore of this backup into this cluster, the comparison stops at that
-restore's cut (--to-time) and each restored record's original offset, by the
-restore's offset map, must be the backup record's. A restore report that cannot be
-listed or read (restores/<id>/report.json) fails the comparison, exit 1: without its
-cut and offset maps the result would be wrong.
+name the topic and partition the manifest has it under. The backup compared is the one
+the latest restore report into this cluster names (restores/<id>/report.json, for the
+config's application_id and the target's cluster id; stderr says which), whatever
+--backup-id latest would pick: the comparison uses that restore's topics (a rebuild's
+changelogs are not expected), stops at its cut (--to-time), and each restored record's
+original offset, by the restore's offset map, must be the backup record's. Without a
+report, --backup-id is compared (latest: the newest complete backup). A --backup-id that
+is not the report's backup is refused (exit 2, naming the restored one) unless a restore
+of it into this cluster was started and wrote no report (its journal is there): it is then
+compared without a cut or offset maps. A restore report that cannot be listed or read
+fails the comparison, exit 1: without its cut and offset maps the result would be wrong.
+When the target differs after a restore that did not finish (its journal says incomplete,
+or it wrote no report), the hint is to run the same restore again: it resumes.
 
 Every problem names the object, topic, partition and offset concerned. A manifest that
 does not decode (truncated, damaged, of a newer format) is named too. A damaged backup
@@ -89,7 +96,7 @@ func newVerifyCmd(g *globalOptions, s *iostreams, runF func(context.Context, *ve
 		},
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
-	cmd.Flags().StringVar(&o.BackupID, "backup-id", "latest", "the backup to check (ID), or latest")
+	cmd.Flags().StringVar(&o.BackupID, "backup-id", "latest", "the backup to check (ID), or latest (with --against-cluster: the backup of the latest restore into the target)")
 	cmd.Flags().BoolVar(&o.Deep, "deep", false, "also decode every segment and check its records")
 	cmd.Flags().BoolVar(&o.AgainstCluster, "against-cluster", false, "compare the restored target cluster with the backup, record by record")
 	cmd.Flags().StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "with --against-cluster: the target's brokers (HOST:PORT,...), instead of target.bootstrap_servers")
@@ -106,105 +113,173 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	if err != nil {
 		return storageError(err)
 	}
-	// "latest" is the newest complete backup, readable or not: verify
-	// reports its damage (repository.LatestAsID).
-	m, err := repository.Manifest(ctx, store, o.BackupID, repository.LatestAsID())
+	if o.AgainstCluster {
+		return runVerifyAgainstCluster(ctx, o, s, cfg, store)
+	}
+	m, err := verifyManifest(ctx, store, o.BackupID)
 	if err != nil {
-		if errors.Is(err, restorer.ErrNoBackup) {
-			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
-		}
-		if errors.Is(err, repository.ErrDamaged) && !storage.IsTransient(err) {
-			// Not repositoryHint: it says to run verify, which just failed.
-			return withCode(damageExitCode, fmt.Errorf("verify: %w", err),
-				"the manifest is damaged or truncated: this backup cannot be verified or restored; "+damagedManifestWaysOut)
-		}
+		return err
+	}
+	res, err := verify.Repository(ctx, store, m, o.Deep)
+	if err != nil {
 		return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
 	}
-	var res *verify.Result
-	if o.AgainstCluster {
-		target, err := restoreTarget(cfg, o.TargetBootstrap)
-		if err != nil {
-			return err
-		}
-		opts, err := target.ClientOptions()
-		if err != nil {
-			return withCode(exitUsage, err, "")
-		}
-		var cut verify.Cut
-		var maps verify.OffsetMaps
-		var topics []string
-		// The cut of the latest restore of this backup into this cluster.
-		clusterID, err := targetClusterID(ctx, opts)
-		if err != nil {
-			return withCode(exitError, err, fmt.Sprintf("check target.bootstrap_servers and target.security in %s, or --target-bootstrap-servers", cfg.File()))
-		}
-		var rep *restorer.Report
-		if clusterID != "" {
-			// Without the report's cut and offset maps the comparison is
-			// wrong: a report that cannot be read fails the command.
-			if rep, err = repository.LatestReport(ctx, store, m.ApplicationID, clusterID); err != nil {
-				hint := "restore the backup again into an empty cluster: it writes a new report"
-				if storage.IsTransient(err) {
-					hint = storage.TransientHint(store.Location())
-				}
-				return withCode(exitError, fmt.Errorf("verify against the cluster: the latest restore into cluster %s: %w", clusterID, err), hint)
-			}
-		}
-		if rep != nil && rep.BackupID == m.BackupID {
-			cuts := map[string]map[int32]int64{}
-			for _, tp := range rep.Topics {
-				topics = append(topics, tp.Topic)
-				cuts[tp.Topic] = map[int32]int64{}
-				for _, pp := range tp.PartitionPlans {
-					cuts[tp.Topic][pp.Partition] = pp.CutAt
-				}
-			}
-			cut = func(t string, p int32) int64 {
-				if c, ok := cuts[t][p]; ok {
-					return c
-				}
-				return -1
-			}
-			restored := map[string]map[int32]*offsets.Map{}
-			for _, pr := range rep.Partitions {
-				if restored[pr.Topic] == nil {
-					restored[pr.Topic] = map[int32]*offsets.Map{}
-				}
-				restored[pr.Topic][pr.Partition] = pr.Map
-			}
-			maps = func(t string, p int32) *offsets.Map { return restored[t][p] }
-			fmt.Fprintf(s.ErrOut, "comparing with the topics, cut and offset maps of restore %s\n", rep.RestoreID)
-		}
-		res, err = verify.AgainstRestore(ctx, store, m, opts, topics, cut, maps)
-		if err != nil && isDamage(err) {
-			// New-user test: a damaged segment said "check
-			// target.bootstrap_servers", exit 1.
-			return withCode(damageExitCode, fmt.Errorf("verify against the cluster: %w", err), damagedSegmentsHint(o.ConfigFile, m.BackupID))
-		}
-		if err != nil && storage.IsTransient(err) {
-			return withCode(exitError, fmt.Errorf("verify against the cluster: %w", err), storage.TransientHint(store.Location()))
-		}
-		if err != nil {
-			return withCode(exitError, fmt.Errorf("verify against the cluster: %w", err), "check target.bootstrap_servers and target.security")
-		}
-	} else {
-		res, err = verify.Repository(ctx, store, m, o.Deep)
-		if err != nil {
-			return repositoryError(fmt.Errorf("verify: %w", err), store.Location())
-		}
-	}
-	if err := writeVerifyResult(s.Out, o.JSON, m.BackupID, store.Location(), o.Deep, o.AgainstCluster, res); err != nil {
+	if err := writeVerifyResult(s.Out, o.JSON, m.BackupID, store.Location(), o.Deep, false, res); err != nil {
 		return err
 	}
 	if !res.OK() {
-		code, hint := damageExitCode, fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
-			"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile)
-		if o.AgainstCluster {
-			code, hint = exitError, "the target differs from the backup: restore it again into an empty cluster"
-		}
-		return withCode(code, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
+		return withCode(damageExitCode, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")),
+			fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
+				"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile))
 	}
 	return nil
+}
+
+// verifyManifest loads the manifest of backup id ("latest": the newest
+// complete backup, readable or not: verify reports its damage,
+// repository.LatestAsID), with verify's exit codes and hints.
+func verifyManifest(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
+	m, err := repository.Manifest(ctx, store, id, repository.LatestAsID())
+	if err != nil {
+		if errors.Is(err, restorer.ErrNoBackup) {
+			return nil, withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
+		}
+		if errors.Is(err, repository.ErrDamaged) && !storage.IsTransient(err) {
+			// Not repositoryHint: it says to run verify, which just failed.
+			return nil, withCode(damageExitCode, fmt.Errorf("verify: %w", err),
+				"the manifest is damaged or truncated: this backup cannot be verified or restored; "+damagedManifestWaysOut)
+		}
+		return nil, repositoryError(fmt.Errorf("verify: %w", err), store.Location())
+	}
+	return m, nil
+}
+
+// runVerifyAgainstCluster compares the target cluster with a backup. The
+// backup is the one the latest restore report into the target names
+// (repository.LatestReport for the config's application_id and the
+// target's cluster id), so that the comparison uses that restore's
+// topics, cut and offset maps; without a report it is --backup-id (the
+// newest complete backup for latest). An explicit --backup-id other than
+// the report's is refused (exit 2) unless a restore of it into the target
+// left a journal (restores/journals/<backup-id>/<cluster-id>.json: it was
+// started there and did not write its report); it is then compared without
+// a cut or offset maps.
+func runVerifyAgainstCluster(ctx context.Context, o *verifyOptions, s *iostreams, cfg *config.Config, store storage.Backend) error {
+	target, err := restoreTarget(cfg, o.TargetBootstrap)
+	if err != nil {
+		return err
+	}
+	opts, err := target.ClientOptions()
+	if err != nil {
+		return withCode(exitUsage, err, "")
+	}
+	clusterID, err := targetClusterID(ctx, opts)
+	if err != nil {
+		return withCode(exitError, err, fmt.Sprintf("check target.bootstrap_servers and target.security in %s, or --target-bootstrap-servers", cfg.File()))
+	}
+	var rep *restorer.Report
+	if clusterID != "" {
+		// Without the report's cut and offset maps the comparison is
+		// wrong: a report that cannot be read fails the command.
+		if rep, err = repository.LatestReport(ctx, store, cfg.ApplicationID, clusterID); err != nil {
+			hint := "restore the backup again into an empty cluster: it writes a new report"
+			if storage.IsTransient(err) {
+				hint = storage.TransientHint(store.Location())
+			}
+			return withCode(exitError, fmt.Errorf("verify against the cluster: the latest restore into cluster %s: %w", clusterID, err), hint)
+		}
+	}
+	id := o.BackupID
+	explicit := id != "" && id != "latest"
+	switch {
+	case rep != nil && !explicit:
+		id = rep.BackupID
+		fmt.Fprintf(s.ErrOut, "the latest restore into cluster %s is restore %s, of backup %s: comparing with backup %s\n", clusterID, rep.RestoreID, rep.BackupID, rep.BackupID)
+	case rep != nil && id != rep.BackupID:
+		j, err := repository.LoadJournal(ctx, store, id, clusterID)
+		if err != nil {
+			return withCode(exitError, fmt.Errorf("verify against the cluster: backup %s into cluster %s: %w", id, clusterID, err), storage.TransientHint(store.Location()))
+		}
+		if j == nil {
+			return withCode(exitUsage, fmt.Errorf("verify against the cluster: backup %s was never restored into cluster %s: its latest restore, %s, is of backup %s; "+
+				"comparing with another backup reports every difference between the two as a problem", id, clusterID, rep.RestoreID, rep.BackupID),
+				fmt.Sprintf("compare with the restored backup: kafkastreams-dr verify -c %s --against-cluster (or --backup-id %s)", o.ConfigFile, rep.BackupID))
+		}
+		fmt.Fprintf(s.ErrOut, "warning: the latest finished restore into cluster %s is of backup %s; a restore of backup %s was started there but wrote no report: comparing without its cut and offset maps\n",
+			clusterID, rep.BackupID, id)
+	}
+	m, err := verifyManifest(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	var cut verify.Cut
+	var maps verify.OffsetMaps
+	var topics []string
+	if rep != nil && rep.BackupID == m.BackupID {
+		cuts := map[string]map[int32]int64{}
+		for _, tp := range rep.Topics {
+			topics = append(topics, tp.Topic)
+			cuts[tp.Topic] = map[int32]int64{}
+			for _, pp := range tp.PartitionPlans {
+				cuts[tp.Topic][pp.Partition] = pp.CutAt
+			}
+		}
+		cut = func(t string, p int32) int64 {
+			if c, ok := cuts[t][p]; ok {
+				return c
+			}
+			return -1
+		}
+		restored := map[string]map[int32]*offsets.Map{}
+		for _, pr := range rep.Partitions {
+			if restored[pr.Topic] == nil {
+				restored[pr.Topic] = map[int32]*offsets.Map{}
+			}
+			restored[pr.Topic][pr.Partition] = pr.Map
+		}
+		maps = func(t string, p int32) *offsets.Map { return restored[t][p] }
+		fmt.Fprintf(s.ErrOut, "comparing with the topics, cut and offset maps of restore %s\n", rep.RestoreID)
+	}
+	res, err := verify.AgainstRestore(ctx, store, m, opts, topics, cut, maps)
+	if err != nil && isDamage(err) {
+		// New-user test: a damaged segment said "check
+		// target.bootstrap_servers", exit 1.
+		return withCode(damageExitCode, fmt.Errorf("verify against the cluster: %w", err), damagedSegmentsHint(o.ConfigFile, m.BackupID))
+	}
+	if err != nil && storage.IsTransient(err) {
+		return withCode(exitError, fmt.Errorf("verify against the cluster: %w", err), storage.TransientHint(store.Location()))
+	}
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("verify against the cluster: %w", err), "check target.bootstrap_servers and target.security")
+	}
+	if err := writeVerifyResult(s.Out, o.JSON, m.BackupID, store.Location(), o.Deep, true, res); err != nil {
+		return err
+	}
+	if !res.OK() {
+		return withCode(exitError, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")),
+			differsHint(ctx, o, store, m.BackupID, clusterID, rep))
+	}
+	return nil
+}
+
+// differsHint is what to do when the target differs from backup backupID:
+// after a restore of it into the cluster clusterID that did not finish (its
+// journal says incomplete, or no report of it came after the journal),
+// run the same restore again, which resumes it; otherwise restore again
+// into an empty cluster.
+func differsHint(ctx context.Context, o *verifyOptions, store storage.Backend, backupID, clusterID string, rep *restorer.Report) string {
+	if clusterID != "" {
+		j, err := repository.LoadJournal(ctx, store, backupID, clusterID)
+		if err != nil {
+			o.Logger.Warn("cannot read the restore journal: the hint may be wrong", "backup", backupID, "cluster", clusterID, "err", err)
+		}
+		if j != nil && (!j.Complete || rep == nil || rep.BackupID != backupID) {
+			return fmt.Sprintf("the restore of backup %s into cluster %s did not finish (its journal says incomplete, or it wrote no report): "+
+				"run the same restore again: it resumes (kafkastreams-dr restore -c %s --backup-id %s, with the same --strategy and --to-time), then verify again",
+				backupID, clusterID, o.ConfigFile, backupID)
+		}
+	}
+	return "the target differs from the backup: restore it again into an empty cluster"
 }
 
 // targetClusterID waits for the target cluster (config.Reach) and returns

@@ -12,6 +12,7 @@ const (
 	exitError     = 1   // the run failed (cluster or storage error, bug)
 	exitUsage     = 2   // bad flags or arguments, invalid config, the run was refused, or the backup is damaged
 	exitPartial   = 3   // the run finished but not everything was done (see the summary)
+	exitUndecided = 4   // state check: some stores could not be judged (unknown), none must be wiped
 	exitLocked    = 11  // another run holds the repository lock (restic's code for "already locked")
 	exitCancelled = 130 // interrupted by SIGINT or SIGTERM
 )
@@ -22,7 +23,9 @@ const exitStatusHelp = `EXIT STATUS
   1    error: the run failed (cluster, storage or network error)
   2    usage error, invalid config file, or the run was refused (also: the backup
        it reads is damaged, found before anything was written; a re-run cannot help)
-  3    partial: the run finished but not everything was done (see the summary)
+  3    partial: the run finished but not everything was done (see the summary);
+       state check: a store must be wiped
+  4    state check: no store must be wiped, but some could not be judged (unknown)
   11   locked: another backup, prune or restore holds the repository lock (or the
        target cluster's restore lock); nothing was done, try again later
   130  interrupted (SIGINT or SIGTERM)

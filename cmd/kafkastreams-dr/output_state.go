@@ -22,7 +22,13 @@ func writeStateFindings(w io.Writer, asJSON bool, applicationID string, last *st
 		return writeJSON(w, findings)
 	}
 	if last != nil {
-		fmt.Fprintf(w, "last restore of %s: %s (started %s)\n\n", applicationID, last.RestoreID, last.StartedAt.UTC().Format("2006-01-02T15:04:05Z"))
+		strategy := ""
+		if last.Strategy != "" {
+			strategy = ", strategy " + last.Strategy
+		}
+		// The boundary the verdicts use (Restore.Boundary): its finish.
+		fmt.Fprintf(w, "last restore of %s: %s (finished %s%s): state from before then is stale\n\n", applicationID, last.RestoreID,
+			last.Boundary().UTC().Format("2006-01-02T15:04:05Z"), strategy)
 	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "TASK\tSTORE\tCHANGELOG\tCHECKPOINT\tCHANGELOG END\tVERDICT\tREASON")

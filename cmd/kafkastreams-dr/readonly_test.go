@@ -77,7 +77,7 @@ func TestReadCommandsWriteNothing(t *testing.T) {
 		{"verify", []string{"verify", "-c", cfg}, exitOK},
 		{"verify --deep", []string{"verify", "-c", cfg, "--deep"}, exitOK},
 		{"estimate", []string{"estimate", "-c", cfg, "--no-cluster"}, exitOK},
-		{"state check", []string{"state", "check", "--state-dir", stateDir, "-c", cfg}, exitOK}, // written after the restore: unknown
+		{"state check", []string{"state", "check", "--state-dir", stateDir, "-c", cfg}, exitUndecided}, // written after the restore: unknown (exit 4)
 		{"prune --dry-run", []string{"prune", "-c", cfg, "--keep-last", "1", "--dry-run"}, exitOK},
 		{"restore --dry-run", []string{"restore", "-c", cfg, "--dry-run"}, exitOK},
 	}
