@@ -81,3 +81,32 @@ func damageFirstSegment(t *testing.T, repo string, damage func([]byte) []byte) (
 	}
 	return m.BackupID, key
 }
+
+// TestRestoreDryRunRunsNoPreCheck pins what restore --help and the README
+// now say (a new user's doc fault: they said --dry-run "does not read the
+// segments in full", while it decodes some): a dry run decodes only the
+// segments whose statistics say a record may break a target limit, so a
+// segment damaged elsewhere passes the dry run; the restore's pre-check
+// then refuses it. verify --deep is what checks every segment.
+func TestRestoreDryRunRunsNoPreCheck(t *testing.T) {
+	repo := embeddedRepository(t)
+	_, key := damageFirstSegment(t, repo, func(b []byte) []byte { b[len(b)/2] ^= 0xff; return b })
+	code, stdout, stderr := runBounded(t, "--log-level", "error", "restore", "--embedded", "--from", repo, "--dry-run")
+	if code != exitOK || !strings.Contains(stdout, "dry run: nothing was written") {
+		t.Errorf("dry run: exit %d, want 0 (no pre-check)\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runBounded(t, "--log-level", "error", "restore", "--embedded", "--from", repo)
+	if code != damageExitCode || !strings.Contains(stderr, key) {
+		t.Errorf("restore: exit %d, want 2 naming %s\n%s", code, key, stderr)
+	}
+	_, help, _ := runCLI(t, "restore", "--help")
+	help = strings.Join(strings.Fields(help), " ")
+	for _, want := range []string{"--dry-run runs no such pre-check", "verify --deep checks every segment"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("restore --help does not say %q", want)
+		}
+	}
+	if strings.Contains(help, "does not read the segments in full") {
+		t.Error("restore --help still says --dry-run does not read the segments in full")
+	}
+}
