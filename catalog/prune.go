@@ -28,6 +28,22 @@ var ErrNoPolicy = errors.New("no retention policy: set keep-last, keep-hourly, k
 // needs, so it deletes nothing.
 var ErrUnreadableKept = errors.New("a kept manifest is unreadable")
 
+// UnreadableKeptError is the error Prune returns, wrapping
+// ErrUnreadableKept, when manifests (or progress.json files) of backups it
+// would keep do not decode or disappeared while it read them. Nothing was
+// deleted.
+type UnreadableKeptError struct {
+	BackupIDs []string // the backups concerned, in the index's order (oldest first)
+	Problems  []string // one per backup: "<key>: <error>"
+}
+
+func (e *UnreadableKeptError) Error() string {
+	return fmt.Sprintf("%s, so prune cannot know which segments it needs; nothing was deleted: %s (run verify; delete that backup's manifest by hand if it cannot be repaired)",
+		ErrUnreadableKept, strings.Join(e.Problems, "; "))
+}
+
+func (e *UnreadableKeptError) Unwrap() error { return ErrUnreadableKept }
+
 // PruneOptions is a retention policy (see Policy) and how to apply it.
 // Complete backups are kept when any rule keeps them (the union); the
 // latest complete backup is always kept.
@@ -205,6 +221,11 @@ func takeLocks(ctx context.Context, store storage.Backend, held map[string]*repo
 	return nil
 }
 
+func (e *UnreadableKeptError) add(b *entry) {
+	e.BackupIDs = append(e.BackupIDs, b.BackupID)
+	e.Problems = append(e.Problems, b.ManifestKey+": "+b.Error)
+}
+
 // prunePlan is what Prune decided, with the object keys to delete.
 type prunePlan struct {
 	res       *PruneResult
@@ -234,7 +255,7 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 	}
 	rules := applyPolicy(times, o.Policy, o.Now)
 	nComplete := 0
-	var unreadable []string
+	unreadable := &UnreadableKeptError{}
 	for _, e := range es {
 		greatest = max(greatest, e.BackupID)
 		d := Decision{Summary: e.Summary}
@@ -262,7 +283,7 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 			if d.Keep {
 				keptComplete[e.BackupID] = true
 				if e.m == nil {
-					unreadable = append(unreadable, e.ManifestKey+": "+e.Error)
+					unreadable.add(e)
 				}
 				addSegments(referenced, e.m)
 			}
@@ -271,7 +292,7 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 			d.Keep, d.Reason = true, "running or interrupted: the next backup resumes it"
 			protected[e.BackupID] = true
 			if e.m == nil {
-				unreadable = append(unreadable, e.ManifestKey+": "+e.Error)
+				unreadable.add(e)
 			}
 			addSegments(referenced, e.m)
 		default:
@@ -281,9 +302,8 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 		}
 		p.res.Backups = append(p.res.Backups, d)
 	}
-	if len(unreadable) > 0 {
-		return nil, fmt.Errorf("%w, so prune cannot know which segments it needs; nothing was deleted: %s (run verify; delete that backup's manifest by hand if it cannot be repaired)",
-			ErrUnreadableKept, strings.Join(unreadable, "; "))
+	if len(unreadable.BackupIDs) > 0 {
+		return nil, unreadable
 	}
 
 	// Segments: the listing is for garbage collection only; readers never list.

@@ -165,7 +165,9 @@ func (d *drill) load(ctx context.Context) error {
 
 // restorePlan loads the manifest and runs the restore's preflight on the
 // drill target (a dry run), so a target that cannot take the restore, or
-// conflicting flags, fail before the repository is read in full.
+// conflicting flags, fail before verify-repository and the restore's
+// pre-check read every segment in full. The dry run decodes only the
+// segments whose statistics say a record may break a target limit.
 func (d *drill) restorePlan(ctx context.Context, p *Phase) error {
 	if err := d.load(ctx); err != nil {
 		return err

@@ -10,6 +10,7 @@ package estimate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,6 +32,10 @@ type Throughput struct {
 	Reports          []string `json:"reports,omitempty"` // restore ids it was measured from
 	Records          int64    `json:"records,omitempty"` // records those restores produced
 	Seconds          float64  `json:"seconds,omitempty"` // time they took
+	// Unreadable names the reports that were skipped because they do not
+	// decode (truncated, overwritten), each as "<key>: <error>", newest
+	// first. They are not counted in Reports or in MaxReports.
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 // Strategy is one strategy's estimate.
@@ -69,7 +74,9 @@ type Options struct {
 	MaxReports int
 }
 
-// Run computes the estimate.
+// Run computes the estimate. A restore report that does not decode is
+// skipped (Throughput.Unreadable names it); an error reading the manifest,
+// listing the reports or reading one (the storage failed) is returned.
 func Run(ctx context.Context, o Options) (*Estimate, error) {
 	if o.MaxReports <= 0 {
 		o.MaxReports = 5
@@ -120,18 +127,26 @@ func Run(ctx context.Context, o Options) (*Estimate, error) {
 	return e, nil
 }
 
-// measure derives the throughput from the latest restore reports.
+// measure derives the throughput from the latest restore reports, newest
+// first. A report that does not decode (repository.ErrUnreadableReport) is
+// skipped and named in Unreadable, as state check skips it; any other error
+// (the storage failed, the listing failed) is returned.
 func measure(ctx context.Context, store storage.Backend, max int) (Throughput, error) {
 	ids, err := repository.ReportIDs(ctx, store)
 	if err != nil {
 		return Throughput{}, err
 	}
 	tp := Throughput{Source: "measured"}
+	var unreadable []string
 	for _, id := range ids {
 		if len(tp.Reports) == max {
 			break
 		}
 		rep, err := repository.LoadReport(ctx, store, id)
+		if errors.Is(err, repository.ErrUnreadableReport) && !storage.IsTransient(err) {
+			unreadable = append(unreadable, err.Error())
+			continue
+		}
 		if err != nil {
 			return Throughput{}, err
 		}
@@ -144,8 +159,9 @@ func measure(ctx context.Context, store storage.Backend, max int) (Throughput, e
 		tp.Seconds += d
 	}
 	if tp.Records == 0 {
-		return Throughput{RecordsPerSecond: DefaultRecordsPerSecond, Source: "default"}, nil
+		return Throughput{RecordsPerSecond: DefaultRecordsPerSecond, Source: "default", Unreadable: unreadable}, nil
 	}
 	tp.RecordsPerSecond = float64(tp.Records) / tp.Seconds
+	tp.Unreadable = unreadable
 	return tp, nil
 }

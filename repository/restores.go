@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -34,10 +35,23 @@ func SaveReport(ctx context.Context, store storage.Backend, rep *format.RestoreR
 	return nil
 }
 
+// ErrUnreadableReport is wrapped by LoadReport's error when the report was
+// read in full but does not decode (truncated, overwritten): damage to that
+// object, which no re-run repairs. Test with errors.Is. A storage failure
+// reading it never wraps it.
+var ErrUnreadableReport = errors.New("unreadable restore report")
+
+// unreadableReportError keeps the decoder's error and ErrUnreadableReport.
+type unreadableReportError struct{ err error }
+
+func (e *unreadableReportError) Error() string   { return e.err.Error() }
+func (e *unreadableReportError) Unwrap() []error { return []error{e.err, ErrUnreadableReport} }
+
 // LoadReport reads the report of the restore restoreID. A storage error is
 // returned as "read <key>: ..." (storage.ErrNotFound and
 // storage.ErrTransient stay testable), a report that does not decode as
-// "decode <key>: ...".
+// "decode <key>: ..." wrapping ErrUnreadableReport. The report is read in
+// full before it is decoded, so that the two never mix.
 func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*format.RestoreReport, error) {
 	key := format.RestoreReportKey(restoreID)
 	rc, err := store.Get(ctx, key)
@@ -45,9 +59,13 @@ func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*
 		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
 	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
 	var rep format.RestoreReport
-	if err := json.NewDecoder(rc).Decode(&rep); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", key, err)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", key, &unreadableReportError{err})
 	}
 	return &rep, nil
 }

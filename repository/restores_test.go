@@ -97,8 +97,11 @@ func TestRestoreReports(t *testing.T) {
 	if want := "decode restores/" + r3 + "/report.json: "; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("err %v, want it to start with %q", err, want)
 	}
+	if !errors.Is(err, ErrUnreadableReport) || storage.IsTransient(err) {
+		t.Errorf("a report that does not decode: %v, want ErrUnreadableReport", err)
+	}
 	if _, err := LoadReport(ctx, store, "20261129T104512.345Z-00000004"); !errors.Is(err, storage.ErrNotFound) ||
-		!strings.Contains(err.Error(), "read restores/20261129T104512.345Z-00000004/report.json") {
+		!strings.Contains(err.Error(), "read restores/20261129T104512.345Z-00000004/report.json") || errors.Is(err, ErrUnreadableReport) {
 		t.Fatalf("missing report: %v", err)
 	}
 }

@@ -46,7 +46,8 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
       include               globs ("app-*-changelog") or ~regex, anchored (required)
       exclude               same syntax; exclude beats include
       allow_missing         a literal include that does not exist is a warning (default false)
-  target:                   the cluster a restore writes to (optional; same keys as source)
+  target:                   the cluster a restore writes to (optional; same keys as source,
+                            without topics: restore --topics selects, target.topics is refused)
   storage:                  where the backup repository lives (required)
     backend                 s3 | filesystem (required)
     bucket, prefix, region  s3 (bucket required); credentials from the AWS default chain
@@ -56,7 +57,8 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
     retry_timeout           s3: how long a failing request is retried with backoff and a
                             cut download resumed, then exit 1 (default 2m)
     path                    filesystem: the directory (required; prefix is a subdirectory;
-                            a relative path is relative to the config file's directory)
+                            a relative path is relative to the config file's directory;
+                            a leading ~ is not expanded and is refused: write ${HOME}/...)
                             prefix: no ".." segment
   backup:
     compression             zstd (default; the only one for now)

@@ -20,7 +20,10 @@ type describeOptions struct {
 }
 
 const describeLong = `Describe one complete backup from its manifest: per topic its class, partitions,
-replication factor and recorded configs; per partition the log start and high
+replication factor and recorded configs (every config not at its default, plus
+cleanup.policy, max.message.bytes, min.insync.replicas, message.timestamp.type and
+retention.ms always, at their defaults too: a restore sets them on the new topic);
+per partition the log start and high
 watermark the backup saw, the offsets the chain covers [START, END), the records it
 holds (not END - START: compaction, transaction markers and aborted records leave
 offsets without a record), its segments and stored bytes, the timestamp range and the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,8 +58,10 @@ restored and verified), the RPO (the age of the backup's cut when the source was
 at the end of the backup phase, or at the start of a drill of an existing backup), the
 data volume, the group's offsets on the source and on the target, and the warnings.
 --json prints it as JSON; --junit FILE also writes it as JUnit XML for CI (one test
-case per phase), whether the drill passed or not. A failed phase stops the drill: the
-phases after it are reported as skipped.
+case per phase), whether the drill passed or not. --junit and --out are checked before
+the drill starts: a --junit that is a directory, or whose directory does not exist (it is
+not created, except when it is --out), and an --out that is a file or not empty exit 2.
+A failed phase stops the drill: the phases after it are reported as skipped.
 
 --embedded needs no cluster: it starts an in-process source cluster of 3 brokers
 (franz-go kfake) running the sample Streams application order-processor, backs it up
@@ -112,7 +115,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the drill target cluster (default: target.bootstrap_servers)")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep or accept-loss, for records already past the target topic's retention.ms, as for restore")
 	f.BoolVar(&o.JSON, "json", false, "print the drill report as JSON")
-	f.StringVar(&o.JUnit, "junit", "", "also write the drill report as JUnit XML to `FILE` (one test case per phase)")
+	f.StringVar(&o.JUnit, "junit", "", "also write the drill report as JUnit XML to `FILE` (one test case per phase); its directory must exist (or be --out)")
 	f.BoolVar(&o.NoDeep, "no-deep", false, "check the backup's objects by size and SHA-256 only, without decoding their records")
 	f.BoolVar(&o.Embedded, "embedded", false, "drill a sample Streams app on in-process source and target clusters (no Kafka needed)")
 	f.StringVar(&o.Out, "out", "", "with --embedded: the repository `DIR`, empty or absent (default: a new temporary directory)")
@@ -156,6 +159,9 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 }
 
 func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
+	if err := checkJUnitPath(o.JUnit, ""); err != nil {
+		return err
+	}
 	cfg, err := loadConfig(o.ConfigFile, s)
 	if err != nil {
 		return err
@@ -240,6 +246,14 @@ func drillRunError(err error, o *drillOptions, rep *drill.Report) error {
 // the source cluster is stopped (the disaster), and the backup is restored
 // into a second, new cluster of 3 brokers and verified there.
 func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error {
+	if o.Out != "" {
+		if err := checkEmptyRepository(o.Out); err != nil {
+			return err
+		}
+	}
+	if err := checkJUnitPath(o.JUnit, o.Out); err != nil {
+		return err
+	}
 	out := o.Out
 	if out == "" {
 		dir, err := os.MkdirTemp("", "kdr-drill-")
@@ -248,8 +262,6 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 		}
 		out = dir
 		fmt.Fprintf(s.ErrOut, "repository: %s (a new temporary directory; --out DIR chooses one)\n", out)
-	} else if err := checkEmptyRepository(out); err != nil {
-		return err
 	}
 	store, err := storage.NewFilesystem(out)
 	if err != nil {
@@ -324,10 +336,46 @@ func finishDrill(s *iostreams, o *drillOptions, rep *drill.Report, header []stri
 	return drillOutcome(rep, file)
 }
 
-func writeJUnit(file string, rep *drill.Report) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return err
+// checkJUnitPath checks --junit FILE before the drill starts, so that a
+// drill is never run for a report it cannot write: FILE must not be a
+// directory, and its directory must exist (it is never created), except
+// when it is out, the --out repository directory the embedded drill
+// creates. Every problem exits 2 naming the flag and the fix.
+func checkJUnitPath(file, out string) error {
+	if file == "" {
+		return nil
 	}
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return withCode(exitUsage, fmt.Errorf("--junit %s is a directory: --junit names the XML file to write", file),
+			fmt.Sprintf("name a file, e.g. --junit %s", filepath.Join(file, "drill-junit.xml")))
+	}
+	dir := filepath.Dir(file)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && out != "" && sameDir(dir, out):
+		return nil // the embedded drill creates --out first
+	case errors.Is(err, os.ErrNotExist):
+		return withCode(exitUsage, fmt.Errorf("--junit %s: the directory %s does not exist (the drill does not create it)", file, dir),
+			fmt.Sprintf("create it first (mkdir -p %s), or name a file in an existing directory", dir))
+	case errors.Is(err, syscall.ENOTDIR) || (err == nil && !fi.IsDir()):
+		return withCode(exitUsage, fmt.Errorf("--junit %s: %s is not a directory", file, dir),
+			"name a file in an existing directory")
+	case err != nil:
+		return withCode(exitUsage, fmt.Errorf("--junit %s: %w", file, err), "name a file in a directory you can write to")
+	}
+	return nil
+}
+
+// sameDir reports whether a and b name the same path once made absolute.
+func sameDir(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == ab
+}
+
+// writeJUnit writes rep as JUnit XML to file; its directory must exist
+// (checkJUnitPath).
+func writeJUnit(file string, rep *drill.Report) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err

@@ -181,6 +181,10 @@ storage:
   path: %s
 `, strings.Join(src.Addrs(), ", "), strings.Join(target.Addrs(), ", "), repo))
 	junit := filepath.Join(t.TempDir(), "reports", "drill.xml")
+	// The drill does not create --junit's directory (it is checked first).
+	if err := os.Mkdir(filepath.Dir(junit), 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--junit", junit)
 	if code != exitOK || !strings.Contains(stdout, "drill PASSED") || !strings.Contains(stdout, "DR drill of order-processor") {

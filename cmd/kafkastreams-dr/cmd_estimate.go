@@ -30,7 +30,9 @@ from input, standby replicas — the data a restore of the latest backup must mo
 manifest) and the projected time of the restore itself, from the throughput this
 repository's own past restores and drills measured (their reports in restores/), or a
 stated default of ` + "20000" + ` records/s when there is none yet. Run a restore or a drill into
-your real target once to replace the default with a measured figure.
+your real target once to replace the default with a measured figure. A restore report that
+does not decode (truncated, overwritten) is skipped with a warning naming it, and --json lists
+it under throughput.unreadable; a storage failure reading the reports exits 1 (run it again).
 
 The restore is only part of the recovery time: after a changelog restore Kafka Streams
 restores its stores from the restored changelogs; after a rebuild it reprocesses the
@@ -90,6 +92,9 @@ func runEstimate(ctx context.Context, o *estimateOptions, s *iostreams) error {
 			return withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
 		}
 		return repositoryError(fmt.Errorf("estimate: %w", err), store.Location())
+	}
+	for _, u := range e.Throughput.Unreadable {
+		fmt.Fprintf(s.ErrOut, "warning: skipped an unreadable restore report (the throughput is measured without it): %s\n", u)
 	}
 	return writeEstimate(s.Out, o.JSON, e, time.Now())
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -59,6 +60,10 @@ after: interrupted at any point, it leaves objects no manifest names (the next p
 deletes them), never a backup that names a missing segment.
 
 --dry-run prints what would be deleted and deletes nothing (it takes no lock).
+
+A manifest of a backup prune would keep (or the progress.json of a running one) that does
+not decode is damage: prune deletes nothing and exits 2, naming each such backup and the
+verify command for its id (with --dry-run too).
 
 CONFIG KEYS USED
   storage.* (the repository). No cluster is contacted.`
@@ -190,7 +195,23 @@ func runPrune(ctx context.Context, o *pruneOptions, s *iostreams) error {
 	case errors.Is(err, catalog.ErrLocked):
 		return withCode(exitLocked, err, "run prune again once the backup or restore has finished")
 	case errors.Is(err, catalog.ErrUnreadableKept):
-		return withCode(exitError, err, fmt.Sprintf("check it with: kafkastreams-dr verify -c %s --backup-id ID", o.ConfigFile))
+		// Damage, found before anything was deleted: exit 2, as list,
+		// verify and restore exit for a manifest that does not decode.
+		return withCode(damageExitCode, err, unreadableKeptHint(err, o.ConfigFile))
 	}
 	return withCode(exitError, err, "run prune again: an interrupted prune leaves only objects no backup names, which the next prune deletes")
+}
+
+// unreadableKeptHint is the next step after prune found manifests it would
+// keep unreadable: verify each, by its id, with config file.
+func unreadableKeptHint(err error, file string) string {
+	ids := []string{"ID"}
+	if ue, ok := errors.AsType[*catalog.UnreadableKeptError](err); ok && len(ue.BackupIDs) > 0 {
+		ids = ue.BackupIDs
+	}
+	cmds := make([]string, len(ids))
+	for i, id := range ids {
+		cmds[i] = fmt.Sprintf("kafkastreams-dr verify -c %s --backup-id %s", file, id)
+	}
+	return "check it with: " + strings.Join(cmds, "; ")
 }

@@ -62,7 +62,10 @@ nothing and says why (exit 2). Before the first topic is created, every segment 
 restore will read is read in full and checked against the manifest (exists, size,
 SHA-256, the topic and partition in its header, record count and offsets): a damaged
 backup is refused (exit 2) naming every damaged object; run verify, or restore an
-older --backup-id (--dry-run does not read the segments in full: verify does). --dry-run shows the plan (topics, records per
+older --backup-id. --dry-run runs no such pre-check: it decodes only the segments whose
+statistics say a record may break a target limit or be past retention.ms (when one of
+those is damaged, it checks every segment to name them all); verify --deep checks every
+segment. --dry-run shows the plan (topics, records per
 partition, the group's offsets before and after translation) and stops there.
 Without --yes the restore shows the plan and asks before writing when stdin is a
 terminal; when it is not (scripts, CI, Kubernetes jobs) it refuses: pass --yes, or

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -62,18 +63,13 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		ro.DryRun = true
 		rep, err := restore(ctx, ro)
 		if err != nil {
-			return restoreError(err, o.From, "embedded", true)
+			return embeddedRestoreError(err, o.From, true)
 		}
 		return writeDryRun(s.Out, o.JSON, &rep.Plan, target)
 	}
 	rep, err := restore(ctx, ro)
 	if err != nil {
-		// The cluster goes away with this process: running again starts over.
-		var refused *restorer.RefusedError
-		if errors.As(err, &refused) {
-			return withCode(exitUsage, err, refused.Hint)
-		}
-		return withCode(exitError, fmt.Errorf("restore: %w", err), "")
+		return embeddedRestoreError(err, o.From, false)
 	}
 	if err := writeReport(s.Out, s.ErrOut, o.JSON, rep, target); err != nil {
 		return err
@@ -105,4 +101,37 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		fmt.Fprintln(w, "\nthe embedded cluster stops with this command; on a real target the application starts next, after its state is wiped (above).")
 	}
 	return nil
+}
+
+// embeddedRestoreError maps a failed embedded restore of the repository
+// directory from as restoreError maps a restore with a config: a damaged
+// backup exits 2 when found before the first write (1 after it), with the
+// verify and older --backup-id steps, the backup's id and a config for the
+// directory; a refusal exits 2 with its hint. Other errors exit 1 with no
+// resume hint: the cluster goes away with this process, so running again
+// starts over.
+func embeddedRestoreError(err error, from string, dryRun bool) error {
+	if damage, ok := errors.AsType[*restorer.DamageError](err); ok {
+		id := damage.BackupID
+		if id == "" {
+			id = "ID"
+		}
+		h := fmt.Sprintf("the backup is damaged: the same restore fails again. See every problem with kafkastreams-dr verify -c FILE --deep --backup-id %s "+
+			"(FILE: a config with storage.backend filesystem and storage.path %s), and restore an older backup with --backup-id (ls %s/%s shows them)",
+			id, from, strings.TrimSuffix(from, "/"), format.BackupsPrefix())
+		if damage.Written {
+			h += "; the embedded cluster held part of this restore and is gone with it"
+		} else {
+			h += "; nothing was written"
+		}
+		return withCode(damageExit(damage), fmt.Errorf("restore: %w", err), h)
+	}
+	if dryRun {
+		return restoreError(err, from, "embedded", true)
+	}
+	var refused *restorer.RefusedError
+	if errors.As(err, &refused) {
+		return withCode(exitUsage, err, refused.Hint)
+	}
+	return withCode(exitError, fmt.Errorf("restore: %w", err), "")
 }

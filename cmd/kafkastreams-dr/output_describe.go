@@ -70,7 +70,7 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 	}
 	tw.Flush()
 
-	fmt.Fprintln(w, "\nconfigs (replication factor, and every config not at its default):")
+	fmt.Fprintln(w, "\nconfigs (replication factor, every config not at its default, and cleanup.policy, max.message.bytes, min.insync.replicas, message.timestamp.type and retention.ms even at their defaults):")
 	for _, t := range dt.Topics {
 		names := make([]string, 0, len(t.Configs))
 		for k := range t.Configs {

@@ -187,6 +187,12 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 	}
 }
 
+// notKeysOf lists, per section, the fields of its Go type that are not
+// keys of that section: Cluster is the type of source and target, and only
+// the source selects topics. They are decoded (validate refuses them by
+// name, with the reason) but never offered as known keys or suggestions.
+var notKeysOf = map[string][]string{"target": {"topics"}}
+
 func (d *decoder) mapping(path string, n *yaml.Node, v reflect.Value) {
 	t := v.Type()
 	fields := map[string]int{}
@@ -198,7 +204,9 @@ func (d *decoder) mapping(path string, n *yaml.Node, v reflect.Value) {
 			continue
 		}
 		fields[tag] = i
-		names = append(names, tag)
+		if !slices.Contains(notKeysOf[path], tag) {
+			names = append(names, tag)
+		}
 	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {

@@ -233,8 +233,17 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 		v.files(key+".security", cl.Security)
 	}
 
+	if !isSource {
+		// Cluster is one type for both sections; only the source selects
+		// topics (what is backed up). A restore restores the backed-up
+		// topics, or those its --topics flag selects.
+		if v.has(key + ".topics") {
+			v.errf(key+".topics", "%s.topics is not a key of %s: a restore restores every backed-up topic, or those restore --topics selects; delete %s.topics (source.topics selects what is backed up)", key, key, key)
+		}
+		return
+	}
 	k = key + ".topics.include"
-	if isSource && len(cl.Topics.Include) == 0 {
+	if len(cl.Topics.Include) == 0 {
 		v.errf(k, "%s is required: list the topics to back up (globs like \"order-processor-*-changelog\" or ~regex)", k)
 	}
 	v.patterns(key+".topics", cl.Topics)
@@ -437,6 +446,12 @@ func (v *validator) storage() {
 	case BackendFilesystem:
 		if s.Path == "" {
 			v.errfAt("storage.path", bk, "storage.path is required when storage.backend is filesystem")
+		} else if strings.HasPrefix(s.Path, "~") {
+			// YAML, Kafka's .properties files and Go do not expand "~":
+			// relative to the config file it would name a directory
+			// literally called "~".
+			v.errf("storage.path", "storage.path %q starts with ~, which is not expanded (it would be a directory named %q next to the config file): write the absolute path, or ${HOME}/%s",
+				s.Path, strings.SplitN(s.Path, "/", 2)[0], strings.TrimPrefix(strings.TrimPrefix(s.Path, "~"), "/"))
 		} else {
 			// Relative to the config file, not to the working directory:
 			// a CronJob and a restore started elsewhere must open the same
