@@ -174,6 +174,11 @@ func backupError(err error, file string) error {
 		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrNothingSelected):
 		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include; see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
+	case errors.Is(err, repository.ErrOtherApplication):
+		// One repository prefix holds one application's chain; --full does
+		// not help (the new chain would still share "latest").
+		return withCode(exitUsage, fmt.Errorf("backup refused, the repository holds another application's backups: %w", err),
+			fmt.Sprintf("nothing was written; give each application a repository of its own: a storage.prefix of its own in %s (e.g. storage.prefix: <application.id>), or another storage.path or bucket; see whose backups the repository holds with: kafkastreams-dr list -c %s", file, file))
 	case errors.Is(err, backup.ErrLocked):
 		return withCode(exitLocked, err, "another run holds the repository lock; nothing was copied: the next run proceeds once it is released, or goes stale 2 minutes after its holder's last heartbeat (wait longer with --lock-wait)")
 	case errors.As(err, &pe):
