@@ -30,7 +30,7 @@ Records and bytes are those of the whole chain a backup needs to be restored (it
 segments and those of the earlier backups it names); --json also gives the segments
 the backup wrote itself (own_segments, own_records, own_bytes).
 
-The application.id of the backups heads the table ("application.id: order-processor";
+A last line names the application.id of the backups ("application.id: order-processor";
 "(none)" for backups taken without application_id). One repository prefix holds the
 backups of one application (backup and restore refuse another's); a repository that
 holds several anyway (written by an older version) is listed with an APPLICATION

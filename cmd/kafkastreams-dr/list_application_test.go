@@ -42,7 +42,7 @@ func copyTree(t *testing.T, src, dst string) {
 }
 
 // TestListNamesTheApplication: list names the application.id of the
-// backups: a header line when they all share one, an APPLICATION column
+// backups: a line after the summary when they all share one, an APPLICATION column
 // and a warning naming every application.id when the repository mixes
 // several (as a version without the one-application rule left it; "" is
 // none), and --json gives every readable backup's application_id, ""
@@ -62,8 +62,8 @@ func TestListNamesTheApplication(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("list: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if !strings.HasPrefix(stdout, "application.id: myapp\n") || strings.Contains(stdout, "APPLICATION") {
-		t.Errorf("list of one application: want a header line naming it and no column:\n%s", stdout)
+	if !strings.HasSuffix(stdout, "\napplication.id: myapp\n") || strings.Contains(stdout, "APPLICATION") {
+		t.Errorf("list of one application: want a last line naming it and no column:\n%s", stdout)
 	}
 
 	// The backup without an application_id, moved into myapp's repository

@@ -57,10 +57,10 @@ func applicationName(id string) string {
 	return id
 }
 
-// printBackupList prints the table of backups and a summary line. The
-// application.id of the backups heads it when they share one; when they do
-// not (a mixed repository), the table has an APPLICATION column and a
-// warning follows the summary.
+// printBackupList prints the table of backups and a summary line. A line
+// naming the application.id of the backups follows when they share one;
+// when they do not (a mixed repository), the table has an APPLICATION
+// column and a warning follows the summary.
 func printBackupList(w io.Writer, location string, list []catalog.Summary, now time.Time) {
 	if len(list) == 0 {
 		fmt.Fprintf(w, "no backups in %s\n", location)
@@ -68,9 +68,6 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 	}
 	apps := listApplications(list)
 	mixed := len(apps) > 1
-	if len(apps) == 1 {
-		fmt.Fprintf(w, "application.id: %s\n", applicationName(apps[0]))
-	}
 	tw := newTable(w)
 	// app is the APPLICATION cell with its tab, in a mixed repository only.
 	app := func(b catalog.Summary) string {
@@ -136,6 +133,9 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 	fmt.Fprintln(w)
 	for _, b := range unreadable {
 		fmt.Fprintf(w, "  %s: %s\n", b.BackupID, b.Error)
+	}
+	if len(apps) == 1 {
+		fmt.Fprintf(w, "application.id: %s\n", applicationName(apps[0]))
 	}
 	if mixed {
 		quoted := make([]string, len(apps))
