@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -189,5 +191,54 @@ func TestRestoreRefusesBackupWithoutApplicationID(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, "restores")); err == nil {
 		t.Errorf("the refused dry run wrote under restores/: %q", repoFiles(t, filepath.Join(repo, "restores")))
+	}
+}
+
+// TestBackupRefusesToResumeAnotherApplicationsRun: an interrupted run of
+// another application.id, newer than the repository's latest backup, is
+// not resumed: the backup is refused with exit 2 like a parent of another
+// application (it exited 1, "check the repository"), and the run's
+// progress.json is left as it was.
+func TestBackupRefusesToResumeAnotherApplicationsRun(t *testing.T) {
+	c := eventsCluster(t)
+	repo := t.TempDir()
+	mine := appConfig(t, "application_id: myapp", c.ListenAddrs(), repo, "")
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", mine); code != exitOK {
+		t.Fatalf("myapp's backup: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	store, err := storage.NewFilesystem(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := repository.Manifest(t.Context(), store, "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// otherapp's run, interrupted after its cut: myapp's manifest as a
+	// progress manifest of a newer id and another application.id.
+	runID := format.NextBackupID(m.StartedAt, m.BackupID, [4]byte{1, 2, 3, 4})
+	m.BackupID, m.ParentBackupID, m.ApplicationID, m.State, m.Group = runID, "", "otherapp", format.StateRunning, nil
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(t.Context(), format.ProgressKey(runID), bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	before := repoFiles(t, repo)
+
+	s, out, errOut := testStreams()
+	err = run(t.Context(), []string{"--log-level", "error", "backup", "-c", mine}, s)
+	if code := exitCode(t.Context(), err); code != exitUsage {
+		t.Fatalf("exit %d, want %d (refused)\nstdout: %s\nstderr: %s", code, exitUsage, out, errOut)
+	}
+	msg := err.Error() + "\n" + errorHint(err)
+	for _, want := range []string{"interrupted backup " + runID, `application.id "otherapp"`, `"myapp"`, "storage.prefix"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+	if after := repoFiles(t, repo); !slices.Equal(after, before) {
+		t.Errorf("the refused backup changed the repository:\nbefore %q\nafter  %q", before, after)
 	}
 }
