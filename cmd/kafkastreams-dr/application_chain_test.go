@@ -117,7 +117,7 @@ func TestBackupOfAnotherApplicationIsRefused(t *testing.T) {
 				t.Fatalf("exit %d, want %d (refused)\nstdout: %s\nstderr: %s", code, exitUsage, out, errOut)
 			}
 			msg := err.Error() + "\n" + errorHint(err)
-			t.Logf("refused: %s", msg)
+			t.Logf("refused: %s\nstderr: %s", msg, errOut)
 			for _, want := range []string{first.BackupID, `application.id "myapp"`, tc.other, "storage.prefix"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("error does not say %q:\n%s", want, msg)
