@@ -270,7 +270,10 @@ type repoScan struct {
 // scanRepository finds, on one listing of backups/ (repository.Index),
 // the latest readable complete backup (the parent: damaged ones are passed
 // over with a warning, a storage failure fails the run), the interrupted
-// run newer than it (to resume), and the greatest backup id.
+// run newer than it (to resume), and the greatest backup id. Either being
+// of another application.id fails the run with an
+// *repository.ApplicationError (Index.Parent, Index.Resumable), before
+// anything is written.
 func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
 	var scan repoScan
 	x, err := repository.ReadIndex(ctx, r.store)
@@ -278,7 +281,7 @@ func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
 		return scan, err
 	}
 	scan.latestID = x.LatestID()
-	parentID, parent, warnings, err := x.Parent(ctx)
+	parentID, parent, warnings, err := x.Parent(ctx, r.o.ApplicationID)
 	for _, w := range warnings {
 		r.warnings = append(r.warnings, w)
 		r.log.Warn(w)
@@ -287,13 +290,9 @@ func (r *runner) scanRepository(ctx context.Context) (repoScan, error) {
 		return scan, err
 	}
 	scan.parent = parent
-	interrupted, resume, err := x.Resumable(ctx, parentID)
+	_, resume, err := x.Resumable(ctx, parentID, r.o.ApplicationID)
 	if err != nil {
 		return scan, err
-	}
-	if resume != nil && resume.ApplicationID != r.o.ApplicationID {
-		return scan, fmt.Errorf("interrupted backup %s is of application.id %q, not %q: one repository prefix holds one application",
-			interrupted, resume.ApplicationID, r.o.ApplicationID)
 	}
 	scan.resume = resume
 	return scan, nil

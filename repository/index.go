@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -21,6 +22,57 @@ import (
 // not the one asked for): there is nothing to restore or read. Test with
 // errors.Is.
 var ErrNoBackup = errors.New("no such backup")
+
+// ErrOtherApplication is wrapped (by an *ApplicationError) when a backup
+// is of another application.id than the caller's config: one repository
+// prefix holds the backups of one Kafka Streams application, as one
+// application.id names one consumer group and one set of internal topics
+// (StreamsConfig.APPLICATION_ID_CONFIG). Test with errors.Is.
+var ErrOtherApplication = errors.New("backup of another application")
+
+// ApplicationError is SameApplication's error: backup BackupID is of
+// application.id Backup, the caller's config says Want ("" for either is
+// none: no application_id).
+type ApplicationError struct {
+	BackupID string
+	// Interrupted: BackupID is a run that left only a progress.json (the
+	// run a new backup would resume), not a complete backup.
+	Interrupted bool
+	Backup      string // the backup's application.id
+	Want        string // the config's application.id
+}
+
+func (e *ApplicationError) Error() string {
+	what := "backup"
+	if e.Interrupted {
+		what = "interrupted backup"
+	}
+	return fmt.Sprintf("%s %s is of application.id %s, the config says %s: one repository prefix holds the backups of one application",
+		what, e.BackupID, quoteApplication(e.Backup), quoteApplication(e.Want))
+}
+
+func (e *ApplicationError) Unwrap() error { return ErrOtherApplication }
+
+// quoteApplication quotes an application.id for messages, "" as `"" (none)`.
+func quoteApplication(id string) string {
+	if id == "" {
+		return `"" (none)`
+	}
+	return strconv.Quote(id)
+}
+
+// SameApplication is the one rule that a backup and a config are of one
+// application: nil when manifest m is of application.id app, an
+// *ApplicationError otherwise; "" (no application_id) is an application.id
+// like any other here, so a backup without one and a backup of "myapp"
+// differ. m is a complete backup's manifest or, with State running, an
+// interrupted run's progress manifest.
+func SameApplication(m *format.Manifest, app string) error {
+	if m.ApplicationID == app {
+		return nil
+	}
+	return &ApplicationError{BackupID: m.BackupID, Interrupted: m.State == format.StateRunning, Backup: m.ApplicationID, Want: app}
+}
 
 // Backup is one backup id found under backups/.
 type Backup struct {
@@ -144,16 +196,22 @@ func (x *Index) Latest(ctx context.Context) (*format.Manifest, error) {
 	return m, nil
 }
 
-// Parent returns the parent of a new incremental backup: the newest
-// complete backup whose manifest reads, its id as listed and its manifest,
-// or "" and nil when there is none. A damaged manifest (ErrDamaged: read in
+// Parent returns the parent of a new incremental backup of application.id
+// app ("" for none): the newest complete backup whose manifest reads, its
+// id as listed and its manifest, or "" and nil when there is none. When
+// that backup is of another application.id the error is an
+// *ApplicationError (SameApplication; errors.Is ErrOtherApplication): a
+// repository prefix holds one application's chain, and a new backup of
+// another one is refused before it writes anything, with --full too (a
+// new chain in the same prefix would still make "latest" another
+// application's backup). A damaged manifest (ErrDamaged: read in
 // full, does not decode) makes its backup unusable, not the repository:
 // Parent goes on with the next older one and returns, for each damaged
 // backup passed over, a warning naming it for the caller to show. A
 // manifest the store failed to deliver (transient, not found) fails
 // Parent: a chain must not restart from an older backup because of a
 // network failure. A cancelled ctx is returned as ctx.Err().
-func (x *Index) Parent(ctx context.Context) (id string, parent *format.Manifest, warnings []string, err error) {
+func (x *Index) Parent(ctx context.Context, app string) (id string, parent *format.Manifest, warnings []string, err error) {
 	for _, id := range x.CompleteIDs() {
 		m, err := LoadManifest(ctx, x.store, format.ManifestKey(id))
 		if err != nil {
@@ -166,6 +224,9 @@ func (x *Index) Parent(ctx context.Context) (id string, parent *format.Manifest,
 			warnings = append(warnings, fmt.Sprintf("backup %s is damaged and cannot be restored (%v): this backup continues from the latest readable one; restore it or an older one by --backup-id, or start a new chain with backup --full", id, err))
 			continue
 		}
+		if err := SameApplication(m, app); err != nil {
+			return "", nil, warnings, err
+		}
 		return id, m, warnings, nil
 	}
 	return "", nil, warnings, nil
@@ -176,8 +237,9 @@ func (x *Index) Parent(ctx context.Context) (id string, parent *format.Manifest,
 // newer than parentID (Parent's id; "" when there is no parent, and then
 // any such run is), or "" and nil when there is none. Its progress.json
 // failing to read or validate is an error naming the run and how to start a
-// new backup instead.
-func (x *Index) Resumable(ctx context.Context, parentID string) (id string, m *format.Manifest, err error) {
+// new backup instead; a run of another application.id than app is an
+// *ApplicationError (SameApplication), as for Parent.
+func (x *Index) Resumable(ctx context.Context, parentID, app string) (id string, m *format.Manifest, err error) {
 	for _, b := range x.Backups {
 		if b.HasProgress && !b.HasManifest && b.ID > parentID {
 			id = b.ID // newest first: the first one
@@ -190,6 +252,9 @@ func (x *Index) Resumable(ctx context.Context, parentID string) (id string, m *f
 	if m, err = LoadManifest(ctx, x.store, format.ProgressKey(id)); err != nil {
 		return "", nil, fmt.Errorf("interrupted backup %s cannot be resumed: %w (delete %s to start a new backup instead)",
 			id, err, format.ProgressKey(id))
+	}
+	if err := SameApplication(m, app); err != nil {
+		return "", nil, err
 	}
 	return id, m, nil
 }

@@ -169,7 +169,7 @@ func TestIndexParentAndResumable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, m, warnings, err := x.Parent(ctx)
+			id, m, warnings, err := x.Parent(ctx, "app")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func TestIndexParentAndResumable(t *testing.T) {
 					t.Errorf("warning %q, want it to start with %q", w, want)
 				}
 			}
-			rid, rm, err := x.Resumable(ctx, id)
+			rid, rm, err := x.Resumable(ctx, id, "app")
 			if tc.resumeError != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.resumeError) || !strings.HasSuffix(err.Error(), "(delete "+format.ProgressKey(b2)+" to start a new backup instead)") {
 					t.Fatalf("resume error %v, want it to start with %q", err, tc.resumeError)
@@ -291,7 +291,7 @@ func TestIndexParentTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Fault(testkit.Fault{Method: "GET", PathContains: b2 + "/manifest.json", Action: testkit.FaultStatus500})
-	id, m, warnings, err := x.Parent(ctx)
+	id, m, warnings, err := x.Parent(ctx, "app")
 	if !storage.IsTransient(err) || m != nil || id != "" || len(warnings) != 0 ||
 		!strings.HasPrefix(err.Error(), "the latest backup "+b2+", the parent of this one, cannot be read: read manifest backups/"+b2+"/manifest.json: ") {
 		t.Fatalf("parent %q %v, warnings %q, err %v: want a transient error naming %s", id, m, warnings, err, b2)
@@ -300,5 +300,67 @@ func TestIndexParentTransient(t *testing.T) {
 	proxy.Fault(testkit.Fault{Method: "GET", Action: testkit.FaultStatus500}) // ReadIndex reads nothing: its only GET is the listing
 	if _, err := repository.ReadIndex(ctx, store); !storage.IsTransient(err) || !strings.HasPrefix(err.Error(), "list backups in "+store.Location()+": ") {
 		t.Fatalf("listing: %v", err)
+	}
+}
+
+// TestIndexRefusesAnotherApplication: Parent and Resumable refuse, with an
+// *ApplicationError naming the backup and both application.ids, a backup
+// of another application.id than the caller's, "" (none) included: one
+// repository prefix holds one application's chain (new-user test: a
+// backup of otherapp chained onto myapp's).
+func TestIndexRefusesAnotherApplication(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		backupApp string // of the complete backup b1
+		resumeApp string // of the interrupted run b2; "-" for none
+		app       string // the caller's
+		parentErr string // "": Parent succeeds
+		resumeErr string // "": Resumable succeeds
+	}{
+		{"the same application", "myapp", "myapp", "myapp", "", ""},
+		{"another application's latest backup", "myapp", "-", "otherapp",
+			"backup " + b1 + ` is of application.id "myapp", the config says "otherapp": one repository prefix holds the backups of one application`, ""},
+		{"a backup without an application.id", "myapp", "-", "",
+			"backup " + b1 + ` is of application.id "myapp", the config says "" (none)`, ""},
+		{"a repository of backups without one", "", "-", "myapp",
+			"backup " + b1 + ` is of application.id "" (none), the config says "myapp"`, ""},
+		{"another application's interrupted run", "myapp", "otherapp", "myapp",
+			"", "interrupted backup " + b2 + ` is of application.id "otherapp", the config says "myapp"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newStore(t)
+			putManifest(t, store, b1, format.StateComplete, tc.backupApp)
+			if tc.resumeApp != "-" {
+				putManifest(t, store, b2, format.StateRunning, tc.resumeApp)
+			}
+			x, err := repository.ReadIndex(ctx, store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, err error, want string) {
+				t.Helper()
+				var ae *repository.ApplicationError
+				if want == "" {
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					return
+				}
+				if !errors.Is(err, repository.ErrOtherApplication) || !errors.As(err, &ae) || !strings.HasPrefix(err.Error(), want) {
+					t.Fatalf("%s: err %v; want an *ApplicationError starting %q", what, err, want)
+				}
+			}
+			id, m, _, err := x.Parent(ctx, tc.app)
+			check("parent", err, tc.parentErr)
+			if tc.parentErr != "" {
+				if id != "" || m != nil {
+					t.Fatalf("refused parent returned %q %v", id, m)
+				}
+				return
+			}
+			_, _, err = x.Resumable(ctx, id, tc.app)
+			check("resume", err, tc.resumeErr)
+		})
 	}
 }

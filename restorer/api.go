@@ -56,7 +56,9 @@ type Options struct {
 	// changelogs, in addition to those the manifest marks.
 	SourceChangelogTopics []string
 	// ApplicationID is the config's application.id; when set it must equal
-	// the backup's.
+	// the backup's, or the restore is refused: a backup taken without an
+	// application_id is of another application too
+	// (repository.SameApplication). "" restores any backup.
 	ApplicationID string
 	// ReplicationFactor, when > 0, replaces the backed-up replication
 	// factor of every created topic (and caps min.insync.replicas at it).

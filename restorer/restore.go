@@ -80,8 +80,12 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.ApplicationID != "" && m.ApplicationID != "" && o.ApplicationID != m.ApplicationID {
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("backup %s is of application.id %q, the config says %q", m.BackupID, m.ApplicationID, o.ApplicationID)}}
+	if o.ApplicationID != "" {
+		// A backup taken without an application_id ("") is of another
+		// application too (repository.SameApplication).
+		if err := repository.SameApplication(m, o.ApplicationID); err != nil {
+			return nil, &RefusedError{Reasons: []string{err.Error()}}
+		}
 	}
 	sel, err := selectTopics(ctx, o.Store, m, &o)
 	if err != nil {

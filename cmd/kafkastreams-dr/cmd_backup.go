@@ -53,6 +53,13 @@ fetches the broker keeps answering with no records below the captured end is
 not taken as done: after source.retry_timeout the backup ends it where reading
 stopped, names the range, and exits 3 (partial); the next backup reads the rest.
 
+One repository (storage.path, or the bucket, plus storage.prefix) holds the backups
+of one application: a backup whose application.id ("" without application_id)
+differs from that of the repository's latest backup, or of the interrupted run it
+would resume, is refused before it writes anything (exit 2, naming both; --full
+too). Give each application a storage.prefix of its own. An application_id key
+present but empty (an empty ${APP}) is a config error (exit 2).
+
 Prints a summary of the backup on stdout (--json for machines); logs go to stderr,
 with progress bars when stderr is a terminal and one summary line at the end.
 --metrics-addr serves the run's Prometheus metrics while it lasts; --push-gateway
@@ -98,7 +105,7 @@ CONFIG KEYS USED
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	cmd.Flags().DurationVar(&o.LockWait, "lock-wait", 3*time.Minute, "wait this long for the repository lock when another run holds it (a run that died on this host is taken over at once; elsewhere its lock goes stale 2 minutes after its last heartbeat); 0 refuses at once")
-	cmd.Flags().BoolVar(&o.Full, "full", false, "start a new backup chain: copy every partition from its log start, naming no earlier backup's segments (after verify found a damaged segment)")
+	cmd.Flags().BoolVar(&o.Full, "full", false, "start a new backup chain: copy every partition from its log start, naming no earlier backup's segments (after verify found a damaged segment); the repository's latest backup must still be of this application.id")
 	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
 	return cmd
@@ -174,6 +181,11 @@ func backupError(err error, file string) error {
 		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrNothingSelected):
 		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include; see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
+	case errors.Is(err, repository.ErrOtherApplication):
+		// One repository prefix holds one application's chain; --full does
+		// not help (the new chain would still share "latest").
+		return withCode(exitUsage, fmt.Errorf("backup refused, the repository holds another application's backups: %w", err),
+			fmt.Sprintf("nothing was written; give each application a repository of its own: a storage.prefix of its own in %s (e.g. storage.prefix: <application.id>), or another storage.path or bucket; see whose backups the repository holds with: kafkastreams-dr list -c %s", file, file))
 	case errors.Is(err, backup.ErrLocked):
 		return withCode(exitLocked, err, "another run holds the repository lock; nothing was copied: the next run proceeds once it is released, or goes stale 2 minutes after its holder's last heartbeat (wait longer with --lock-wait)")
 	case errors.As(err, &pe):

@@ -16,6 +16,8 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
   application_id            the Kafka Streams application.id (one application per file).
                             Optional: without it topics are classified by name suffix
                             only and no consumer-group offsets are read (a warning).
+                            Present but empty (an empty ${APP}, "") is an error.
+                            One repository (storage.prefix) per application.
   source_changelog_topics   input topics a store reuses as its changelog
                             (topology.optimization=all / reuse.ktable.source.topics)
   other_application_ids     application.ids of other Streams apps whose internal topics

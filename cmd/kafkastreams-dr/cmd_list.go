@@ -30,6 +30,13 @@ Records and bytes are those of the whole chain a backup needs to be restored (it
 segments and those of the earlier backups it names); --json also gives the segments
 the backup wrote itself (own_segments, own_records, own_bytes).
 
+A last line names the application.id of the backups ("application.id: order-processor";
+"(none)" for backups taken without application_id). One repository prefix holds the
+backups of one application (backup and restore refuse another's); a repository that
+holds several anyway (written by an older version) is listed with an APPLICATION
+column and a warning naming every application.id. --json: application_id on every
+readable backup ("" for none) and application_ids, the distinct ones.
+
 States: complete (restorable); partial (complete and restorable, but the broker kept
 answering some partitions' fetches with no records, and the offsets it did not read
 are not in this backup; the next backup reads them; --json: state "complete",

@@ -120,7 +120,9 @@ CONFIG KEYS USED
     the broker, and the restore resumes when run again.
   storage.* (backend, bucket, prefix, region, endpoint, path_style, request_timeout,
     retry_timeout, path): the repository. S3 credentials come from the AWS default chain.
-  application_id: must equal the backup's.
+  application_id: must equal the backup's, or the restore is refused (exit 2); a
+    backup taken without application_id is another application's too. Without
+    application_id any backup is restored.
   source_changelog_topics: input topics that are also store changelogs, in addition
     to those the backup marked.
   See "kafkastreams-dr config validate --help" for every key.`

@@ -7,6 +7,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
@@ -16,23 +19,71 @@ import (
 // listedBackup is one backup in the --json output of list.
 type listedBackup struct {
 	catalog.Summary
-	CutAgeSeconds int64 `json:"cut_age_seconds,omitempty"`
+	// ApplicationID shadows the Summary's (omitted when ""): every
+	// readable backup has it, "" for one taken without an application_id;
+	// an unreadable one has none.
+	ApplicationID *string `json:"application_id,omitempty"`
+	CutAgeSeconds int64   `json:"cut_age_seconds,omitempty"`
 }
 
 // listJSON is the --json output of list.
 type listJSON struct {
-	Repository string         `json:"repository"`
-	Backups    []listedBackup `json:"backups"`
+	Repository string `json:"repository"`
+	// ApplicationIDs are the distinct application.ids of the readable
+	// backups, sorted ("" for none): more than one is a mixed repository.
+	ApplicationIDs []string       `json:"application_ids,omitempty"`
+	Backups        []listedBackup `json:"backups"`
 }
 
-// printBackupList prints the table of backups and a summary line.
+// listApplications returns the distinct application.ids of the readable
+// backups of list, sorted ("" for backups taken without one).
+func listApplications(list []catalog.Summary) []string {
+	var apps []string
+	for _, b := range list {
+		if b.State != catalog.StateUnreadable && !slices.Contains(apps, b.ApplicationID) {
+			apps = append(apps, b.ApplicationID)
+		}
+	}
+	slices.Sort(apps)
+	return apps
+}
+
+// applicationName renders an application.id in list's table: "(none)" for
+// a backup taken without one.
+func applicationName(id string) string {
+	if id == "" {
+		return "(none)"
+	}
+	return id
+}
+
+// printBackupList prints the table of backups and a summary line. A line
+// naming the application.id of the backups follows when they share one;
+// when they do not (a mixed repository), the table has an APPLICATION
+// column and a warning follows the summary.
 func printBackupList(w io.Writer, location string, list []catalog.Summary, now time.Time) {
 	if len(list) == 0 {
 		fmt.Fprintf(w, "no backups in %s\n", location)
 		return
 	}
+	apps := listApplications(list)
+	mixed := len(apps) > 1
 	tw := newTable(w)
-	fmt.Fprintln(tw, "BACKUP ID\tSTATE\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO")
+	// app is the APPLICATION cell with its tab, in a mixed repository only.
+	app := func(b catalog.Summary) string {
+		switch {
+		case !mixed:
+			return ""
+		case b.State == catalog.StateUnreadable:
+			return "-\t"
+		}
+		return applicationName(b.ApplicationID) + "\t"
+	}
+	if mixed {
+		fmt.Fprintln(tw, "BACKUP ID\tSTATE\tAPPLICATION\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO")
+	} else {
+		fmt.Fprintln(tw, "BACKUP ID\tSTATE\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO")
+	}
 	counts := map[catalog.State]int{}
 	// latest is what --backup-id latest means (repository.Latest): the
 	// newest backup with a manifest.json, readable or not.
@@ -47,7 +98,7 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 		}
 		if b.State == catalog.StateUnreadable {
 			unreadable = append(unreadable, b)
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", b.BackupID, b.State)
+			fmt.Fprintf(tw, "%s\t%s\t%s-\t-\t-\t-\t-\t-\t-\t-\n", b.BackupID, b.State, app(b))
 			continue
 		}
 		state := string(b.State)
@@ -55,7 +106,7 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 			state = "partial"
 			partial++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", b.BackupID, state,
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", b.BackupID, state, app(b),
 			b.CutAt.UTC().Format("2006-01-02 15:04:05"), formatAge(now.Sub(b.CutAt)), dash(b.ParentBackupID),
 			b.Topics, b.Partitions, b.Records, formatBytes(b.StoredBytes), formatRatio(b.CompressionRatio))
 	}
@@ -82,6 +133,21 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 	fmt.Fprintln(w)
 	for _, b := range unreadable {
 		fmt.Fprintf(w, "  %s: %s\n", b.BackupID, b.Error)
+	}
+	if len(apps) == 1 {
+		fmt.Fprintf(w, "application.id: %s\n", applicationName(apps[0]))
+	}
+	if mixed {
+		quoted := make([]string, len(apps))
+		for i, a := range apps {
+			quoted[i] = strconv.Quote(a)
+			if a == "" {
+				quoted[i] += " (none)"
+			}
+		}
+		fmt.Fprintf(w, "warning: the repository holds backups of %d application.ids (%s): one repository prefix holds the backups of one application; "+
+			"backup refuses to continue another application's chain and restore refuses another application's backup: give each application a storage.prefix of its own\n",
+			len(apps), strings.Join(quoted, ", "))
 	}
 }
 
@@ -115,9 +181,12 @@ func writeBackupList(w io.Writer, asJSON bool, location string, list []catalog.S
 		printBackupList(w, location, list, now)
 		return nil
 	}
-	out := listJSON{Repository: location, Backups: []listedBackup{}}
+	out := listJSON{Repository: location, ApplicationIDs: listApplications(list), Backups: []listedBackup{}}
 	for _, b := range list {
 		lb := listedBackup{Summary: b}
+		if b.State != catalog.StateUnreadable {
+			lb.ApplicationID = &b.ApplicationID
+		}
 		if !b.CutAt.IsZero() {
 			lb.CutAgeSeconds = int64(now.Sub(b.CutAt).Seconds())
 		}

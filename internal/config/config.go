@@ -70,7 +70,10 @@ const (
 type Config struct {
 	// ApplicationID is the Kafka Streams application.id (one application
 	// per config). Optional: without it topics are classified by name
-	// suffix only and no consumer-group offsets are read (a warning).
+	// suffix only and no consumer-group offsets are read (a warning). The
+	// key present with an empty value (`application_id: ${APP}` with APP
+	// set to "") is an error: Kafka Streams has no default application.id
+	// (StreamsConfig.APPLICATION_ID_CONFIG is required).
 	ApplicationID string `yaml:"application_id"`
 	// SourceChangelogTopics are input topics that a state store reuses as
 	// its changelog (topology.optimization=all, reuse.ktable.source.topics).

@@ -115,7 +115,13 @@ func (v *validator) warnf(key, format string, args ...any) {
 
 func (v *validator) validate() {
 	c := v.c
-	if c.ApplicationID == "" {
+	if c.ApplicationID == "" && v.has("application_id") {
+		// Present but empty: a ${VAR} the environment left empty, or a
+		// value forgotten. Kafka Streams has no default application.id
+		// (StreamsConfig: a required setting); a backup without one reads
+		// no group offsets, so this is refused rather than warned about.
+		v.errf("application_id", "application_id is empty: set it to the Kafka Streams application.id, or remove the application_id key to back up without one (no consumer-group offsets are read then)")
+	} else if c.ApplicationID == "" {
 		v.warnf("application_id", "application_id is not set: topics are classified by name suffix only and no consumer-group offsets are read; set it to the Kafka Streams application.id")
 	} else if bad := badTopicChars(c.ApplicationID); bad != "" {
 		v.errf("application_id", "application_id %q contains %s; a Kafka Streams application.id uses only letters, digits, '.', '_' and '-'", c.ApplicationID, bad)
