@@ -104,6 +104,10 @@ type Phase struct {
 	// Damaged is set when Error is a manifest that was read in full and
 	// does not decode (repository.ErrDamaged).
 	Damaged bool `json:"damaged,omitempty"`
+	// OtherApplication is set when the repository's backups are of
+	// another application.id than the drill's (repository.ErrOtherApplication):
+	// nothing was written; one repository prefix holds one application.
+	OtherApplication bool `json:"other_application,omitempty"`
 }
 
 // OK reports whether the phase passed.

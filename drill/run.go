@@ -73,6 +73,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 				p.Transient = storage.IsTransient(err)
 				_, damagedSegments := errors.AsType[*restorer.DamageError](err)
 				p.Damaged = errors.Is(err, repository.ErrDamaged) || damagedSegments
+				p.OtherApplication = errors.Is(err, repository.ErrOtherApplication)
 			}
 			if err != nil || len(p.Problems) > 0 {
 				p.Status, failed = StatusFailed, true

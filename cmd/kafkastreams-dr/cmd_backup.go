@@ -184,8 +184,7 @@ func backupError(err error, file string) error {
 	case errors.Is(err, repository.ErrOtherApplication):
 		// One repository prefix holds one application's chain; --full does
 		// not help (the new chain would still share "latest").
-		return withCode(exitUsage, fmt.Errorf("backup refused, the repository holds another application's backups: %w", err),
-			fmt.Sprintf("nothing was written; give each application a repository of its own: a storage.prefix of its own in %s (e.g. storage.prefix: <application.id>), or another storage.path or bucket; see whose backups the repository holds with: kafkastreams-dr list -c %s", file, file))
+		return withCode(exitUsage, fmt.Errorf("backup refused, the repository holds another application's backups: %w", err), otherApplicationHint(file))
 	case errors.Is(err, backup.ErrLocked):
 		return withCode(exitLocked, err, "another run holds the repository lock; nothing was copied: the next run proceeds once it is released, or goes stale 2 minutes after its holder's last heartbeat (wait longer with --lock-wait)")
 	case errors.As(err, &pe):
@@ -239,4 +238,10 @@ func reportBackup(ctx context.Context, s *iostreams, asJSON bool, store storage.
 		return withCode(exitError, fmt.Errorf("read back the manifest just written: %w", err), "")
 	}
 	return writeBackupResult(s.Out, asJSON, store.Location(), res, m)
+}
+
+// otherApplicationHint is the way out of repository.ErrOtherApplication
+// for the config file: one repository per application.
+func otherApplicationHint(file string) string {
+	return fmt.Sprintf("nothing was written; give each application a repository of its own: a storage.prefix of its own in %s (e.g. storage.prefix: <application.id>), or another storage.path or bucket; see whose backups the repository holds with: kafkastreams-dr list -c %s", file, file)
 }

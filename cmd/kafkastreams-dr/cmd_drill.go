@@ -416,6 +416,8 @@ func drillOutcome(rep *drill.Report, file string) error {
 		return withCode(exitError, err, storage.TransientHint("the storage"))
 	case p.Damaged:
 		return withCode(damageExitCode, err, damagedSegmentsHint(cfg, orNone(rep.BackupID)))
+	case p.OtherApplication:
+		return withCode(exitUsage, err, otherApplicationHint(cfg))
 	case p.Refused:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
 	case p.Name == drill.PhaseBackup:

@@ -206,6 +206,20 @@ storage:
 		}
 	})
 
+	// New-user pass after issue 10: a drill whose backup phase finds another
+	// application's backups in the repository exited 1 ("check the source
+	// cluster"); the backup itself refuses that with exit 2.
+	t.Run("another application's repository: refused", func(t *testing.T) {
+		other := writeFile(t, "other.yaml", strings.Replace(readFile(t, cfg), "application_id: order-processor", "application_id: other-app", 1))
+		fresh := testkit.StartKfake(t, 3)
+		code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", other,
+			"--target-bootstrap-servers", fresh.Bootstrap(), "--junit", junit)
+		if code != exitUsage || !strings.Contains(stderr, "drill FAILED in phase backup") ||
+			!strings.Contains(stderr, `"other-app"`) || !strings.Contains(stderr, "storage.prefix") {
+			t.Errorf("exit %d, want 2 naming the applications and storage.prefix\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+	})
+
 	t.Run("damaged repository", func(t *testing.T) {
 		var segment string
 		filepath.WalkDir(filepath.Join(repo, "segments"), func(path string, d fs.DirEntry, err error) error {
