@@ -120,7 +120,7 @@ func (v *validator) validate() {
 		// value forgotten. Kafka Streams has no default application.id
 		// (StreamsConfig: a required setting); a backup without one reads
 		// no group offsets, so this is refused rather than warned about.
-		v.errf("application_id", "application_id is empty: set it to the Kafka Streams application.id, or remove the application_id key to back up without one (no consumer-group offsets are read then)")
+		v.errf("application_id", "application_id is empty: set it to the Kafka Streams application.id, or remove the application_id key to back up without one, which reads no consumer-group offsets")
 	} else if c.ApplicationID == "" {
 		v.warnf("application_id", "application_id is not set: topics are classified by name suffix only and no consumer-group offsets are read; set it to the Kafka Streams application.id")
 	} else if bad := badTopicChars(c.ApplicationID); bad != "" {
