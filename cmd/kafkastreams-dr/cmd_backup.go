@@ -97,7 +97,7 @@ CONFIG KEYS USED
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
-	cmd.Flags().DurationVar(&o.LockWait, "lock-wait", 3*time.Minute, "wait this long for the repository lock when another run holds it (a run that died on this host is taken over at once; elsewhere its lock goes stale 2 minutes after its last heartbeat); 0 refuses at once")
+	durationFlag(cmd.Flags(), &o.LockWait, "lock-wait", 3*time.Minute, "refuses at once", "wait this long for the repository lock when another run holds it (a run that died on this host is taken over at once; elsewhere its lock goes stale 2 minutes after its last heartbeat); 0 refuses at once, never negative")
 	cmd.Flags().BoolVar(&o.Full, "full", false, "start a new backup chain: copy every partition from its log start, naming no earlier backup's segments (after verify found a damaged segment)")
 	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")

@@ -170,7 +170,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
-	f.DurationVar(&o.LockWait, "lock-wait", 0, "wait this long when another restore into the same target cluster holds its lock (0: refuse at once)")
+	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.BoolVar(&o.JSON, "json", false, "print the report (or with --dry-run the plan) as JSON")
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed)`)

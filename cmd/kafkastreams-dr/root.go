@@ -168,7 +168,7 @@ func newRootCmd(s *iostreams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	root.SetHelpTemplate(helpTemplate)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error (text on a terminal, JSON otherwise)")
 	pf.StringVar(&g.MetricsAddr, "metrics-addr", "", "backup, restore, drill: serve Prometheus metrics on http://`HOST:PORT`/metrics while the run lasts (:0 picks a free port)")

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// refusedConfig is a config whose source cluster refuses connections
+// (127.0.0.1:1) and gives up after 1s, so that a command that should have
+// been refused before reaching it fails fast instead of passing unnoticed.
+func refusedConfig(t *testing.T) string {
+	t.Helper()
+	return writeFile(t, "app.yaml", `application_id: order-processor
+source:
+  bootstrap_servers: [127.0.0.1:1]
+  retry_timeout: 1s
+  topics:
+    include: [events]
+storage:
+  backend: filesystem
+  path: `+t.TempDir()+`
+`)
+}
+
+// TestNewUserMessages: what a new user typed wrong is named in words of
+// the tool (the flag, the value, a valid example), exit 2, without Go's
+// own error text.
+func TestNewUserMessages(t *testing.T) {
+	cfg := refusedConfig(t)
+	silent := silentListener(t)
+	silentCfg := faultConfig(t, []string{silent}, "")
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		stderr  []string // substrings
+		without []string // substrings stderr must not hold
+	}{
+		{name: "backup negative lock-wait", args: []string{"backup", "-c", cfg, "--lock-wait", "-5s"}, code: 2,
+			stderr: []string{`Error: --lock-wait "-5s": a duration cannot be negative`, "like 30s", "0 refuses at once"}},
+		{name: "restore negative lock-wait", args: []string{"restore", "-c", cfg, "--lock-wait", "-5s", "--dry-run"}, code: 2,
+			stderr: []string{`Error: --lock-wait "-5s": a duration cannot be negative`, "like 30s"}},
+		{name: "topics negative timeout", args: []string{"topics", "-c", cfg, "--timeout", "-1s"}, code: 2,
+			stderr: []string{`Error: --timeout "-1s": a duration cannot be negative`, "like 30s"}},
+		{name: "topics zero timeout", args: []string{"topics", "-c", cfg, "--timeout", "0s"}, code: 2,
+			stderr: []string{`Error: --timeout "0s": zero leaves no time at all`, "like 30s"}},
+		{name: "topics timeout not a duration", args: []string{"topics", "-c", cfg, "--timeout", "abc"}, code: 2,
+			stderr:  []string{`Error: --timeout "abc": not a duration (like 30s, 2m)`},
+			without: []string{"time: invalid duration", "invalid argument"}},
+		{name: "topics timeout says what timed out and the fix", args: []string{"topics", "-c", silentCfg, "--timeout", "1s"}, code: 1,
+			stderr:  []string{"Error: source cluster " + silent + " did not answer within --timeout 1s (while reaching it)", "raise --timeout", "check source.bootstrap_servers"},
+			without: []string{"context deadline exceeded"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runBounded(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit code = %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, stdout, stderr)
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				}
+			}
+			for _, w := range tt.without {
+				if strings.Contains(stderr, w) {
+					t.Errorf("stderr contains %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestDurationFlagsKeepTheirZero: 0 stays valid where it means something
+// (--lock-wait 0 refuses at once), and a flag left out keeps its default.
+func TestDurationFlagsKeepTheirZero(t *testing.T) {
+	g := &globalOptions{}
+	s, _, _ := testStreams()
+	var b *backupOptions
+	parseOnly(t, newBackupCmd(g, s, func(_ context.Context, o *backupOptions, _ *iostreams) error { b = o; return nil }), "-c", "app.yaml", "--lock-wait", "0")
+	if b.LockWait != 0 {
+		t.Errorf("backup --lock-wait 0: LockWait = %v, want 0", b.LockWait)
+	}
+	var r *restoreOptions
+	parseOnly(t, newRestoreCmd(g, s, func(_ context.Context, o *restoreOptions, _ *iostreams) error { r = o; return nil }), "-c", "app.yaml", "--lock-wait", "90s")
+	if r.LockWait != 90*time.Second {
+		t.Errorf("restore --lock-wait 90s: LockWait = %v, want 1m30s", r.LockWait)
+	}
+	b = nil
+	parseOnly(t, newBackupCmd(g, s, func(_ context.Context, o *backupOptions, _ *iostreams) error { b = o; return nil }), "-c", "app.yaml")
+	if b.LockWait != 3*time.Minute {
+		t.Errorf("backup without --lock-wait: LockWait = %v, want 3m", b.LockWait)
+	}
+}
