@@ -75,14 +75,8 @@ func newConfigCmd(g *globalOptions, s *iostreams, runF func(context.Context, *co
 		Use:   "config",
 		Short: "Check config files",
 		Long:  "Check kafkastreams-dr config files.\n\n" + configKeysHelp,
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-			}
-			return &usageError{errors.New("missing command: use \"config validate -c FILE\"")}
-		},
 	}
+	commandGroup(cmd)
 	cmd.AddCommand(newConfigValidateCmd(g, s, runF))
 	return cmd
 }

@@ -49,14 +49,8 @@ func newOffsetsCmd(g *globalOptions, s *iostreams,
 		Short: "Show a backup's group offsets and how a restore translates them",
 		Long: `Show the committed offsets of the application.id consumer group that a backup
 holds, and how a restore translates them to the restored topics' numbering.`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-			}
-			return &usageError{errors.New(`missing command: use "offsets show -c FILE" or "offsets translate -c FILE"`)}
-		},
 	}
+	commandGroup(cmd)
 	cmd.AddCommand(newOffsetsShowCmd(g, s, showF), newOffsetsTranslateCmd(g, s, translateF))
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,4 +72,56 @@ func flagError(_ *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("--%s %q: %s", iv.GetFlag().Name, iv.GetValue(), de.reason)}
 	}
 	return &usageError{err}
+}
+
+// commandGroup makes cmd (offsets, config) a group that only runs its
+// subcommands: called alone, with an unknown command, or with flags
+// before any command ("offsets -c app.yaml"), it is a usage error naming
+// the commands to run, with the flags as given (cobra would say "unknown
+// shorthand flag: 'c' in -c": the group has no flags of its own). Flags
+// are not parsed on the group itself, so that they reach that message;
+// -h and --help still show its help.
+func commandGroup(cmd *cobra.Command) {
+	cmd.DisableFlagParsing = true
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var subs []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				subs = append(subs, c.Name())
+			}
+		}
+		var flags []string
+		for _, a := range args {
+			switch {
+			case a == "-h" || a == "--help":
+				return cmd.Help()
+			case len(flags) == 0 && !strings.HasPrefix(a, "-"):
+				return &usageError{fmt.Errorf("unknown command %q for %q", a, cmd.CommandPath())}
+			}
+			flags = append(flags, a)
+		}
+		runs := make([]string, len(subs))
+		for i, sub := range subs {
+			runs[i] = strings.Join(append([]string{cmd.CommandPath(), sub}, quoteArgs(flags)...), " ")
+		}
+		if len(flags) == 0 {
+			return &usageError{fmt.Errorf("missing command: run %s -c FILE", strings.Join(runs, " -c FILE, or "))}
+		}
+		return &usageError{fmt.Errorf("%q needs a command before its flags: run %s", cmd.Name(), strings.Join(runs, ", or "))}
+	}
+}
+
+// quoteArgs quotes, for a POSIX shell, the arguments that need it, so that
+// a command printed as a hint runs as printed.
+func quoteArgs(args []string) []string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,@+%") == "" {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return q
 }

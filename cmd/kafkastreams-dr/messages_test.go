@@ -52,6 +52,13 @@ func TestNewUserMessages(t *testing.T) {
 		{name: "topics timeout says what timed out and the fix", args: []string{"topics", "-c", silentCfg, "--timeout", "1s"}, code: 1,
 			stderr:  []string{"Error: source cluster " + silent + " did not answer within --timeout 1s (while reaching it)", "raise --timeout", "check source.bootstrap_servers"},
 			without: []string{"context deadline exceeded"}},
+		{name: "offsets with flags and no command points to its commands", args: []string{"offsets", "-c", cfg}, code: 2,
+			stderr: []string{`Error: "offsets" needs a command before its flags`,
+				"kafkastreams-dr offsets show -c " + cfg, "kafkastreams-dr offsets translate -c " + cfg},
+			without: []string{"unknown shorthand flag"}},
+		{name: "config with flags and no command points to validate", args: []string{"config", "--config", cfg}, code: 2,
+			stderr:  []string{`Error: "config" needs a command before its flags`, "kafkastreams-dr config validate --config " + cfg},
+			without: []string{"unknown flag"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
