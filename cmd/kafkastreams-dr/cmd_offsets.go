@@ -227,6 +227,10 @@ func runOffsetsTranslate(ctx context.Context, o *offsetsTranslateOptions, s *ios
 		}
 	}
 	gp, err := restorer.PredictOffsets(ctx, store, id, o.Strategy, o.ToTime)
+	if err != nil && isDamage(err) && !errors.Is(err, repository.ErrDamaged) {
+		// Damaged segments of backup id: the hint names both, and the file.
+		return withCode(damageExitCode, err, damagedSegmentsHint(o.ConfigFile, id))
+	}
 	if err != nil {
 		return repositoryError(err, store.Location())
 	}

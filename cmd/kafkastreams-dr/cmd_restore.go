@@ -389,7 +389,7 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 		o.Logger.Info("restore planning", "repository", location, "backup_id", ro.BackupID, "target", targetName)
 		rep, err := restore(ctx, ro)
 		if err != nil {
-			return restoreError(err, location, noBackupHint, true)
+			return restoreErrorOf(err, o.ConfigFile, location, noBackupHint, true)
 		}
 		if o.DryRun && o.tel != nil {
 			o.tel.noPush = true // a plan is no restore: keep the last one's metrics in the Pushgateway
@@ -411,7 +411,7 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 	o.Logger.Info("restore starting", "repository", location, "backup_id", ro.BackupID, "target", targetName)
 	rep, err := restore(ctx, ro)
 	if err != nil {
-		return restoreError(err, location, noBackupHint, false)
+		return restoreErrorOf(err, o.ConfigFile, location, noBackupHint, false)
 	}
 	if o.tel != nil {
 		o.tel.id = cmp.Or(rep.RestoreID, rep.BackupID)
@@ -442,10 +442,16 @@ func confirm(s *iostreams, question string) (bool, error) {
 // No hint sends the user round in a loop: a damaged backup never gets the
 // resume hint.
 func restoreError(err error, location, noBackupHint string, dryRun bool) error {
+	return restoreErrorOf(err, "", location, noBackupHint, dryRun)
+}
+
+// restoreErrorOf is restoreError for a restore with config file: the
+// damage hint's commands name it, so that they run as printed.
+func restoreErrorOf(err error, file, location, noBackupHint string, dryRun bool) error {
 	var refused *restorer.RefusedError
 	switch damage, isDamage := errors.AsType[*restorer.DamageError](err); {
 	case isDamage:
-		return withCode(damageExit(damage), fmt.Errorf("restore: %w", err), damageHint(damage))
+		return withCode(damageExit(damage), fmt.Errorf("restore: %w", err), damageHint(damage, file))
 	case errors.As(err, &refused):
 		return withCode(exitUsage, err, refused.Hint)
 	case errors.Is(err, restorer.ErrNoBackup):
@@ -478,16 +484,20 @@ func damageExit(e *restorer.DamageError) int {
 	return exitUsage
 }
 
-// damageHint is the next step after a restore found its backup damaged:
-// running it again cannot help; verify shows the damage, an older backup
-// may be whole.
-func damageHint(e *restorer.DamageError) string {
+// damageHint is the next step after a restore with config file found its
+// backup damaged: running it again cannot help; verify shows the damage,
+// an older backup may be whole.
+func damageHint(e *restorer.DamageError, file string) string {
 	id := e.BackupID
 	if id == "" {
 		id = "ID"
 	}
-	h := fmt.Sprintf("the backup is damaged: the same restore fails again. See every problem with kafkastreams-dr verify -c FILE --deep --backup-id %s, "+
-		"and restore an older backup with --backup-id (kafkastreams-dr list -c FILE shows them)", id)
+	if file == "" {
+		file = "FILE"
+	}
+	file = quoteArgs([]string{file})[0]
+	h := fmt.Sprintf("the backup is damaged: the same restore fails again. See every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, "+
+		"and restore an older backup with --backup-id (kafkastreams-dr list -c %s shows them)", file, id, file)
 	if e.Written {
 		h += "; the target holds part of this restore: delete its restored topics first (or restore into an empty cluster)"
 	} else {
