@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,11 @@ func TestNewUserMessages(t *testing.T) {
 	cfg := refusedConfig(t)
 	silent := silentListener(t)
 	silentCfg := faultConfig(t, []string{silent}, "")
+	notDir := writeFile(t, "repo.txt", "a file, not a directory")
+	locked := t.TempDir()
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	writeFileIn(t, locked, "lock", fmt.Sprintf(`{"owner":"backup 20261201T120000.000Z-0a0b0c0d","hostname":"other-host","pid":1,"created_at":%q,"heartbeat_at":%q}`, now, now))
+	lockedCfg := restoreConfig(t, []string{"127.0.0.1:1"}, locked)
 	tests := []struct {
 		name    string
 		args    []string
@@ -59,6 +66,21 @@ func TestNewUserMessages(t *testing.T) {
 		{name: "config with flags and no command points to validate", args: []string{"config", "--config", cfg}, code: 2,
 			stderr:  []string{`Error: "config" needs a command before its flags`, "kafkastreams-dr config validate --config " + cfg},
 			without: []string{"unknown flag"}},
+		{name: "push-gateway that does not parse is echoed", args: []string{"--push-gateway", "http://push gateway:9091", "config", "validate", "-c", cfg}, code: 2,
+			stderr:  []string{`invalid --push-gateway "http://push gateway:9091": not a Pushgateway URL`},
+			without: []string{"(unparsable URL)"}},
+		{name: "push-gateway that does not parse keeps its password out", args: []string{"--push-gateway", "http://ops:s3cret@push gateway:9091", "config", "validate", "-c", cfg}, code: 2,
+			stderr:  []string{`invalid --push-gateway "http://ops:xxxxx@push gateway:9091"`},
+			without: []string{"s3cret", "(unparsable URL)"}},
+		{name: "backup --embedded --out a file", args: []string{"backup", "--embedded", "--out", notDir}, code: 2,
+			stderr:  []string{"Error: --out " + notDir + " is a file, not a directory", "--out DIR"},
+			without: []string{"open "}},
+		{name: "backup --embedded --out under a file", args: []string{"backup", "--embedded", "--out", filepath.Join(notDir, "repo")}, code: 2,
+			stderr:  []string{"Error: --out " + filepath.Join(notDir, "repo") + ": " + notDir + " is a file, not a directory", "--out DIR"},
+			without: []string{"open "}},
+		{name: "a held lock names its holder and the lock's path", args: []string{"prune", "-c", lockedCfg, "--keep-last", "1"}, code: 11,
+			stderr:  []string{"repository is locked: " + filepath.Join(locked, "lock") + " is held by backup 20261201T120000.000Z-0a0b0c0d (host other-host, pid 1"},
+			without: []string{"(lock)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,7 +99,7 @@ func (g *globalOptions) checkTelemetryFlags() error {
 	}
 	if g.PushGateway != "" {
 		if _, err := metrics.ParsePushURL(g.PushGateway); err != nil {
-			return &usageError{fmt.Errorf("invalid --push-gateway: %w", err)}
+			return &usageError{fmt.Errorf("invalid --push-gateway %w", err)}
 		}
 	}
 	if strings.TrimSpace(g.PushJob) == "" {
