@@ -75,7 +75,13 @@ CONFIG KEYS USED
   # (franz-go kfake) seeded with a sample Streams app and back it up.
   kafkastreams-dr backup --embedded --out ./kdr-quickstart`,
 		Args: usageArgs(cobra.NoArgs),
+		// As for restore: what was copied is kept, the next run copies the rest.
+		Annotations: map[string]string{interruptHintAnnotation: "run the same command again: the backup resumes where it stopped (the segments already written are kept, the rest is copied)"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Embedded {
+				// Its cluster ends with the process: a new run needs a new --out.
+				cmd.Annotations[interruptHintAnnotation] = fmt.Sprintf("the embedded cluster ended with the run: remove %s and run the same command again", o.Out)
+			}
 			switch {
 			case o.Embedded && o.ConfigFile != "":
 				return &usageError{errors.New("--embedded uses its own sample config: drop --config")}

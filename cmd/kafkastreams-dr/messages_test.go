@@ -123,3 +123,32 @@ func TestDurationFlagsKeepTheirZero(t *testing.T) {
 		t.Errorf("backup without --lock-wait: LockWait = %v, want 3m", b.LockWait)
 	}
 }
+
+// TestInterruptedCommandsSayWhatNext: a backup interrupted (SIGINT,
+// SIGTERM: the root context cancelled) says, as an interrupted restore
+// does, that running it again resumes it; not just "Error: interrupted".
+func TestInterruptedCommandsSayWhatNext(t *testing.T) {
+	cfg := refusedConfig(t)
+	out := filepath.Join(t.TempDir(), "kdr-quickstart")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backup", "-c", cfg}, "run the same command again: the backup resumes where it stopped"},
+		{[]string{"restore", "-c", cfg, "--target-bootstrap-servers", "127.0.0.1:1", "--yes"}, "run the same command again: the restore resumes where it stopped"},
+		{[]string{"backup", "--embedded", "--out", out}, "the embedded cluster ended with the run: remove " + out + " and run the same command again"},
+	} {
+		t.Run(strings.Join(tt.args[:2], " "), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			s, _, errOut := testStreams()
+			err := run(ctx, tt.args, s)
+			if code := exitCode(ctx, err); code != exitCancelled {
+				t.Errorf("exit %d, want %d", code, exitCancelled)
+			}
+			if !strings.Contains(errOut.String(), "Error: interrupted\n"+tt.want) {
+				t.Errorf("stderr does not say %q after the error:\n%s", tt.want, errOut.String())
+			}
+		})
+	}
+}
