@@ -179,7 +179,7 @@ func backupError(err error, file string) error {
 	case errors.As(err, &missing):
 		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrNothingSelected):
-		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include; see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
+		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include (or source.topics.exclude); see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrLocked):
 		return withCode(exitLocked, err, "another run holds the repository lock; nothing was copied: the next run proceeds once it is released, or goes stale 2 minutes after its holder's last heartbeat (wait longer with --lock-wait)")
 	case errors.As(err, &pe):

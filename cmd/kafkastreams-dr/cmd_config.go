@@ -44,7 +44,9 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
                             directory, like storage.path)
     topics:
       include               globs ("app-*-changelog") or ~regex, anchored (required)
-      exclude               same syntax; exclude beats include
+      exclude               same syntax; exclude beats include (an exclude that removes
+                            every include, e.g. include [clicks] and exclude [clicks], is an
+                            error; one that removes a literal include, a warning)
       allow_missing         a literal include that does not exist is a warning (default false)
   target:                   the cluster a restore writes to (optional; same keys as source)
   storage:                  where the backup repository lives (required)

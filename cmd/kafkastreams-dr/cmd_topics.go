@@ -146,15 +146,16 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 		return withCode(exitUsage, planErr, "")
 	}
 	if !slices.ContainsFunc(decisions, func(d topicfilter.Decision) bool { return d.Selected }) {
-		return withCode(exitUsage, nothingSelectedError(cfg),
-			"fix source.topics.include; each topic's reason above says why it is not selected")
+		return withCode(exitUsage, nothingSelectedError(cfg, decisions),
+			"fix source.topics.include (or source.topics.exclude); each topic's reason above says why it is not selected")
 	}
 	return nil
 }
 
 // nothingSelectedError says that the include patterns select nothing,
-// naming the key, its line and the file.
-func nothingSelectedError(cfg *config.Config) error {
+// naming the key, its line and the file, and which exclude patterns
+// removed topics they matched.
+func nothingSelectedError(cfg *config.Config, decisions []topicfilter.Decision) error {
 	q := make([]string, len(cfg.Source.Topics.Include))
 	for i, p := range cfg.Source.Topics.Include {
 		q[i] = fmt.Sprintf("%q", p)
@@ -163,8 +164,12 @@ func nothingSelectedError(cfg *config.Config) error {
 	if l := cfg.Line("source.topics.include"); l > 0 {
 		where = fmt.Sprintf("line %d of %s", l, cfg.File())
 	}
-	return fmt.Errorf("no topic selected: source.topics.include [%s] (%s) matches no topic that can be backed up; a backup with this config would refuse to run",
-		strings.Join(q, ", "), where)
+	excluded := ""
+	if ex := topicfilter.DescribeExclusions(decisions); ex != "" {
+		excluded = "; in source.topics.exclude, " + ex
+	}
+	return fmt.Errorf("no topic selected: source.topics.include [%s] (%s) matches no topic that can be backed up%s; a backup with this config would refuse to run",
+		strings.Join(q, ", "), where, excluded)
 }
 
 // errTopicsTimeout is the cause of topics' context when --timeout ends it.

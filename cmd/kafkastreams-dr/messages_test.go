@@ -38,6 +38,8 @@ func TestNewUserMessages(t *testing.T) {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	writeFileIn(t, locked, "lock", fmt.Sprintf(`{"owner":"backup 20261201T120000.000Z-0a0b0c0d","hostname":"other-host","pid":1,"created_at":%q,"heartbeat_at":%q}`, now, now))
 	lockedCfg := restoreConfig(t, []string{"127.0.0.1:1"}, locked)
+	excludesAll := writeFile(t, "excludes.yaml", strings.Replace(goodConfig, "    include: [orders, \"order-processor-*-changelog\"]\n    exclude: [\"order-processor-*-repartition\"]",
+		"    include: [clicks]\n    exclude: [clicks]", 1))
 	tests := []struct {
 		name    string
 		args    []string
@@ -81,6 +83,8 @@ func TestNewUserMessages(t *testing.T) {
 		{name: "a held lock names its holder and the lock's path", args: []string{"prune", "-c", lockedCfg, "--keep-last", "1"}, code: 11,
 			stderr:  []string{"repository is locked: " + filepath.Join(locked, "lock") + " is held by backup 20261201T120000.000Z-0a0b0c0d (host other-host, pid 1"},
 			without: []string{"(lock)"}},
+		{name: "config validate refuses an exclude that removes every include", args: []string{"config", "validate", "-c", excludesAll}, code: 2,
+			stderr: []string{`source.topics.exclude[0] "clicks" removes every included topic (source.topics.include [clicks])`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +152,36 @@ func TestInterruptedCommandsSayWhatNext(t *testing.T) {
 			}
 			if !strings.Contains(errOut.String(), "Error: interrupted\n"+tt.want) {
 				t.Errorf("stderr does not say %q after the error:\n%s", tt.want, errOut.String())
+			}
+		})
+	}
+}
+
+// TestExcludeThatRemovesEveryMatchIsNamed: when the include patterns
+// match topics and the excludes remove all of them, backup and topics say
+// so, naming the exclude pattern, instead of "the include patterns match
+// no topic that can be backed up" (config validate refuses what the file
+// alone shows: TestExcludeThatRemovesEveryInclude).
+func TestExcludeThatRemovesEveryMatchIsNamed(t *testing.T) {
+	addrs := startCluster(t, map[string]string{"clicks": ""})
+	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: ["click*"]
+    exclude: ["clicks"]
+storage:
+  backend: filesystem
+  path: %s
+`, strings.Join(addrs, ", "), t.TempDir()))
+	for _, args := range [][]string{{"backup", "-c", cfg}, {"topics", "-c", cfg}} {
+		t.Run(args[0], func(t *testing.T) {
+			code, _, stderr := runBounded(t, append([]string{"--log-level", "error"}, args...)...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d\n%s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stderr, `; in source.topics.exclude, pattern "clicks" removes clicks`) {
+				t.Errorf("stderr does not name the exclude pattern:\n%s", stderr)
 			}
 		})
 	}
