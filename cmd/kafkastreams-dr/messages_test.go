@@ -186,3 +186,43 @@ storage:
 		})
 	}
 }
+
+// TestOffsetsTranslateRefusalIsNotARestore: offsets translate --to-time
+// of a backup with changelogs said "restore refused: ...", but it restores
+// nothing: the refusal names offsets translate, and the hint is a command
+// that runs as printed.
+func TestOffsetsTranslateRefusalIsNotARestore(t *testing.T) {
+	cfg := restoreConfig(t, startCluster(t, nil), embeddedRepository(t))
+	const at = "2024-05-01T12:00:00Z"
+	for _, tt := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"changelog strategy", []string{"offsets", "translate", "-c", cfg, "--to-time", at},
+			[]string{"Error: offsets translate refused, as a restore with the same flags would be: point-in-time restore (--to-time)", "kafkastreams-dr restore -c " + cfg + " --dry-run --strategy rebuild --to-time " + at + " --topics audit-log,customer-totals,orders,payments"}},
+		{"rebuild with source-topic changelogs", []string{"offsets", "translate", "-c", cfg, "--strategy", "rebuild", "--to-time", at},
+			[]string{"Error: offsets translate refused, as a restore with the same flags would be: point-in-time restore (--to-time)", "kafkastreams-dr restore -c " + cfg + " --dry-run --strategy rebuild --to-time " + at}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runBounded(t, append([]string{"--log-level", "error"}, tt.args...)...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				}
+			}
+			if strings.Contains(stderr, "restore refused") {
+				t.Errorf("stderr calls it a restore:\n%s", stderr)
+			}
+			// The hint runs as printed (no argument in it needs quoting).
+			_, hint, _ := strings.Cut(stderr, "kafkastreams-dr ")
+			hint, _, _ = strings.Cut(hint, "\n")
+			if code, stdout, stderr := runBounded(t, append([]string{"--log-level", "error"}, strings.Fields(hint)...)...); code != exitOK {
+				t.Errorf("the hint %q: exit %d\n%s\n%s", hint, code, stdout, stderr)
+			}
+		})
+	}
+}
