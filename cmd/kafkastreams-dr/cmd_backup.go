@@ -75,8 +75,7 @@ CONFIG KEYS USED
   # (franz-go kfake) seeded with a sample Streams app and back it up.
   kafkastreams-dr backup --embedded --out ./kdr-quickstart`,
 		Args: usageArgs(cobra.NoArgs),
-		// As for restore: what was copied is kept, the next run copies the rest.
-		Annotations: map[string]string{interruptHintAnnotation: "run the same command again: the backup resumes where it stopped (the segments already written are kept, the rest is copied)"},
+		Annotations: map[string]string{interruptHintAnnotation: backupInterruptHint},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Embedded {
 				// Its cluster ends with the process: a new run needs a new --out.
@@ -109,6 +108,11 @@ CONFIG KEYS USED
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
 	return cmd
 }
+
+// backupInterruptHint is printed after "Error: interrupted" (exit 130)
+// from a backup, as for a restore: what was copied is kept, the next run
+// copies the rest.
+const backupInterruptHint = "run the same command again: the backup resumes where it stopped (the segments already written are kept, the rest is copied)"
 
 // backupOptionsFromConfig maps the config onto backup.Options, with this
 // build's version as the manifests' tool_version; Source, Store and Logger
