@@ -74,7 +74,7 @@ CONFIG KEYS USED
   # No cluster at hand: start an embedded 3-broker Kafka-protocol cluster
   # (franz-go kfake) seeded with a sample Streams app and back it up.
   kafkastreams-dr backup --embedded --out ./kdr-quickstart`,
-		Args: usageArgs(cobra.NoArgs),
+		Args:        usageArgs(cobra.NoArgs),
 		Annotations: map[string]string{interruptHintAnnotation: backupInterruptHint},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Embedded {
