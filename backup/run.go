@@ -330,6 +330,9 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 		}
 	}
 	if len(selected) == 0 {
+		if ex := topicfilter.DescribeExclusions(decisions); ex != "" {
+			return nil, fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster; in source.topics.exclude, %s", ErrNothingSelected, o.Include, ex)
+		}
 		return nil, fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster", ErrNothingSelected, o.Include)
 	}
 

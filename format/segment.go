@@ -339,6 +339,9 @@ func (s *SegmentReader) Next(r *Record) error {
 		return s.trailer()
 	case tagRecord:
 	default:
+		if s.last < 0 {
+			return fmt.Errorf("%w: unknown tag %d before the first record", ErrCorrupt, tag)
+		}
 		return fmt.Errorf("%w: unknown tag %d after offset %d", ErrCorrupt, tag, s.last)
 	}
 	var rec Record

@@ -113,8 +113,8 @@ func AcquireLock(ctx context.Context, store storage.Backend, key, owner string, 
 		}
 		why := held.stale(time.Now().UTC(), host)
 		if why == "" {
-			return nil, fmt.Errorf("%w (%s) by %s (host %s, pid %d, since %s, heartbeat %s): another run is using %s; wait for it, or if it is dead, the lock becomes stale %s after its last heartbeat",
-				ErrLocked, key, held.Owner, held.Hostname, held.PID, held.CreatedAt.Format(time.RFC3339), held.HeartbeatAt.Format(time.RFC3339), store.Location(), StaleAfter)
+			return nil, fmt.Errorf("%w: %s/%s is held by %s (host %s, pid %d, since %s, heartbeat %s): wait for it, or if it is dead, the lock becomes stale %s after its last heartbeat",
+				ErrLocked, store.Location(), key, held.Owner, held.Hostname, held.PID, held.CreatedAt.Format(time.RFC3339), held.HeartbeatAt.Format(time.RFC3339), StaleAfter)
 		}
 		logf("taking over stale repository lock", "holder", held.Owner, "reason", why)
 		if err := store.Delete(ctx, key); err != nil {

@@ -341,6 +341,9 @@ func ReadSegment(ctx context.Context, store storage.Backend, topic string, parti
 		if !c.Decoded {
 			return damaged(fmt.Sprintf("does not decode: %v", err))
 		}
+		if c.Records == 0 {
+			return damaged(fmt.Sprintf("does not decode before its first record: %v", err))
+		}
 		return damaged(fmt.Sprintf("does not decode after offset %d: %v", c.LastOffset, err))
 	}
 	if _, err := io.Copy(io.Discard, tee); err != nil && src.Err == nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
@@ -175,6 +177,27 @@ func TestReadPartitionFindsDamage(t *testing.T) {
 			os.Truncate(path, s.Size/2)
 			return s.Key
 		}, "does not decode", "size", "size"},
+		// The header decodes, the object ends before the first record:
+		// no "after offset -1" (a new user's report).
+		{"cut before its first record", func(t *testing.T, dir string, p0, _ *format.Partition) string {
+			s := p0.Segments[1]
+			path := filepath.Join(dir, s.Key)
+			b, _ := os.ReadFile(path)
+			zr, err := zstd.NewReader(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer zr.Close()
+			raw, err := zr.DecodeAll(b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zw, _ := zstd.NewWriter(nil)
+			header := 8 + 2 + len(readerTopic) + 4 // magic, topic length and name, partition
+			os.WriteFile(path, zw.EncodeAll(raw[:header], nil), 0o600)
+			zw.Close()
+			return s.Key
+		}, "does not decode before its first record", "size", "size"},
 		{"missing segment", func(t *testing.T, dir string, p0, _ *format.Partition) string {
 			os.Remove(filepath.Join(dir, p0.Segments[1].Key))
 			return p0.Segments[1].Key

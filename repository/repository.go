@@ -79,7 +79,12 @@ func LoadManifest(ctx context.Context, store storage.Backend, key string) (*form
 // LatestError is Latest's error when the newest complete backup exists but
 // its manifest cannot be read. It wraps the read error, so
 // storage.IsTransient and errors.Is(err, ErrDamaged) tell the two kinds
-// apart, and its message names the manifest's key and the ways out.
+// apart, and its message names the manifest's key, the newest older
+// backup, and, for a store that failed, that running the command again may
+// do. The ways out of a
+// damaged manifest are commands of the CLI (verify the backup, restore
+// Older by id, take a new full backup): the CLI spells them from BackupID
+// and Older with its own config file, so that they run as printed.
 type LatestError struct {
 	BackupID string // the newest complete backup
 	Key      string // its manifest
@@ -95,11 +100,10 @@ func (e *LatestError) Error() string {
 	case errors.Is(e.Err, storage.ErrNotFound):
 		fix = "it was deleted while it was read (is a prune running?): run the command again"
 	default:
-		fix = fmt.Sprintf("check it with kafkastreams-dr verify --backup-id %s", e.BackupID)
+		fix = "the manifest is damaged"
 		if e.Older != "" {
-			fix += fmt.Sprintf(", restore an older backup by naming it (--backup-id %s)", e.Older)
+			fix += fmt.Sprintf("; an older complete backup is restored by naming it (--backup-id %s)", e.Older)
 		}
-		fix += ", or take a new full backup (kafkastreams-dr backup --full)"
 	}
 	return fmt.Sprintf("the latest backup %s cannot be read, and no older backup is used in its place: %v; %s", e.BackupID, e.Err, fix)
 }

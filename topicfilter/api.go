@@ -18,6 +18,11 @@
 // safe for concurrent use once constructed.
 package topicfilter
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Class is the role a topic plays for the configured application.id.
 type Class string
 
@@ -65,4 +70,34 @@ type Decision struct {
 	Partitions     int    `json:"partitions"`
 	Selected       bool   `json:"selected"`
 	Reason         string `json:"reason"` // why selected or not, for people
+	// ExcludedBy is the exclude pattern that removed the topic after an
+	// include pattern matched it ("" when none did): exclude beats include.
+	ExcludedBy string `json:"excluded_by,omitempty"`
+}
+
+// DescribeExclusions says which exclude pattern removed which included
+// topics in ds, e.g. `pattern "clicks" removes clicks; pattern "tmp-*"
+// removes tmp-a, tmp-b`, in the decisions' order; "" when no exclude removed one. A
+// pattern's topics are listed up to 5, then counted.
+func DescribeExclusions(ds []Decision) string {
+	var patterns []string
+	topics := map[string][]string{}
+	for _, d := range ds {
+		if d.ExcludedBy == "" {
+			continue
+		}
+		if _, ok := topics[d.ExcludedBy]; !ok {
+			patterns = append(patterns, d.ExcludedBy)
+		}
+		topics[d.ExcludedBy] = append(topics[d.ExcludedBy], d.Topic)
+	}
+	parts := make([]string, len(patterns))
+	for i, p := range patterns {
+		names := topics[p]
+		if len(names) > 5 {
+			names = append(names[:5:5], fmt.Sprintf("and %d more", len(topics[p])-5))
+		}
+		parts[i] = fmt.Sprintf("pattern %q removes %s", p, strings.Join(names, ", "))
+	}
+	return strings.Join(parts, "; ")
 }

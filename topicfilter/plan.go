@@ -125,6 +125,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 			d.Reason = "not selected: no include pattern matches; " + v.reason
 		case exc != "":
 			d.Reason = fmt.Sprintf("not selected: excluded by pattern %q; %s", exc, v.reason)
+			d.ExcludedBy = exc
 		case d.OtherApplicationID != "":
 			d.Reason = "not selected: " + v.reason + "; back it up with that application's configuration"
 			droppedOther[inc] = append(droppedOther[inc], t.Name)

@@ -148,6 +148,8 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, p fo
 	res.Records += c.Records
 	first, last := c.FirstOffset, c.LastOffset
 	switch {
+	case c.DecodeErr != nil && c.Records == 0:
+		bad(s.FirstOffset, "does not decode before its first record: %v", c.DecodeErr)
 	case c.DecodeErr != nil:
 		bad(last+1, "does not decode after offset %d: %v", last, c.DecodeErr)
 	case c.OtherPartition():

@@ -81,8 +81,13 @@ CONFIG KEYS USED
   # No cluster at hand: start an embedded 3-broker Kafka-protocol cluster
   # (franz-go kfake) seeded with a sample Streams app and back it up.
   kafkastreams-dr backup --embedded --out ./kdr-quickstart`,
-		Args: usageArgs(cobra.NoArgs),
+		Args:        usageArgs(cobra.NoArgs),
+		Annotations: map[string]string{interruptHintAnnotation: backupInterruptHint},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Embedded {
+				// Its cluster ends with the process: a new run needs a new --out.
+				cmd.Annotations[interruptHintAnnotation] = fmt.Sprintf("the embedded cluster ended with the run: remove %s and run the same command again", o.Out)
+			}
 			switch {
 			case o.Embedded && o.ConfigFile != "":
 				return &usageError{errors.New("--embedded uses its own sample config: drop --config")}
@@ -104,12 +109,17 @@ CONFIG KEYS USED
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
-	cmd.Flags().DurationVar(&o.LockWait, "lock-wait", 3*time.Minute, "wait this long for the repository lock when another run holds it (a run that died on this host is taken over at once; elsewhere its lock goes stale 2 minutes after its last heartbeat); 0 refuses at once")
+	durationFlag(cmd.Flags(), &o.LockWait, "lock-wait", 3*time.Minute, "refuses at once", "wait this long for the repository lock when another run holds it (a run that died on this host is taken over at once; elsewhere its lock goes stale 2 minutes after its last heartbeat); 0 refuses at once, never negative")
 	cmd.Flags().BoolVar(&o.Full, "full", false, "start a new backup chain: copy every partition from its log start, naming no earlier backup's segments (after verify found a damaged segment); the repository's latest backup must still be of this application.id")
 	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
 	return cmd
 }
+
+// backupInterruptHint is printed after "Error: interrupted" (exit 130)
+// from a backup, as for a restore: what was copied is kept, the next run
+// copies the rest.
+const backupInterruptHint = "run the same command again: the backup resumes where it stopped (the segments already written are kept, the rest is copied)"
 
 // backupOptionsFromConfig maps the config onto backup.Options, with this
 // build's version as the manifests' tool_version; Source, Store and Logger
@@ -180,7 +190,7 @@ func backupError(err error, file string) error {
 	case errors.As(err, &missing):
 		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrNothingSelected):
-		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include; see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
+		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include (or source.topics.exclude); see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, repository.ErrOtherApplication):
 		// One repository prefix holds one application's chain; --full does
 		// not help (the new chain would still share "latest").

@@ -46,7 +46,9 @@ VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
                             directory, like storage.path)
     topics:
       include               globs ("app-*-changelog") or ~regex, anchored (required)
-      exclude               same syntax; exclude beats include
+      exclude               same syntax; exclude beats include (an exclude that removes
+                            every include, e.g. include [clicks] and exclude [clicks], is an
+                            error; one that removes a literal include, a warning)
       allow_missing         a literal include that does not exist is a warning (default false)
   target:                   the cluster a restore writes to (optional; same keys as source,
                             without topics: restore --topics selects, target.topics is refused)
@@ -79,14 +81,8 @@ func newConfigCmd(g *globalOptions, s *iostreams, runF func(context.Context, *co
 		Use:   "config",
 		Short: "Check config files",
 		Long:  "Check kafkastreams-dr config files.\n\n" + configKeysHelp,
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-			}
-			return &usageError{errors.New("missing command: use \"config validate -c FILE\"")}
-		},
 	}
+	commandGroup(cmd)
 	cmd.AddCommand(newConfigValidateCmd(g, s, runF))
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
 // offsetsShowOptions are the flags of `offsets show`.
@@ -49,14 +51,8 @@ func newOffsetsCmd(g *globalOptions, s *iostreams,
 		Short: "Show a backup's group offsets and how a restore translates them",
 		Long: `Show the committed offsets of the application.id consumer group that a backup
 holds, and how a restore translates them to the restored topics' numbering.`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-			}
-			return &usageError{errors.New(`missing command: use "offsets show -c FILE" or "offsets translate -c FILE"`)}
-		},
 	}
+	commandGroup(cmd)
 	cmd.AddCommand(newOffsetsShowCmd(g, s, showF), newOffsetsTranslateCmd(g, s, translateF))
 	return cmd
 }
@@ -108,7 +104,10 @@ end when there is none (never past it). Offsets on topics a restore leaves out
 (repartition topics; changelogs with --strategy rebuild) are dropped, with the reason.
 It decodes the segments of the partitions that have committed offsets.
 
---strategy and --to-time mean what they mean for "kafkastreams-dr restore".
+--strategy and --to-time mean what they mean for "kafkastreams-dr restore", and what a
+restore refuses (e.g. --to-time on changelogs) is refused here too (exit 2): "offsets
+translate refused, as a restore with the same flags would be: ...", with the restore
+--dry-run that shows the point-in-time plan.
 
 ` + offsetsKeysHelp,
 		Example: `  kafkastreams-dr offsets translate -c order-processor.yaml
@@ -233,8 +232,54 @@ func runOffsetsTranslate(ctx context.Context, o *offsetsTranslateOptions, s *ios
 		}
 	}
 	gp, err := restorer.PredictOffsets(ctx, store, id, o.Strategy, o.ToTime)
+	if refused, ok := errors.AsType[*restorer.RefusedError](err); ok {
+		m, _ := loadBackupManifest(ctx, store, id) // read above: nil only if the store fails now
+		return translateRefused(refused, o, m)
+	}
+	if err != nil && isDamage(err) && !errors.Is(err, repository.ErrDamaged) {
+		// Damaged segments of backup id: the hint names both, and the file.
+		return withCode(damageExitCode, err, damagedSegmentsHint(o.ConfigFile, id))
+	}
 	if err != nil {
 		return repositoryError(err, store.Location())
 	}
 	return writeOffsetTranslation(s.Out, o.JSON, id, o.Strategy, o.ToTime, gp)
+}
+
+// translateRefused words a restore's refusal (restorer.RefusedError) for
+// offsets translate, which restores nothing: "offsets translate refused,
+// as a restore with the same flags would be: ...". After --to-time the
+// hint runs as printed: the dry run of the point-in-time restore of
+// backup m's topics that are no changelog of any kind (source-topic
+// changelogs are left out only by restore --topics, a flag offsets
+// translate has not), which shows the plan and the translated offsets.
+func translateRefused(e *restorer.RefusedError, o *offsetsTranslateOptions, m *format.Manifest) error {
+	reasons := "\n  - " + strings.Join(e.Reasons, "\n  - ")
+	if len(e.Reasons) == 1 {
+		reasons = " " + e.Reasons[0]
+	}
+	err := fmt.Errorf("offsets translate refused, as a restore with the same flags would be:%s", reasons)
+	if o.ToTime == nil {
+		return withCode(exitUsage, err, e.Hint)
+	}
+	file := quoteArgs([]string{o.ConfigFile})[0]
+	at := " --to-time " + o.ToTime.UTC().Format(time.RFC3339Nano)
+	backupID := ""
+	if o.BackupID != "" && o.BackupID != "latest" {
+		backupID = " --backup-id " + o.BackupID
+	}
+	var others []string
+	if m != nil {
+		for _, t := range m.Topics {
+			if !t.SourceChangelog && t.Class != string(topicfilter.Changelog) {
+				others = append(others, t.Name)
+			}
+		}
+	}
+	if len(others) == 0 {
+		return withCode(exitUsage, err, e.Hint)
+	}
+	return withCode(exitUsage, err, fmt.Sprintf("a point-in-time restore is a rebuild that leaves changelogs, source-topic changelogs included, out (--topics); "+
+		"see its plan and translated offsets with kafkastreams-dr restore -c %s%s --dry-run --strategy rebuild%s --topics %s",
+		file, backupID, at, quoteArgs([]string{strings.Join(others, ",")})[0]))
 }

@@ -175,7 +175,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
-	f.DurationVar(&o.LockWait, "lock-wait", 0, "wait this long when another restore into the same target cluster holds its lock (0: refuse at once)")
+	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.BoolVar(&o.JSON, "json", false, "print the report (or with --dry-run the plan) as JSON")
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed)`)
@@ -394,7 +394,7 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 		o.Logger.Info("restore planning", "repository", location, "backup_id", ro.BackupID, "target", targetName)
 		rep, err := restore(ctx, ro)
 		if err != nil {
-			return restoreError(err, location, noBackupHint, true)
+			return restoreErrorOf(err, o.ConfigFile, location, noBackupHint, true)
 		}
 		if o.DryRun && o.tel != nil {
 			o.tel.noPush = true // a plan is no restore: keep the last one's metrics in the Pushgateway
@@ -416,7 +416,7 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 	o.Logger.Info("restore starting", "repository", location, "backup_id", ro.BackupID, "target", targetName)
 	rep, err := restore(ctx, ro)
 	if err != nil {
-		return restoreError(err, location, noBackupHint, false)
+		return restoreErrorOf(err, o.ConfigFile, location, noBackupHint, false)
 	}
 	if o.tel != nil {
 		o.tel.id = cmp.Or(rep.RestoreID, rep.BackupID)
@@ -447,10 +447,16 @@ func confirm(s *iostreams, question string) (bool, error) {
 // No hint sends the user round in a loop: a damaged backup never gets the
 // resume hint.
 func restoreError(err error, location, noBackupHint string, dryRun bool) error {
+	return restoreErrorOf(err, "", location, noBackupHint, dryRun)
+}
+
+// restoreErrorOf is restoreError for a restore with config file: the
+// damage hint's commands name it, so that they run as printed.
+func restoreErrorOf(err error, file, location, noBackupHint string, dryRun bool) error {
 	var refused *restorer.RefusedError
 	switch damage, isDamage := errors.AsType[*restorer.DamageError](err); {
 	case isDamage:
-		return withCode(damageExit(damage), fmt.Errorf("restore: %w", err), damageHint(damage))
+		return withCode(damageExit(damage), fmt.Errorf("restore: %w", err), damageHint(damage, file))
 	case errors.As(err, &refused):
 		return withCode(exitUsage, err, refused.Hint)
 	case errors.Is(err, restorer.ErrNoBackup):
@@ -483,16 +489,20 @@ func damageExit(e *restorer.DamageError) int {
 	return exitUsage
 }
 
-// damageHint is the next step after a restore found its backup damaged:
-// running it again cannot help; verify shows the damage, an older backup
-// may be whole.
-func damageHint(e *restorer.DamageError) string {
+// damageHint is the next step after a restore with config file found its
+// backup damaged: running it again cannot help; verify shows the damage,
+// an older backup may be whole.
+func damageHint(e *restorer.DamageError, file string) string {
 	id := e.BackupID
 	if id == "" {
 		id = "ID"
 	}
-	h := fmt.Sprintf("the backup is damaged: the same restore fails again. See every problem with kafkastreams-dr verify -c FILE --deep --backup-id %s, "+
-		"and restore an older backup with --backup-id (kafkastreams-dr list -c FILE shows them)", id)
+	if file == "" {
+		file = "FILE"
+	}
+	file = quoteArgs([]string{file})[0]
+	h := fmt.Sprintf("the backup is damaged: the same restore fails again. See every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, "+
+		"and restore an older backup with --backup-id (kafkastreams-dr list -c %s shows them)", file, id, file)
 	if e.Written {
 		h += "; the target holds part of this restore: delete its restored topics first (or restore into an empty cluster)"
 	} else {

@@ -349,7 +349,7 @@ func TestRestoreErrors(t *testing.T) {
 			[]string{"restores/locks/c1"}, "another restore into this target cluster is running", "resume"},
 		// Regression (issue 9): a damaged backup got the resume hint, a loop.
 		{"damaged backup found before the first write", fmt.Errorf("check: %w (%w)", damaged(false), restorer.ErrNothingWritten), false, exitUsage,
-			[]string{"segments/b/orders/0/1.kseg", "SHA-256"}, "verify -c FILE --deep --backup-id 20240501T120000.000Z-1a2b3c4d", "resume"},
+			[]string{"segments/b/orders/0/1.kseg", "SHA-256"}, "verify -c " + cfg + " --deep --backup-id 20240501T120000.000Z-1a2b3c4d", "resume"},
 		{"damaged backup found after a write", damaged(true), false, exitError,
 			[]string{"segments/b/orders/0/1.kseg"}, "delete its restored topics", "resume"},
 		{"damaged backup found in a dry run", damaged(false), true, exitUsage,

@@ -83,7 +83,7 @@ CONFIG KEYS USED
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the decisions as a JSON array instead of a table")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "give up reaching the cluster after this long (default: no overall limit; each Kafka call is bounded by source.request_timeout and source.retry_timeout, as for backup)")
+	durationFlag(cmd.Flags(), &o.Timeout, "timeout", 0, "", "give up reaching the cluster after this long, above zero, e.g. 30s (default: no overall limit; each Kafka call is bounded by source.request_timeout and source.retry_timeout, as for backup)")
 	return cmd
 }
 
@@ -104,12 +104,18 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 		return withCode(exitUsage, fmt.Errorf("source cluster client: %w", err), "")
 	}
 	defer cl.Close()
+	servers := strings.Join(cfg.Source.BootstrapServers, ",")
+	timedOut := &topicsTimeoutError{servers: servers, timeout: o.Timeout}
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, errTopicsTimeout)
 		defer cancel()
 	}
 	if err := config.Reach(ctx, cl, "source cluster"); err != nil {
+		if errors.Is(context.Cause(ctx), errTopicsTimeout) {
+			timedOut.doing, timedOut.err = "reaching it", err
+			return withCode(exitError, timedOut, timedOut.hint(cfg.File()))
+		}
 		return withCode(exitError, err, fmt.Sprintf("check source.bootstrap_servers and source.security in %s", cfg.File()))
 	}
 
@@ -118,7 +124,11 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 	sel, planErr := backup.SelectTopics(ctx, kadm.NewClient(cl), backupOptionsFromConfig(cfg), o.Logger)
 	var missing *topicfilter.MissingTopicsError
 	if planErr != nil && !errors.As(planErr, &missing) {
-		return withCode(exitError, fmt.Errorf("source cluster %s: %w", strings.Join(cfg.Source.BootstrapServers, ","), planErr),
+		if errors.Is(context.Cause(ctx), errTopicsTimeout) {
+			timedOut.doing, timedOut.err = "listing its topics, their configs and the consumer groups", planErr
+			return withCode(exitError, timedOut, timedOut.hint(cfg.File()))
+		}
+		return withCode(exitError, fmt.Errorf("source cluster %s: %w", servers, planErr),
 			fmt.Sprintf("check source.bootstrap_servers and source.security in %s", cfg.File()))
 	}
 	decisions, warnings := sel.Decisions, sel.Warnings
@@ -136,15 +146,16 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 		return withCode(exitUsage, planErr, "")
 	}
 	if !slices.ContainsFunc(decisions, func(d topicfilter.Decision) bool { return d.Selected }) {
-		return withCode(exitUsage, nothingSelectedError(cfg),
-			"fix source.topics.include; each topic's reason above says why it is not selected")
+		return withCode(exitUsage, nothingSelectedError(cfg, decisions),
+			"fix source.topics.include (or source.topics.exclude); each topic's reason above says why it is not selected")
 	}
 	return nil
 }
 
 // nothingSelectedError says that the include patterns select nothing,
-// naming the key, its line and the file.
-func nothingSelectedError(cfg *config.Config) error {
+// naming the key, its line and the file, and which exclude patterns
+// removed topics they matched.
+func nothingSelectedError(cfg *config.Config, decisions []topicfilter.Decision) error {
 	q := make([]string, len(cfg.Source.Topics.Include))
 	for i, p := range cfg.Source.Topics.Include {
 		q[i] = fmt.Sprintf("%q", p)
@@ -153,6 +164,40 @@ func nothingSelectedError(cfg *config.Config) error {
 	if l := cfg.Line("source.topics.include"); l > 0 {
 		where = fmt.Sprintf("line %d of %s", l, cfg.File())
 	}
-	return fmt.Errorf("no topic selected: source.topics.include [%s] (%s) matches no topic that can be backed up; a backup with this config would refuse to run",
-		strings.Join(q, ", "), where)
+	excluded := ""
+	if ex := topicfilter.DescribeExclusions(decisions); ex != "" {
+		excluded = "; in source.topics.exclude, " + ex
+	}
+	return fmt.Errorf("no topic selected: source.topics.include [%s] (%s) matches no topic that can be backed up%s; a backup with this config would refuse to run",
+		strings.Join(q, ", "), where, excluded)
+}
+
+// errTopicsTimeout is the cause of topics' context when --timeout ends it.
+var errTopicsTimeout = errors.New("topics --timeout ran out")
+
+// topicsTimeoutError is topics' error when --timeout ran out: the cluster
+// and what it was doing, without the "context deadline exceeded" of the
+// calls it cut short (err, still unwrapped).
+type topicsTimeoutError struct {
+	servers string
+	timeout time.Duration
+	doing   string // what --timeout cut short, e.g. "reaching it"
+	err     error
+}
+
+func (e *topicsTimeoutError) Error() string {
+	if e.doing == "" {
+		return fmt.Sprintf("source cluster %s did not answer within --timeout %s", e.servers, e.timeout)
+	}
+	return fmt.Sprintf("source cluster %s did not answer within --timeout %s (while %s)", e.servers, e.timeout, e.doing)
+}
+
+func (e *topicsTimeoutError) Unwrap() error { return e.err }
+
+// hint is the next step after the timeout: a longer --timeout, or none
+// (source.retry_timeout then bounds each call, as for a backup), and the
+// settings that name the cluster.
+func (e *topicsTimeoutError) hint(file string) string {
+	return fmt.Sprintf("raise --timeout (e.g. --timeout %s), or leave it out to wait as a backup does (source.retry_timeout); "+
+		"check source.bootstrap_servers and source.security in %s", max(4*e.timeout, 2*time.Minute).Round(time.Second), file)
 }

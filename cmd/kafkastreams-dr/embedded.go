@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -131,6 +133,9 @@ func checkEmptyRepository(dir string) error {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return withCode(exitUsage, notADirectory(dir), "choose a new directory for the repository (--out DIR); it is created")
+	}
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("--out %s: %w", dir, err), "")
 	}
@@ -139,4 +144,24 @@ func checkEmptyRepository(dir string) error {
 			fmt.Sprintf("choose another directory (--out DIR) or remove %s", dir))
 	}
 	return nil
+}
+
+// notADirectory is the error of an --out that is a file, or lies under
+// one: it names the file (the nearest existing ancestor of dir).
+func notADirectory(dir string) error {
+	file := filepath.Clean(dir)
+	for range 64 { // a path deeper than that is named as given
+		if _, err := os.Stat(file); err == nil {
+			break
+		}
+		parent := filepath.Dir(file)
+		if parent == file {
+			break
+		}
+		file = parent
+	}
+	if file == filepath.Clean(dir) {
+		return fmt.Errorf("--out %s is a file, not a directory", dir)
+	}
+	return fmt.Errorf("--out %s: %s is a file, not a directory", dir, file)
 }

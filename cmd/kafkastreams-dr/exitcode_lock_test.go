@@ -37,7 +37,7 @@ func TestBackupLockHeldExitsEleven(t *testing.T) {
 // held exits 11 too, naming the phase.
 func TestDrillLockHeldExitsEleven(t *testing.T) {
 	rep := &drill.Report{Phases: []drill.Phase{{Name: drill.PhaseBackup, Status: drill.StatusFailed, Locked: true,
-		Error: "backup: repository is locked (lock) by prune (host other-host, pid 1)"}}}
+		Error: "backup: repository is locked: /srv/repo/lock is held by prune (host other-host, pid 1)"}}}
 	err := drillOutcome(rep, "app.yaml")
 	if code := exitCode(t.Context(), err); code != 11 || !strings.Contains(err.Error(), "other-host") {
 		t.Fatalf("drill with the lock held: exit %d (%v), want 11", code, err)

@@ -99,7 +99,7 @@ func (g *globalOptions) checkTelemetryFlags() error {
 	}
 	if g.PushGateway != "" {
 		if _, err := metrics.ParsePushURL(g.PushGateway); err != nil {
-			return &usageError{fmt.Errorf("invalid --push-gateway: %w", err)}
+			return &usageError{fmt.Errorf("invalid --push-gateway %w", err)}
 		}
 	}
 	if strings.TrimSpace(g.PushJob) == "" {
@@ -168,7 +168,7 @@ func newRootCmd(s *iostreams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	root.SetHelpTemplate(helpTemplate)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error (text on a terminal, JSON otherwise)")
 	pf.StringVar(&g.MetricsAddr, "metrics-addr", "", "backup, restore, drill: serve Prometheus metrics on http://`HOST:PORT`/metrics while the run lasts (:0 picks a free port)")
@@ -232,7 +232,14 @@ func run(ctx context.Context, args []string, s *iostreams) error {
 	if errors.As(err, &ue) && ctx.Err() == nil {
 		fmt.Fprintf(s.ErrOut, "\n%s", cmd.UsageString())
 	}
-	if h := errorHint(err); h != "" && ctx.Err() == nil {
+	h := errorHint(err)
+	if le, ok := errors.AsType[*repository.LatestError](err); ok {
+		// Its ways out, with the backup ids, win over a generic damage hint.
+		if w := latestWaysOut(le, configFlag(cmd), cmd.Name()); w != "" {
+			h = w
+		}
+	}
+	if h != "" && ctx.Err() == nil {
 		fmt.Fprintln(s.ErrOut, h)
 	}
 	if h := cmd.Annotations[interruptHintAnnotation]; h != "" && ctx.Err() != nil {
@@ -343,10 +350,48 @@ func storageError(err error) error {
 	return withCode(exitError, err, repositoryHint(err, "the storage"))
 }
 
+// configFlag is the --config (-c) value cmd was given, "" when it has no
+// such flag or it was not set.
+func configFlag(cmd *cobra.Command) string {
+	if f := cmd.Flags().Lookup("config"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// latestWaysOut is the hint after a *repository.LatestError whose
+// manifest is damaged: verify the newest backup (not from verify itself),
+// restore the older one by id, or take a new full backup, with the
+// command's config file (FILE when it has none), so that each runs as
+// printed; "" for a store that failed (its message says to run the
+// command again).
+func latestWaysOut(e *repository.LatestError, file, command string) string {
+	if !errors.Is(e, repository.ErrDamaged) || storage.IsTransient(e) {
+		return ""
+	}
+	if file == "" {
+		file = "FILE"
+	}
+	file = quoteArgs([]string{file})[0]
+	var ways []string
+	if command != "verify" {
+		ways = append(ways, fmt.Sprintf("check it with kafkastreams-dr verify -c %s --backup-id %s", file, e.BackupID))
+	}
+	if e.Older != "" {
+		ways = append(ways, fmt.Sprintf("restore an older backup by naming it (--backup-id %s)", e.Older))
+	}
+	ways = append(ways, fmt.Sprintf("take a new full backup (kafkastreams-dr backup -c %s --full)", file))
+	if len(ways) > 1 {
+		ways[len(ways)-1] = "or " + ways[len(ways)-1]
+	}
+	return strings.Join(ways, ", ")
+}
+
 // repositoryHint is the next step after err from reading the repository at
-// location, or "" when err is neither transient nor damage. A
-// *repository.LatestError names its own ways out (with the backup ids),
-// so its damage gets no second, generic hint.
+// location, or "" when err is neither transient nor damage. The ways out
+// of a damaged *repository.LatestError (with the backup ids and the
+// command's config file) are printed by run (latestWaysOut), so its
+// damage gets no second, generic hint here.
 func repositoryHint(err error, location string) string {
 	switch _, latest := errors.AsType[*repository.LatestError](err); {
 	case storage.IsTransient(err):
@@ -378,6 +423,7 @@ func damagedSegmentsHint(file, id string) string {
 	if file == "" {
 		file = "FILE"
 	}
+	file = quoteArgs([]string{file})[0]
 	return fmt.Sprintf("the backup is damaged: see every damaged object with kafkastreams-dr verify -c %s --deep --backup-id %s; then %s", file, id,
 		strings.ReplaceAll(damagedManifestWaysOut, "-c FILE", "-c "+file))
 }

@@ -174,9 +174,9 @@ backup:
 	if code := cmd.ProcessState.ExitCode(); code != exitCancelled {
 		t.Fatalf("exit code %d after SIGINT, want %d\nstdout:\n%s\nstderr:\n%s", code, exitCancelled, stdout.String(), stderr.String())
 	}
-	checkPlainStderr(t, "interrupted backup", strings.ReplaceAll(stderr.String(), "Error: interrupted\n", ""), "backup interrupted after ")
-	if !strings.Contains(stderr.String(), "Error: interrupted") {
-		t.Errorf("no \"Error: interrupted\":\n%s", stderr.String())
+	checkPlainStderr(t, "interrupted backup", strings.ReplaceAll(stderr.String(), "Error: interrupted\n"+backupInterruptHint+"\n", ""), "backup interrupted after ")
+	if !strings.Contains(stderr.String(), "Error: interrupted\n"+backupInterruptHint) {
+		t.Errorf("no \"Error: interrupted\" and what to do next:\n%s", stderr.String())
 	}
 
 	t.Logf("interrupted backup's stderr:\n%s", stderr.String())

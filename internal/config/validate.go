@@ -253,6 +253,9 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 		v.errf(k, "%s is required: list the topics to back up (globs like \"order-processor-*-changelog\" or ~regex)", k)
 	}
 	v.patterns(key+".topics", cl.Topics)
+	if isSource {
+		v.excludes(key+".topics", cl.Topics)
+	}
 }
 
 // fromConfigDir returns path made absolute against the directory of the

@@ -436,17 +436,35 @@ func (r *Run) Push(ctx context.Context, gateway, job string, grouping map[string
 	return nil
 }
 
-// ParsePushURL checks a Pushgateway URL: http or https with a host.
+// ParsePushURL checks a Pushgateway URL: http or https with a host, no
+// query or fragment. Its error quotes the URL as given, the password
+// masked ("http://user:xxxxx@host"), also when the URL does not parse.
 func ParsePushURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		shown := "(unparsable URL)"
+		shown := maskPassword(s)
 		if err == nil {
 			shown = u.Redacted()
 		}
-		return nil, fmt.Errorf("%s is not a Pushgateway URL: want http://host:port or https://host:port", shown)
+		return nil, fmt.Errorf("%q: not a Pushgateway URL: want http://host:port or https://host:port", shown)
 	}
 	return u, nil
+}
+
+// maskPassword is s, a URL that may not parse, with the password of its
+// user information (between "://" and the last "@") replaced by "xxxxx",
+// as url.URL.Redacted does for one that parses.
+func maskPassword(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
+		return s
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return s
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // withoutLabels gathers g and drops the labels named names from every
