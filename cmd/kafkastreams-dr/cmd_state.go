@@ -28,14 +28,8 @@ func newStateCmd(g *globalOptions, s *iostreams,
 the old cluster's offsets. "state check" says, per task and store, whether the local state
 fits the cluster (ok), must be wiped, or cannot be judged (unknown); "state wipe" removes
 one application's local state, like KafkaStreams#cleanUp().`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-			}
-			return &usageError{errors.New(`missing command: use "state check" or "state wipe"`)}
-		},
 	}
+	commandGroup(cmd)
 	cmd.AddCommand(newStateCheckCmd(g, s, checkF), newStateWipeCmd(g, s, wipeF))
 	return cmd
 }

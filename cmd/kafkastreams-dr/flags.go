@@ -74,7 +74,7 @@ func flagError(_ *cobra.Command, err error) error {
 	return &usageError{err}
 }
 
-// commandGroup makes cmd (offsets, config) a group that only runs its
+// commandGroup makes cmd (offsets, config, state) a group that only runs its
 // subcommands: called alone, with an unknown command, or with flags
 // before any command ("offsets -c app.yaml"), it is a usage error naming
 // the commands to run, with the flags as given (cobra would say "unknown
@@ -101,6 +101,11 @@ func commandGroup(cmd *cobra.Command) {
 			}
 			flags = append(flags, a)
 		}
+		// Name only the commands that take every flag given (state wipe
+		// has no -c), unless none does.
+		if takers := subsTaking(cmd, subs, flags); len(takers) > 0 {
+			subs = takers
+		}
 		runs := make([]string, len(subs))
 		for i, sub := range subs {
 			runs[i] = strings.Join(append([]string{cmd.CommandPath(), sub}, quoteArgs(flags)...), " ")
@@ -110,6 +115,44 @@ func commandGroup(cmd *cobra.Command) {
 		}
 		return &usageError{fmt.Errorf("%q needs a command before its flags: run %s", cmd.Name(), strings.Join(runs, ", or "))}
 	}
+}
+
+// subsTaking returns the subcommands of cmd, among subs, that define every
+// flag named in args ("-c", "--config", "--config=FILE"; values are
+// skipped), their own or inherited.
+func subsTaking(cmd *cobra.Command, subs, args []string) []string {
+	var out []string
+	for _, name := range subs {
+		sub, _, err := cmd.Find([]string{name})
+		if err != nil || sub == cmd {
+			continue
+		}
+		takes := true
+		for _, a := range args {
+			var f *pflag.Flag
+			switch {
+			case strings.HasPrefix(a, "--"):
+				n, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+				if f = sub.Flags().Lookup(n); f == nil {
+					f = sub.InheritedFlags().Lookup(n)
+				}
+			case strings.HasPrefix(a, "-") && len(a) >= 2:
+				if f = sub.Flags().ShorthandLookup(a[1:2]); f == nil {
+					f = sub.InheritedFlags().ShorthandLookup(a[1:2])
+				}
+			default:
+				continue // a flag's value
+			}
+			if f == nil {
+				takes = false
+				break
+			}
+		}
+		if takes {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // quoteArgs quotes, for a POSIX shell, the arguments that need it, so that

@@ -68,6 +68,10 @@ func TestNewUserMessages(t *testing.T) {
 		{name: "config with flags and no command points to validate", args: []string{"config", "--config", cfg}, code: 2,
 			stderr:  []string{`Error: "config" needs a command before its flags`, "kafkastreams-dr config validate --config " + cfg},
 			without: []string{"unknown flag"}},
+		{name: "state with flags and no command points to its commands", args: []string{"state", "-c", cfg}, code: 2,
+			stderr: []string{`Error: "state" needs a command before its flags`, "run kafkastreams-dr state check -c " + cfg},
+			// state wipe has no -c: a hint naming it with -c would not run.
+			without: []string{"unknown shorthand flag", "state wipe -c"}},
 		{name: "push-gateway that does not parse is echoed", args: []string{"--push-gateway", "http://push gateway:9091", "config", "validate", "-c", cfg}, code: 2,
 			stderr:  []string{`invalid --push-gateway "http://push gateway:9091": not a Pushgateway URL`},
 			without: []string{"(unparsable URL)"}},
