@@ -24,6 +24,8 @@ func writeEstimate(w io.Writer, asJSON bool, e *estimate.Estimate, now time.Time
 	if e.Throughput.Source == "measured" {
 		fmt.Fprintf(w, "restore throughput: %.0f records/s, measured by %s (%d records in %.1fs)\n\n",
 			e.Throughput.RecordsPerSecond, plural(len(e.Throughput.Reports), "past restore", "past restores"), e.Throughput.Records, e.Throughput.Seconds)
+	} else if n := len(e.Throughput.Unreadable); n > 0 {
+		fmt.Fprintf(w, "restore throughput: %.0f records/s, a default (no readable restore or drill report: %d unreadable, skipped)\n\n", e.Throughput.RecordsPerSecond, n)
 	} else {
 		fmt.Fprintf(w, "restore throughput: %.0f records/s, a default (no restore or drill has run from this repository yet)\n\n", e.Throughput.RecordsPerSecond)
 	}

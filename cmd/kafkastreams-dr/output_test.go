@@ -64,6 +64,13 @@ func TestOutputFunctions(t *testing.T) {
 					{Name: "standby", Note: "n"}}}, cut.Add(90*time.Second))
 		}, "backup B1 (cut 2024-05-01T12:00:00Z, 1m30s ago)\nrestore throughput: 20000 records/s, a default (no restore or drill has run from this repository yet)\n\n" +
 			"STRATEGY   TOPICS  RECORDS  BYTES    RESTORE TIME  THEN\nchangelog  1       40000    1.0 MiB  2s            restore stores\nstandby    -       -        -        -             n\n"},
+		// Second new-user pass: with every past report unreadable, estimate
+		// warned that it skipped one and then said no restore had run.
+		{"estimate: the default throughput when every report is unreadable", func(w *strings.Builder) error {
+			return writeEstimate(w, false, &estimate.Estimate{BackupID: "B1", CutAt: cut, Throughput: estimate.Throughput{RecordsPerSecond: 20000, Source: "default",
+				Unreadable: []string{"restores/R1/report.json"}}, Strategies: []estimate.Strategy{{Name: "standby", Note: "n"}}}, cut.Add(90*time.Second))
+		}, "backup B1 (cut 2024-05-01T12:00:00Z, 1m30s ago)\nrestore throughput: 20000 records/s, a default (no readable restore or drill report: 1 unreadable, skipped)\n\n" +
+			"STRATEGY  TOPICS  RECORDS  BYTES  RESTORE TIME  THEN\nstandby   -       -        -      -             n\n"},
 		{"restore: dry run", func(w *strings.Builder) error {
 			return writeDryRun(w, false, &restorer.Plan{BackupID: "B1", Strategy: restorer.StrategyChangelog}, "k:9092")
 		}, "restore plan for backup B1\n  strategy     changelog (topics and state; group offsets translated)\n  target       k:9092\n" +
