@@ -161,13 +161,18 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 	if bm, err := kadm.NewClient(cl).BrokerMetadata(ctx); err == nil {
 		clusterID = bm.Cluster
 	}
+	// When the last restore cannot be known, no store is ok by its
+	// changelog alone (statedir.Restore.Unknown); the output says why.
 	var last *statedir.Restore
 	if store, err := openExistingStorage(ctx, cfg.Storage, "state check"); err != nil {
 		o.Logger.Warn("cannot open the repository: judging without the last restore", "err", err)
+		last = &statedir.Restore{Unknown: fmt.Sprintf("cannot open the repository: %v; check storage.* in %s", err, cfg.File())}
 	} else if clusterID == "" {
 		o.Logger.Warn("the cluster reports no cluster id: judging without the last restore")
+		last = &statedir.Restore{Unknown: "the cluster reports no cluster id, so no restore report can be matched to it"}
 	} else if rep, err := repository.LatestReport(ctx, store, cfg.ApplicationID, clusterID); err != nil {
 		o.Logger.Warn("cannot read the last restore report", "err", err)
+		last = &statedir.Restore{Unknown: fmt.Sprintf("cannot read the last restore report: %v", err)}
 	} else if rep != nil {
 		last = &statedir.Restore{RestoreID: rep.RestoreID, Strategy: string(rep.Strategy), StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Restored: map[string]bool{}}
 		for _, p := range rep.Partitions {
