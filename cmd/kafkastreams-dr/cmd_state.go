@@ -106,6 +106,8 @@ CONFIG KEYS USED
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "the instance's state.dir, which holds <application.id>/ (required)")
 	cmd.Flags().StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "the cluster's brokers (HOST:PORT,...), instead of target.bootstrap_servers")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the findings as JSON")
+	hintRequired(cmd, "config", "FILE", "the application's config file")
+	hintRequired(cmd, "state-dir", "DIR", "the instance's state.dir")
 	return cmd
 }
 
@@ -270,6 +272,8 @@ terminal and refuses otherwise.`,
 	cmd.Flags().StringVar(&o.ApplicationID, "application-id", "", "the application.id whose state to remove (required)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "list what would be removed; remove nothing")
+	hintRequired(cmd, "state-dir", "DIR", "the instance's state.dir")
+	hintRequired(cmd, "application-id", "APP", "the application.id")
 	return cmd
 }
 
