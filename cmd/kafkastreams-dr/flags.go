@@ -111,24 +111,27 @@ func commandGroup(cmd *cobra.Command) {
 		var fill []string // "DIR: the instance's state.dir", once each
 		for i, sub := range subs {
 			run := append([]string{cmd.CommandPath(), sub}, quoteArgs(flags)...)
-			if len(flags) > 0 {
-				// The required flags not given, as placeholders
-				// (hintRequired), so that the hint says what is missing.
-				for _, r := range missingRequired(cmd, sub, flags) {
-					run = append(run, r[0])
-					if !slices.Contains(fill, r[1]) {
-						fill = append(fill, r[1])
-					}
+			// The required flags not given, as placeholders
+			// (hintRequired), so that the hint says what is missing; a
+			// command that marks none, given no flag: -c FILE.
+			req := missingRequired(cmd, sub, flags)
+			if len(req) == 0 && len(flags) == 0 {
+				run = append(run, "-c FILE")
+			}
+			for _, r := range req {
+				run = append(run, r[0])
+				if len(flags) > 0 && !slices.Contains(fill, r[1]) {
+					fill = append(fill, r[1])
 				}
 			}
 			runs[i] = strings.Join(run, " ")
 		}
-		if len(flags) == 0 {
-			return &usageError{fmt.Errorf("missing command: run %s -c FILE", strings.Join(runs, " -c FILE, or "))}
-		}
 		hint := strings.Join(runs, ", or ")
 		if len(fill) > 0 {
 			hint += " (" + strings.Join(fill, "; ") + ")"
+		}
+		if len(flags) == 0 {
+			return &usageError{fmt.Errorf("missing command: run %s", hint)}
 		}
 		return &usageError{fmt.Errorf("%q needs a command before its flags: run %s", cmd.Name(), hint)}
 	}
@@ -151,7 +154,7 @@ func hintRequired(cmd *cobra.Command, name, placeholder, meaning string) {
 
 // missingRequired returns, for the subcommand sub of cmd, the flags marked
 // by hintRequired that args does not name: {"--state-dir DIR", "DIR: the
-// instance's state.dir"}, in the order the subcommand defines them.
+// instance's state.dir"}, in flag name order (pflag's VisitAll).
 func missingRequired(cmd *cobra.Command, sub string, args []string) [][2]string {
 	c, _, err := cmd.Find([]string{sub})
 	if err != nil || c == cmd {
