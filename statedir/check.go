@@ -147,7 +147,9 @@ func judgeTask(c Checkpoint, last *Restore) (Verdict, string) {
 //
 // A task directory without a .checkpoint file (Kafka Streams 4.x: RocksDB
 // stores keep their changelog offsets inside the store, KIP-1035), or with
-// one that names no changelog ("0\n0\n"), gets one finding for the task:
+// one that names no changelog ("0\n0\n"; Kafka Streams never writes one:
+// OffsetCheckpoint.write deletes the file when it has no offsets), gets one
+// finding for the task:
 // judgeTask's verdict after a restore, unknown without one (this tool does
 // not read RocksDB's offsets); ok only when the directory holds nothing.
 //
