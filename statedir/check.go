@@ -26,6 +26,12 @@ type Restore struct {
 	FinishedAt time.Time
 	// Restored holds "topic/partition" of every partition the restore wrote.
 	Restored map[string]bool
+	// Unknown, when set, says why the last restore into the cluster cannot
+	// be known (its report does not decode, the repository cannot be
+	// opened, the cluster reports no id); the other fields are then zero.
+	// Check judges no entry ok on the strength of the changelog alone then:
+	// state from before an unknown restore would be stale.
+	Unknown string
 }
 
 // Finding is the verdict for one checkpoint entry (one store's changelog
@@ -134,14 +140,31 @@ func judgeTask(c Checkpoint, last *Restore) (Verdict, string) {
 //   - an entry of a restored changelog: ok only when every RocksDB store in
 //     the task is dated after the boundary, else unknown (a recent
 //     modification time is what a copy or touch gives too);
+//   - an entry within the changelog when the last restore cannot be known
+//     (last.Unknown set: an unreadable report, a missing repository):
+//     unknown, naming why (state from before a restore would be stale);
 //   - otherwise ok.
 //
 // A task directory without a .checkpoint file (Kafka Streams 4.x: RocksDB
-// stores keep their changelog offsets inside the store, KIP-1035) gets one
-// finding for the task: judgeTask's verdict after a restore, unknown
-// without one (this tool does not read RocksDB's offsets).
+// stores keep their changelog offsets inside the store, KIP-1035), or with
+// one that names no changelog ("0\n0\n"; Kafka Streams never writes one:
+// OffsetCheckpoint.write deletes the file when it has no offsets), gets one
+// finding for the task:
+// judgeTask's verdict after a restore, unknown without one (this tool does
+// not read RocksDB's offsets); ok only when the directory holds nothing.
+//
+// A symbolic link below a task directory (Checkpoint.Links) is not
+// followed: no finding of that task is ok (unknown, naming the link),
+// since what it points to is not judged and state wipe refuses it; a file
+// or store predating the restore still makes it must wipe.
 func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, p int32) (int64, bool), last *Restore) []Finding {
 	var out []Finding
+	// The last restore cannot be known: no entry is ok by its changelog
+	// alone (Restore.Unknown).
+	restoreUnknown := ""
+	if last != nil && last.Unknown != "" {
+		restoreUnknown, last = last.Unknown, nil
+	}
 	// Any restore into the cluster makes older state stale: a changelog
 	// restore renumbered the changelogs, a rebuild has the application
 	// reprocess its input (even one that restored no partition: every
@@ -157,18 +180,22 @@ func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, 
 		if restoredInto {
 			task, why = judgeTask(c, last)
 		}
-		if !c.File {
+		first := len(out)
+		if !c.File || len(c.Entries) == 0 {
+			// No .checkpoint, or one that names no changelog (0 entries):
+			// one finding for the task directory as a whole.
 			f := Finding{Task: c.Task, Store: "(all stores of the task)", Partition: -1, Checkpoint: -1, TargetEnd: -1}
 			switch {
-			case c.ModTime.IsZero():
+			case c.ModTime.IsZero() && c.Oldest.IsZero() && len(c.Links) == 0:
 				f.Verdict, f.Reason = OK, "the task directory holds no state"
 			case restoredInto:
 				f.Verdict, f.Reason = task, why
+			case c.File:
+				f.Verdict, f.Reason = Unknown, "the .checkpoint file names no changelog, and no restore into this cluster is recorded to date the task's files against"
 			default:
 				f.Verdict, f.Reason = Unknown, "no .checkpoint file: the stores keep their changelog offsets inside RocksDB (KIP-1035), which this tool does not read, and no restore into this cluster is recorded to date it against"
 			}
 			out = append(out, f)
-			continue
 		}
 		for _, e := range c.Entries {
 			f := Finding{Task: c.Task, Store: StoreName(applicationID, e.Topic), Topic: e.Topic, Partition: e.Partition, Checkpoint: e.Offset, TargetEnd: -1}
@@ -196,10 +223,29 @@ func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, 
 				f.Verdict, f.Reason = OK, "within the changelog, and "+why
 			case restored:
 				f.Verdict, f.Reason = Unknown, fmt.Sprintf("within the changelog, and the checkpoint was written after restore %s; but %s", last.RestoreID, why)
+			case restoreUnknown != "":
+				f.Verdict, f.Reason = Unknown, "within the changelog, but the last restore into this cluster cannot be known ("+restoreUnknown+"): state from before a restore would be stale, and nothing here dates it"
 			default:
 				f.Verdict, f.Reason = OK, "within the changelog"
 			}
 			out = append(out, f)
+		}
+		// A symbolic link in the task directory: what it points to is not
+		// judged (state wipe refuses it), so no finding of the task is ok.
+		if len(c.Links) > 0 {
+			what := "symbolic link " + c.Links[0]
+			if len(c.Links) > 1 {
+				what = "symbolic links " + strings.Join(c.Links, ", ")
+			}
+			link := what + " in the task directory: this check does not follow links, so what it points to is not judged, and state wipe refuses it; find out what it is, remove it by hand, then check again"
+			for i := first; i < len(out); i++ {
+				switch out[i].Verdict {
+				case OK:
+					out[i].Verdict, out[i].Reason = Unknown, link
+				case Unknown:
+					out[i].Reason = link + "; and " + out[i].Reason
+				}
+			}
 		}
 	}
 	return out

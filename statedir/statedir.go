@@ -59,6 +59,10 @@ type Checkpoint struct {
 	// or touch makes it newer, never older.
 	Oldest     time.Time `json:"oldest_file_time"`
 	OldestPath string    `json:"oldest_file,omitempty"`
+	// Links are the symbolic links below the task directory, relative to
+	// it ("store.bin", "rocksdb"): the check does not follow them, so
+	// what they point to is not judged, and state wipe refuses them.
+	Links []string `json:"links,omitempty"`
 }
 
 // StoreAge is what one RocksDB store's files record, in their content,
@@ -223,6 +227,11 @@ func scanTask(dir string) (Checkpoint, error) {
 	// The callback skips what it cannot read and never returns an error,
 	// so WalkDir returns none.
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&fs.ModeSymlink != 0 {
+			rel, _ := filepath.Rel(dir, p)
+			c.Links = append(c.Links, filepath.ToSlash(rel))
+			return nil
+		}
 		if err != nil || !d.Type().IsRegular() || d.Name() == LockFile {
 			return nil
 		}

@@ -65,9 +65,13 @@ file modified after it proves nothing.
   unknown    nothing to judge by: a store with no SST file and no rotated LOG yet, a task
              without RocksDB stores, no restore into this cluster (Kafka Streams 4.x keeps
              RocksDB stores' positions inside the store, KIP-1035, which this tool does not
-             read), a changelog not on the cluster, an unknown position (-4)
+             read), a changelog not on the cluster, an unknown position (-4); a symbolic
+             link in the task directory (not followed; state wipe refuses it: remove it by
+             hand); every store when the last restore cannot be known (its report does not
+             decode, the repository cannot be opened: the output says why above the table)
   ok         every RocksDB store of the task dates from after the restore (and its
-             .checkpoint positions fit the changelogs), or the task holds no files
+             .checkpoint positions fit the changelogs), or the task holds no files; a
+             .checkpoint naming no changelog (0 entries) judges the task's files as a whole
 
 The boundary is the last restore's finish (finished_at in its report, printed in the
 header): state written while the restore ran was built from a half-restored cluster. After
@@ -83,8 +87,8 @@ application_id may be wrong; 0 only when every store is ok.
 
 CONFIG KEYS USED
   application_id, target.* (the cluster), storage.* (the last restore's report; the
-  repository is opened read-only, and a storage.path that does not exist is warned about
-  and judged without the last restore, never created).`,
+  repository is opened read-only, and a storage.path that does not exist is never
+  created: the last restore is then unknown, and so is every store, exit 4).`,
 		Example: `  kafkastreams-dr state check --state-dir /var/lib/kafka-streams -c order-processor.yaml`,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -102,6 +106,8 @@ CONFIG KEYS USED
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "the instance's state.dir, which holds <application.id>/ (required)")
 	cmd.Flags().StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "the cluster's brokers (HOST:PORT,...), instead of target.bootstrap_servers")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the findings as JSON")
+	hintRequired(cmd, "config", "FILE", "the application's config file")
+	hintRequired(cmd, "state-dir", "DIR", "the instance's state.dir")
 	return cmd
 }
 
@@ -161,13 +167,18 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 	if bm, err := kadm.NewClient(cl).BrokerMetadata(ctx); err == nil {
 		clusterID = bm.Cluster
 	}
+	// When the last restore cannot be known, no store is ok by its
+	// changelog alone (statedir.Restore.Unknown); the output says why.
 	var last *statedir.Restore
 	if store, err := openExistingStorage(ctx, cfg.Storage, "state check"); err != nil {
-		o.Logger.Warn("cannot open the repository: judging without the last restore", "err", err)
+		o.Logger.Warn("cannot open the repository: the last restore is unknown, no store is ok by its changelog alone", "err", err)
+		last = &statedir.Restore{Unknown: fmt.Sprintf("cannot open the repository: %v; check storage.* in %s", err, cfg.File())}
 	} else if clusterID == "" {
-		o.Logger.Warn("the cluster reports no cluster id: judging without the last restore")
+		o.Logger.Warn("the cluster reports no cluster id: the last restore is unknown, no store is ok by its changelog alone")
+		last = &statedir.Restore{Unknown: "the cluster reports no cluster id, so no restore report can be matched to it"}
 	} else if rep, err := repository.LatestReport(ctx, store, cfg.ApplicationID, clusterID); err != nil {
 		o.Logger.Warn("cannot read the last restore report", "err", err)
+		last = &statedir.Restore{Unknown: fmt.Sprintf("cannot read the last restore report: %v", err)}
 	} else if rep != nil {
 		last = &statedir.Restore{RestoreID: rep.RestoreID, Strategy: string(rep.Strategy), StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Restored: map[string]bool{}}
 		for _, p := range rep.Partitions {
@@ -261,6 +272,8 @@ terminal and refuses otherwise.`,
 	cmd.Flags().StringVar(&o.ApplicationID, "application-id", "", "the application.id whose state to remove (required)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "list what would be removed; remove nothing")
+	hintRequired(cmd, "state-dir", "DIR", "the instance's state.dir")
+	hintRequired(cmd, "application-id", "APP", "the application.id")
 	return cmd
 }
 

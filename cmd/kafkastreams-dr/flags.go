@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,14 +108,77 @@ func commandGroup(cmd *cobra.Command) {
 			subs = takers
 		}
 		runs := make([]string, len(subs))
+		var fill []string // "DIR: the instance's state.dir", once each
 		for i, sub := range subs {
-			runs[i] = strings.Join(append([]string{cmd.CommandPath(), sub}, quoteArgs(flags)...), " ")
+			run := append([]string{cmd.CommandPath(), sub}, quoteArgs(flags)...)
+			// The required flags not given, as placeholders
+			// (hintRequired), so that the hint says what is missing; a
+			// command that marks none, given no flag: -c FILE.
+			req := missingRequired(cmd, sub, flags)
+			if len(req) == 0 && len(flags) == 0 {
+				run = append(run, "-c FILE")
+			}
+			for _, r := range req {
+				run = append(run, r[0])
+				if len(flags) > 0 && !slices.Contains(fill, r[1]) {
+					fill = append(fill, r[1])
+				}
+			}
+			runs[i] = strings.Join(run, " ")
+		}
+		hint := strings.Join(runs, ", or ")
+		if len(fill) > 0 {
+			hint += " (" + strings.Join(fill, "; ") + ")"
 		}
 		if len(flags) == 0 {
-			return &usageError{fmt.Errorf("missing command: run %s -c FILE", strings.Join(runs, " -c FILE, or "))}
+			return &usageError{fmt.Errorf("missing command: run %s", hint)}
 		}
-		return &usageError{fmt.Errorf("%q needs a command before its flags: run %s", cmd.Name(), strings.Join(runs, ", or "))}
+		return &usageError{fmt.Errorf("%q needs a command before its flags: run %s", cmd.Name(), hint)}
 	}
+}
+
+// hintPlaceholder is the flag annotation hintRequired sets: a required
+// flag's placeholder ("DIR") and what to fill in ("the instance's
+// state.dir").
+const hintPlaceholder = "kdr-hint-placeholder"
+
+// hintRequired marks cmd's flag name as required for commandGroup's hint:
+// when the flags given to the group lack it, the hint adds "--name
+// PLACEHOLDER" and says "PLACEHOLDER: meaning". It panics on a flag cmd
+// does not define (a programming error).
+func hintRequired(cmd *cobra.Command, name, placeholder, meaning string) {
+	if err := cmd.Flags().SetAnnotation(name, hintPlaceholder, []string{placeholder, meaning}); err != nil {
+		panic(err)
+	}
+}
+
+// missingRequired returns, for the subcommand sub of cmd, the flags marked
+// by hintRequired that args does not name: {"--state-dir DIR", "DIR: the
+// instance's state.dir"}, in flag name order (pflag's VisitAll).
+func missingRequired(cmd *cobra.Command, sub string, args []string) [][2]string {
+	c, _, err := cmd.Find([]string{sub})
+	if err != nil || c == cmd {
+		return nil
+	}
+	var out [][2]string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		a := f.Annotations[hintPlaceholder]
+		if len(a) != 2 {
+			return
+		}
+		for _, g := range args {
+			n, _, _ := strings.Cut(g, "=")
+			if n == "--"+f.Name || (f.Shorthand != "" && strings.HasPrefix(g, "-"+f.Shorthand) && !strings.HasPrefix(g, "--")) {
+				return
+			}
+		}
+		flag := "--" + f.Name
+		if f.Shorthand != "" {
+			flag = "-" + f.Shorthand
+		}
+		out = append(out, [2]string{flag + " " + a[0], a[0] + ": " + a[1]})
+	})
+	return out
 }
 
 // subsTaking returns the subcommands of cmd, among subs, that define every

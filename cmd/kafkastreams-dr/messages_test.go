@@ -72,6 +72,19 @@ func TestNewUserMessages(t *testing.T) {
 			stderr: []string{`Error: "state" needs a command before its flags`, "run kafkastreams-dr state check -c " + cfg},
 			// state wipe has no -c: a hint naming it with -c would not run.
 			without: []string{"unknown shorthand flag", "state wipe -c"}},
+		// Regression (second new-user pass): the hint was "state check -c
+		// FILE", which fails: --state-dir is required too.
+		{name: "state hint adds the required flags not given", args: []string{"state", "-c", cfg}, code: 2,
+			stderr: []string{"run kafkastreams-dr state check -c " + cfg + " --state-dir DIR", "DIR: the instance's state.dir"}},
+		// Regression: "state" alone hinted "state wipe -c FILE", which has no -c.
+		{name: "state alone names each command's required flags", args: []string{"state"}, code: 2,
+			stderr:  []string{"kafkastreams-dr state check -c FILE --state-dir DIR", "kafkastreams-dr state wipe --application-id APP --state-dir DIR"},
+			without: []string{"state wipe -c"}},
+		{name: "offsets alone hints -c FILE", args: []string{"offsets"}, code: 2,
+			stderr: []string{"run kafkastreams-dr offsets show -c FILE, or kafkastreams-dr offsets translate -c FILE"}},
+		{name: "state hint with --state-dir names what each command still needs", args: []string{"state", "--state-dir", "instance-state"}, code: 2,
+			stderr: []string{"kafkastreams-dr state check --state-dir instance-state -c FILE", "kafkastreams-dr state wipe --state-dir instance-state --application-id APP",
+				"APP: the application.id"}},
 		{name: "push-gateway that does not parse is echoed", args: []string{"--push-gateway", "http://push gateway:9091", "config", "validate", "-c", cfg}, code: 2,
 			stderr:  []string{`invalid --push-gateway "http://push gateway:9091": not a Pushgateway URL`},
 			without: []string{"(unparsable URL)"}},

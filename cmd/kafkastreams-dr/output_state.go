@@ -14,14 +14,17 @@ import (
 )
 
 // writeStateFindings prints the findings of state check for applicationID,
-// judged against last (the last restore into the cluster, nil for none):
+// judged against last (the last restore into the cluster, nil for none;
+// with Unknown set, the header says why it cannot be known):
 // a table TASK STORE CHANGELOG CHECKPOINT CHANGELOG END VERDICT REASON, or
 // the findings as JSON.
 func writeStateFindings(w io.Writer, asJSON bool, applicationID string, last *statedir.Restore, findings []statedir.Finding) error {
 	if asJSON {
 		return writeJSON(w, findings)
 	}
-	if last != nil {
+	if last != nil && last.Unknown != "" {
+		fmt.Fprintf(w, "last restore of %s cannot be known: %s\nno store is ok by its changelog alone: state from before a restore would be stale\n\n", applicationID, last.Unknown)
+	} else if last != nil {
 		strategy := ""
 		if last.Strategy != "" {
 			strategy = ", strategy " + last.Strategy
