@@ -27,7 +27,6 @@
 package config
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,11 +228,14 @@ type Backup struct {
 }
 
 // Load reads and parses the config file at path. See Parse. It does not
-// read the files the config names; see LoadAndCheckFiles.
+// read the files the config names; see LoadAndCheckFiles. Only a regular
+// file of at most MaxFileBytes (1 MiB) is read: a FIFO, a device or a
+// directory is refused before it is opened, a larger file before more
+// than the limit is read; the error (an ErrorList of one) names the file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
 	return Parse(data, path)
 }
@@ -245,9 +247,9 @@ func Load(path string) (*Config, error) {
 // the same ErrorList as every other problem (one bad file does not hide
 // the next).
 func LoadAndCheckFiles(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
 	return parse(data, path, os.LookupEnv, true)
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runCLIWithin is runCLI that fails the test when the command has not
+// returned after a generous bound (a FIFO no writer opens blocks a read
+// forever).
+func runCLIWithin(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, o, e := runCLI(t, args...)
+		done <- result{c, o, e}
+	}()
+	select {
+	case r := <-done:
+		return r.code, r.stdout, r.stderr
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s still running after 20s: the config file was read instead of refused", strings.Join(args, " "))
+		return 0, "", ""
+	}
+}
+
+// TestConfigFileNotARegularFileExits2: -c naming a FIFO, a directory or a
+// file over the 1 MiB limit is refused at once with exit 2 naming the file,
+// by config validate and by a command that loads the config (new-user pass:
+// `config validate -c /dev/zero` was OOM-killed at ~23 GB; -c a FIFO hung
+// and ignored SIGTERM).
+func TestConfigFileNotARegularFileExits2(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "app.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte(strings.Replace(goodConfig, "path: /tmp/backups", "path: "+filepath.Join(dir, "repo"), 1)+"#"+strings.Repeat("x", 1<<20)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, file, want string }{
+		{"a FIFO", fifo, "is a named pipe (FIFO), not a regular file"},
+		{"a directory", dir, "is a directory, not a regular file"},
+		{"over the limit", big, "1 MiB"},
+	} {
+		for _, cmd := range [][]string{{"config", "validate"}, {"list"}} {
+			t.Run(tt.name+" "+cmd[0], func(t *testing.T) {
+				code, stdout, stderr := runCLIWithin(t, append(cmd, "-c", tt.file)...)
+				if code != exitUsage {
+					t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitUsage, stdout, stderr)
+				}
+				if !strings.Contains(stderr, tt.file) || !strings.Contains(stderr, tt.want) {
+					t.Errorf("stderr does not name %s and say %q:\n%s", tt.file, tt.want, stderr)
+				}
+			})
+		}
+	}
+}
