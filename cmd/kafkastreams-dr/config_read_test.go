@@ -65,3 +65,27 @@ func TestConfigFileNotARegularFileExits2(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigValidateRefusesEmptyVariableInStoragePath: storage.path
+// "${EV}/r" with EV set but empty resolved to "/r", a directory under the
+// root, that backup and prune would write and delete in; config validate
+// only warned. It is an error naming the key and the variable, exit 2.
+func TestConfigValidateRefusesEmptyVariableInStoragePath(t *testing.T) {
+	t.Setenv("KDR_TEST_EV", "")
+	// ${KDR_TEST_EV} in front of a scratch directory: whatever the code
+	// does with it, it stays under t.TempDir().
+	repo := filepath.Join(t.TempDir(), "r")
+	cfg := writeFile(t, "app.yaml", strings.Replace(goodConfig, "path: /tmp/backups", `path: "${KDR_TEST_EV}`+repo+`"`, 1))
+	code, stdout, stderr := runCLI(t, "config", "validate", "-c", cfg)
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitUsage, stdout, stderr)
+	}
+	for _, want := range []string{"storage.path", "KDR_TEST_EV is set but empty", "line 9"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	if _, err := os.Stat(repo); !os.IsNotExist(err) {
+		t.Errorf("config validate created %s (err %v)", repo, err)
+	}
+}

@@ -150,11 +150,11 @@ type TLS struct {
 	// Enabled turns TLS on. Parse sets it when any other TLS key is set and
 	// enabled is not written; enabled: false with other keys is a warning.
 	Enabled            bool   `yaml:"enabled"`
-	CAFile             string `yaml:"ca_file"`              // PEM CA bundle; default: the system roots
-	CertFile           string `yaml:"cert_file"`            // PEM client certificate (mutual TLS); needs key_file
-	KeyFile            string `yaml:"key_file"`             // PEM client key; needs cert_file
-	ServerName         string `yaml:"server_name"`          // overrides the name checked in the broker certificate
-	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"` // do not verify the broker certificate (testing only)
+	CAFile             string `yaml:"ca_file" config:"location"`   // PEM CA bundle; default: the system roots
+	CertFile           string `yaml:"cert_file" config:"location"` // PEM client certificate (mutual TLS); needs key_file
+	KeyFile            string `yaml:"key_file" config:"location"`  // PEM client key; needs cert_file
+	ServerName         string `yaml:"server_name"`                 // overrides the name checked in the broker certificate
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`        // do not verify the broker certificate (testing only)
 }
 
 // SASL configures SASL authentication. Mechanism is one of PLAIN,
@@ -164,7 +164,7 @@ type SASL struct {
 	Mechanism    string `yaml:"mechanism"`
 	Username     string `yaml:"username"`
 	Password     string `yaml:"password"`
-	PasswordFile string `yaml:"password_file"` // read when the client is built; one trailing newline is dropped
+	PasswordFile string `yaml:"password_file" config:"location"` // read when the client is built; one trailing newline is dropped
 }
 
 // Enabled reports whether SASL is configured.
@@ -188,17 +188,17 @@ type Topics struct {
 // this file. Backend "filesystem" uses Path and Prefix (the repository is
 // the directory Path/Prefix).
 type Storage struct {
-	Backend   string `yaml:"backend"`    // s3 | filesystem; required
-	Bucket    string `yaml:"bucket"`     // s3: bucket name; required for s3
-	Prefix    string `yaml:"prefix"`     // key prefix (s3) or subdirectory (filesystem); optional; no ".." segment; s3: storage.S3Prefix's rule
-	Region    string `yaml:"region"`     // s3: AWS region; default from the AWS chain
-	Endpoint  string `yaml:"endpoint"`   // s3: URL of an S3-compatible store (MinIO, Ceph, ...)
-	PathStyle bool   `yaml:"path_style"` // s3: path-style addressing, usual for S3-compatible stores
+	Backend   string `yaml:"backend"`                  // s3 | filesystem; required
+	Bucket    string `yaml:"bucket" config:"location"` // s3: bucket name; required for s3
+	Prefix    string `yaml:"prefix" config:"location"` // key prefix (s3) or subdirectory (filesystem); optional; no ".." segment; s3: storage.S3Prefix's rule
+	Region    string `yaml:"region"`                   // s3: AWS region; default from the AWS chain
+	Endpoint  string `yaml:"endpoint"`                 // s3: URL of an S3-compatible store (MinIO, Ceph, ...)
+	PathStyle bool   `yaml:"path_style"`               // s3: path-style addressing, usual for S3-compatible stores
 	// Path is the filesystem backend's repository directory; required for
 	// filesystem. Parse makes a relative path absolute against the
 	// directory of the config file, so that every command given the same
 	// file, from any working directory, opens the same repository.
-	Path string `yaml:"path"`
+	Path string `yaml:"path" config:"location"`
 	// RequestTimeout (s3) bounds each step of one attempt of an S3 request:
 	// connecting, waiting for the response headers, and every read and
 	// write on the connection, which must move a byte within it (a

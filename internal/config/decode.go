@@ -79,7 +79,16 @@ type decoder struct {
 	// to "" (set but empty): a warning, and the likely cause of an error
 	// at that key.
 	emptyEnv map[string][]string
+	// location lists the key paths of fields tagged config:"location":
+	// a path, a directory prefix, a bucket or a file the tool reads,
+	// writes or deletes in. See (*decoder).locationScalar.
+	location map[string]bool
 }
+
+// locationTag is the struct tag (config:"location") of a string field
+// that names where data is read, written or deleted: storage.path,
+// storage.prefix, storage.bucket, the TLS files, the SASL password file.
+const locationTag = "location"
 
 func (d *decoder) errorf(path string, line int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
@@ -233,6 +242,9 @@ func (d *decoder) mapping(path string, n *yaml.Node, v reflect.Value) {
 		}
 		seen[k.Value] = k.Line
 		d.lines[p] = k.Line
+		if t.Field(idx).Tag.Get("config") == locationTag {
+			d.location[p] = true
+		}
 		d.decode(p, val, v.Field(idx))
 	}
 }
@@ -270,6 +282,14 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 	}
 	if refs {
 		d.envRef[path] = true
+	}
+	if d.location[path] && len(empty) > 0 {
+		// A location built from an empty variable is another location:
+		// "${EV}/r" is "/r", a directory under the root; "apps/${EV}"
+		// is the prefix of every application. Refused, as an empty
+		// application_id is.
+		d.fail(path, n.Line, "%s %q expands to %q: a location is never built from an empty variable; set the variable or write %s without it", path, n.Value, s, path)
+		return
 	}
 	switch {
 	case t == byteSizeType:
