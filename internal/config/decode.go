@@ -264,6 +264,9 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 		d.fail(path, n.Line, "%s must be %s, not %s", path, typeName(t), kindName(n))
 		return
 	}
+	if d.location[path] && !d.locationScalar(path, n) {
+		return
+	}
 	var empty []string
 	lookup := func(name string) (string, bool) {
 		v, ok := d.lookup(name)
@@ -327,6 +330,19 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 	default:
 		d.fail(path, n.Line, "%s: cannot decode into %s", path, t)
 	}
+}
+
+// locationScalar reports whether n can be a location's value: a YAML
+// string. yaml.v3 hands a string field the text of any scalar, so
+// `path: 5` would be the relative path "5" and `prefix: 2024` the prefix
+// "2024"; an integer, a number or a boolean is refused (quoted, "5" is a
+// string).
+func (d *decoder) locationScalar(path string, n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!str" {
+		return true // a mapping or list is refused below, as for any string
+	}
+	d.fail(path, n.Line, "%s must be a string, not %s: quote it (%s: \"%s\") if %s is meant", path, kindName(n), path[strings.LastIndexByte(path, '.')+1:], n.Value, n.Value)
+	return false
 }
 
 // expandEnv replaces ${NAME} with the environment variable NAME and $${

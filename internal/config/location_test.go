@@ -50,3 +50,44 @@ func TestEmptyVariableInALocationIsAnError(t *testing.T) {
 		t.Errorf("storage.prefix %q, want apps/x", c.Storage.Prefix)
 	}
 }
+
+// TestLocationMustBeAString: storage.path: 5 (a YAML integer) was taken
+// as the relative path "5"; yaml.v3 hands every scalar's text to a string
+// field. A path, prefix, bucket or file given as an integer, a number or
+// a boolean is refused with its key and line (quote it to mean the
+// string); a quoted "5" is a string.
+func TestLocationMustBeAString(t *testing.T) {
+	s3 := strings.Replace(base, "backend: filesystem\n  path: /backups", "backend: s3\n  bucket: kafka-backups", 1)
+	tests := []struct {
+		name, yaml, key, kind string
+		line                  int
+	}{
+		{"path an integer", strings.Replace(base, "path: /backups", "path: 5", 1), "storage.path", "an integer", 8},
+		{"path a number", strings.Replace(base, "path: /backups", "path: 1.5", 1), "storage.path", "a number", 8},
+		{"path a boolean", strings.Replace(base, "path: /backups", "path: true", 1), "storage.path", "a boolean", 8},
+		{"prefix an integer", s3 + "  prefix: 2024\n", "storage.prefix", "an integer", 9},
+		{"ca_file an integer", strings.Replace(base, "  bootstrap_servers: [kafka:9092]\n",
+			"  bootstrap_servers: [kafka:9092]\n  security:\n    tls:\n      ca_file: 7\n", 1), "source.security.tls.ca_file", "an integer", 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "t.yaml")
+			if err == nil {
+				t.Fatalf("accepted: storage %s", c.Storage.Describe())
+			}
+			for _, w := range []string{tt.key + " must be a string", tt.kind, fmt.Sprintf("line %d", tt.line)} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+	dir := t.TempDir()
+	c, err := Parse([]byte(strings.Replace(base, "path: /backups", `path: "`+dir+`/5"`, 1)), "t.yaml")
+	if err != nil {
+		t.Fatalf("a quoted path: %v", err)
+	}
+	if c.Storage.Path != dir+"/5" {
+		t.Errorf("storage.path %q, want %s/5", c.Storage.Path, dir)
+	}
+}
