@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -87,5 +89,52 @@ func TestConfigValidateRefusesEmptyVariableInStoragePath(t *testing.T) {
 	}
 	if _, err := os.Stat(repo); !os.IsNotExist(err) {
 		t.Errorf("config validate created %s (err %v)", repo, err)
+	}
+}
+
+// TestConfigFIFOInTheRealProcess runs kafkastreams-dr, main and all (its
+// signal handling included), with -c naming a FIFO no one writes: it exits
+// 2 naming the file on its own, without a signal. Before, it blocked in
+// the read and ignored SIGTERM (the test then sends SIGTERM to report
+// that, and kills it).
+func TestConfigFIFOInTheRealProcess(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "app.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal([]string{"config", "validate", "-c", fifo})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMain$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "KDR_HELPER_MAIN_ARGS="+string(args))
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+			t.Fatalf("still reading the FIFO after 20s; SIGTERM then: exit %d", cmd.ProcessState.ExitCode())
+		case <-time.After(10 * time.Second):
+			t.Fatal("still reading the FIFO after 20s, and SIGTERM did not stop it within 10s")
+		}
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitUsage, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), fifo+" is a named pipe (FIFO), not a regular file") {
+		t.Errorf("stderr does not name the FIFO:\n%s", stderr.String())
 	}
 }
