@@ -12,7 +12,9 @@ import (
 
 // configKeysHelp documents every config key; config validate shows it.
 const configKeysHelp = `CONFIG FILE (YAML; ${VAR} in a value expands from the environment, an unset
-VAR is an error, a VAR set to "" a warning, $${ is a literal "${")
+VAR is an error, a VAR set to "" a warning (an error in storage.path, prefix, bucket
+and the TLS and password files), $${ is a literal "${"; a regular file of at most
+1 MiB, as are the files it names; paths, prefixes and buckets are YAML strings)
   application_id            the Kafka Streams application.id (one application per file).
                             Optional: without it topics are classified by name suffix
                             only and no consumer-group offsets are read (a warning).

@@ -27,7 +27,6 @@
 package config
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,11 +150,11 @@ type TLS struct {
 	// Enabled turns TLS on. Parse sets it when any other TLS key is set and
 	// enabled is not written; enabled: false with other keys is a warning.
 	Enabled            bool   `yaml:"enabled"`
-	CAFile             string `yaml:"ca_file"`              // PEM CA bundle; default: the system roots
-	CertFile           string `yaml:"cert_file"`            // PEM client certificate (mutual TLS); needs key_file
-	KeyFile            string `yaml:"key_file"`             // PEM client key; needs cert_file
-	ServerName         string `yaml:"server_name"`          // overrides the name checked in the broker certificate
-	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"` // do not verify the broker certificate (testing only)
+	CAFile             string `yaml:"ca_file" config:"location"`   // PEM CA bundle; default: the system roots
+	CertFile           string `yaml:"cert_file" config:"location"` // PEM client certificate (mutual TLS); needs key_file
+	KeyFile            string `yaml:"key_file" config:"location"`  // PEM client key; needs cert_file
+	ServerName         string `yaml:"server_name"`                 // overrides the name checked in the broker certificate
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`        // do not verify the broker certificate (testing only)
 }
 
 // SASL configures SASL authentication. Mechanism is one of PLAIN,
@@ -165,7 +164,7 @@ type SASL struct {
 	Mechanism    string `yaml:"mechanism"`
 	Username     string `yaml:"username"`
 	Password     string `yaml:"password"`
-	PasswordFile string `yaml:"password_file"` // read when the client is built; one trailing newline is dropped
+	PasswordFile string `yaml:"password_file" config:"location"` // read when the client is built; one trailing newline is dropped
 }
 
 // Enabled reports whether SASL is configured.
@@ -189,17 +188,17 @@ type Topics struct {
 // this file. Backend "filesystem" uses Path and Prefix (the repository is
 // the directory Path/Prefix).
 type Storage struct {
-	Backend   string `yaml:"backend"`    // s3 | filesystem; required
-	Bucket    string `yaml:"bucket"`     // s3: bucket name; required for s3
-	Prefix    string `yaml:"prefix"`     // key prefix (s3) or subdirectory (filesystem); optional; no ".." segment; s3: storage.S3Prefix's rule
-	Region    string `yaml:"region"`     // s3: AWS region; default from the AWS chain
-	Endpoint  string `yaml:"endpoint"`   // s3: URL of an S3-compatible store (MinIO, Ceph, ...)
-	PathStyle bool   `yaml:"path_style"` // s3: path-style addressing, usual for S3-compatible stores
+	Backend   string `yaml:"backend"`                  // s3 | filesystem; required
+	Bucket    string `yaml:"bucket" config:"location"` // s3: bucket name; required for s3
+	Prefix    string `yaml:"prefix" config:"location"` // key prefix (s3) or subdirectory (filesystem); optional; no ".." segment; s3: storage.S3Prefix's rule
+	Region    string `yaml:"region"`                   // s3: AWS region; default from the AWS chain
+	Endpoint  string `yaml:"endpoint"`                 // s3: URL of an S3-compatible store (MinIO, Ceph, ...)
+	PathStyle bool   `yaml:"path_style"`               // s3: path-style addressing, usual for S3-compatible stores
 	// Path is the filesystem backend's repository directory; required for
 	// filesystem. Parse makes a relative path absolute against the
 	// directory of the config file, so that every command given the same
 	// file, from any working directory, opens the same repository.
-	Path string `yaml:"path"`
+	Path string `yaml:"path" config:"location"`
 	// RequestTimeout (s3) bounds each step of one attempt of an S3 request:
 	// connecting, waiting for the response headers, and every read and
 	// write on the connection, which must move a byte within it (a
@@ -229,11 +228,14 @@ type Backup struct {
 }
 
 // Load reads and parses the config file at path. See Parse. It does not
-// read the files the config names; see LoadAndCheckFiles.
+// read the files the config names; see LoadAndCheckFiles. Only a regular
+// file of at most MaxFileBytes (1 MiB) is read: a FIFO, a device or a
+// directory is refused before it is opened, a larger file before more
+// than the limit is read; the error (an ErrorList of one) names the file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
 	return Parse(data, path)
 }
@@ -245,9 +247,9 @@ func Load(path string) (*Config, error) {
 // the same ErrorList as every other problem (one bad file does not hide
 // the next).
 func LoadAndCheckFiles(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
 	return parse(data, path, os.LookupEnv, true)
 }

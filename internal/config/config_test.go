@@ -285,13 +285,16 @@ func TestEnvExpansion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			y := base + "  prefix: \"" + tt.value + "\"\n" +
+			// backup.source_cluster_id, not a location: an empty
+			// variable in a location is an error
+			// (TestEmptyVariableInALocationIsAnError).
+			y := base + "backup:\n  source_cluster_id: \"" + tt.value + "\"\n" +
 				"# a comment with ${KSDR_NOT_SET_IN_COMMENT} is not expanded\n"
 			c, err := Parse([]byte(y), "t.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			eq(t, "storage.prefix", c.Storage.Prefix, tt.want)
+			eq(t, "backup.source_cluster_id", c.Backup.SourceClusterID, tt.want)
 		})
 	}
 }

@@ -79,7 +79,16 @@ type decoder struct {
 	// to "" (set but empty): a warning, and the likely cause of an error
 	// at that key.
 	emptyEnv map[string][]string
+	// location lists the key paths of fields tagged config:"location":
+	// a path, a directory prefix, a bucket or a file the tool reads,
+	// writes or deletes in. See (*decoder).locationScalar.
+	location map[string]bool
 }
+
+// locationTag is the struct tag (config:"location") of a string field
+// that names where data is read, written or deleted: storage.path,
+// storage.prefix, storage.bucket, the TLS files, the SASL password file.
+const locationTag = "location"
 
 func (d *decoder) errorf(path string, line int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
@@ -233,6 +242,9 @@ func (d *decoder) mapping(path string, n *yaml.Node, v reflect.Value) {
 		}
 		seen[k.Value] = k.Line
 		d.lines[p] = k.Line
+		if t.Field(idx).Tag.Get("config") == locationTag {
+			d.location[p] = true
+		}
 		d.decode(p, val, v.Field(idx))
 	}
 }
@@ -250,6 +262,9 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 	t := v.Type()
 	if n.Kind != yaml.ScalarNode {
 		d.fail(path, n.Line, "%s must be %s, not %s", path, typeName(t), kindName(n))
+		return
+	}
+	if d.location[path] && !d.locationScalar(path, n) {
 		return
 	}
 	var empty []string
@@ -270,6 +285,14 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 	}
 	if refs {
 		d.envRef[path] = true
+	}
+	if d.location[path] && len(empty) > 0 {
+		// A location built from an empty variable is another location:
+		// "${EV}/r" is "/r", a directory under the root; "apps/${EV}"
+		// is the prefix of every application. Refused, as an empty
+		// application_id is.
+		d.fail(path, n.Line, "%s %q expands to %q: a location is never built from an empty variable; set the variable or write %s without it", path, n.Value, s, path)
+		return
 	}
 	switch {
 	case t == byteSizeType:
@@ -307,6 +330,19 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 	default:
 		d.fail(path, n.Line, "%s: cannot decode into %s", path, t)
 	}
+}
+
+// locationScalar reports whether n can be a location's value: a YAML
+// string. yaml.v3 hands a string field the text of any scalar, so
+// `path: 5` would be the relative path "5" and `prefix: 2024` the prefix
+// "2024"; an integer, a number or a boolean is refused (quoted, "5" is a
+// string).
+func (d *decoder) locationScalar(path string, n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!str" {
+		return true // a mapping or list is refused below, as for any string
+	}
+	d.fail(path, n.Line, "%s must be a string, not %s: quote it (%s: \"%s\") if %s is meant", path, kindName(n), path[strings.LastIndexByte(path, '.')+1:], n.Value, n.Value)
+	return false
 }
 
 // expandEnv replaces ${NAME} with the environment variable NAME and $${

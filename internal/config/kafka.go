@@ -5,10 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
 
@@ -174,17 +172,11 @@ func (s SASL) mechanism() (sasl.Mechanism, error) {
 // name the file, e.g. "cannot read /etc/kafka/ca.pem: permission denied";
 // callers prefix the setting (a key path, or "TLS CA file").
 
-// readFile reads path; the error is "cannot read PATH: REASON".
+// readFile reads path, a regular file of at most MaxFileBytes (see
+// readLimited); the error is "cannot read PATH: REASON" or names what the
+// file is instead.
 func readFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
-	}
-	return b, nil
+	return readLimited(path)
 }
 
 // readCAFile reads a PEM bundle of CA certificates.

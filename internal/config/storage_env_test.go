@@ -89,15 +89,17 @@ func TestStoragePrefixRefusesDotDot(t *testing.T) {
 // TestEmptyEnvWarns: ${VAR} set to the empty string expands (a variable
 // may be empty on purpose) but warns, naming the variable, the key and
 // the line; when the empty value makes the key invalid, the error says so.
+// In a location (storage.path, storage.prefix, storage.bucket, a file) it
+// is always an error: see TestEmptyVariableInALocationIsAnError.
 func TestEmptyEnvWarns(t *testing.T) {
 	t.Setenv("KSDR_EMPTY", "")
 	t.Setenv("KSDR_SET", "x")
-	c, err := Parse([]byte(base+"  prefix: \"apps/${KSDR_EMPTY}\"\nbackup:\n  source_cluster_id: ${KSDR_SET}\n"), "t.yaml")
+	c, err := Parse([]byte(base+"  prefix: ${KSDR_SET}\nbackup:\n  source_cluster_id: \"dc-${KSDR_EMPTY}\"\n"), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := strings.Join(c.Warnings(), "\n")
-	if !strings.Contains(w, "storage.prefix: environment variable KSDR_EMPTY is set but empty (line 9)") {
+	if !strings.Contains(w, "backup.source_cluster_id: environment variable KSDR_EMPTY is set but empty (line 11)") {
 		t.Errorf("warnings %q do not name the empty variable", w)
 	}
 	if strings.Contains(w, "KSDR_SET") {

@@ -30,6 +30,7 @@ func parse(data []byte, name string, lookup func(string) (string, bool), checkFi
 		bad:      map[string]bool{},
 		envRef:   map[string]bool{},
 		emptyEnv: map[string][]string{},
+		location: map[string]bool{},
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
