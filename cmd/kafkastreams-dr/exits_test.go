@@ -1,12 +1,14 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
 
 // writeRepoObject writes content at key in the directory repository repo.
@@ -38,5 +40,45 @@ func TestVerifyDamagedManifestHintNamesConfig(t *testing.T) {
 			!strings.Contains(stderr, "kafkastreams-dr backup -c "+cfg+" --full") || strings.Contains(stderr, "FILE") || strings.Contains(stderr, "<id>") {
 			t.Errorf("%q: exit %d, want %d with hints naming %s", args, code, damageExitCode, cfg)
 		}
+	}
+}
+
+// TestRestoreDamagedJournal is the second new-user pass: a restore whose
+// journal (restores/journals/<backup>/<cluster>.json) does not decode
+// exited 1 with "check target.bootstrap_servers ... the repository", and
+// running it again cannot help. It exits 2 (damage) naming the journal's
+// key and what deleting it means.
+func TestRestoreDamagedJournal(t *testing.T) {
+	repo := embeddedRepository(t)
+	target := testkit.StartKfake(t, 3)
+	cfg := restoreConfig(t, target.Addrs(), repo)
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes"); code != exitOK {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var journal string
+	filepath.WalkDir(filepath.Join(repo, filepath.FromSlash(format.RestoreJournalsPrefix())), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".json") {
+			journal = path
+		}
+		return err
+	})
+	if journal == "" {
+		t.Fatal("the restore wrote no journal")
+	}
+	if err := os.WriteFile(journal, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := filepath.Rel(repo, journal)
+	key = filepath.ToSlash(key)
+	for _, args := range [][]string{{"restore", "-c", cfg, "--yes"}, {"restore", "-c", cfg, "--dry-run"}} {
+		code, _, stderr := runCLI(t, append([]string{"--log-level", "error"}, args...)...)
+		t.Logf("%q:\n%s", args, stderr)
+		if code != damageExitCode || !strings.Contains(stderr, key) || !strings.Contains(stderr, "delete") ||
+			!strings.Contains(stderr, "as not its own") || strings.Contains(stderr, "check target.bootstrap_servers") {
+			t.Errorf("%q: exit %d, want %d naming %s and what deleting it means", args, code, damageExitCode, key)
+		}
+	}
+	if b, _ := os.ReadFile(journal); string(b) != "not json" {
+		t.Errorf("the journal was changed: %q", b)
 	}
 }
