@@ -186,7 +186,11 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 func backupError(err error, file string) error {
 	var missing *topicfilter.MissingTopicsError
 	var pe *backup.PhaseError
+	var progress *repository.ProgressError
 	switch {
+	case errors.As(err, &progress):
+		// Before the repository phase: running it again reads the same bytes.
+		return withCode(damageExitCode, fmt.Errorf("backup: %w", err), progressHint("", progress.Key))
 	case errors.As(err, &missing):
 		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrNothingSelected):

@@ -142,6 +142,9 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 func verifyManifest(ctx context.Context, store storage.Backend, id, file string) (*format.Manifest, error) {
 	m, err := repository.Manifest(ctx, store, id, repository.LatestAsID())
 	if err != nil {
+		if pe, ok := errors.AsType[*repository.ProgressError](err); ok {
+			return nil, withCode(damageExitCode, err, progressHint(store.Location(), pe.Key))
+		}
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return nil, withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
 		}

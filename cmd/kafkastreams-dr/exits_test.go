@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -80,5 +81,39 @@ func TestRestoreDamagedJournal(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(journal); string(b) != "not json" {
 		t.Errorf("the journal was changed: %q", b)
+	}
+}
+
+// TestDamagedProgressManifest is the second new-user pass: an interrupted
+// backup whose progress.json does not decode made backup exit 1 (running
+// it again cannot help: exit 2), list suggest verify --backup-id ID, and
+// verify say "the next backup resumes it", which is false. Each says to
+// delete the progress.json: the next backup then starts a new run.
+func TestDamagedProgressManifest(t *testing.T) {
+	const id = "20261129T074512.345Z-9f3a01bc"
+	src := testkit.StartKfake(t, 1)
+	repo := t.TempDir()
+	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [orders]
+storage:
+  backend: filesystem
+  path: %s
+`, src.Bootstrap(), repo))
+	key := format.ProgressKey(id)
+	writeRepoObject(t, repo, key, `{"format_version": 1, "backup_id": "`)
+
+	for _, args := range [][]string{{"backup", "-c", cfg}, {"list", "-c", cfg}, {"verify", "-c", cfg, "--backup-id", id}} {
+		code, _, stderr := runCLI(t, append([]string{"--log-level", "error"}, args...)...)
+		t.Logf("%q:\n%s", args, stderr)
+		if code != damageExitCode || !strings.Contains(stderr, "delete "+key) || !strings.Contains(stderr, "new run") ||
+			strings.Contains(stderr, "resumes it") || strings.Contains(stderr, "verify -c") {
+			t.Errorf("%q: exit %d, want %d saying to delete %s (the next backup then starts a new run)", args, code, damageExitCode, key)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, filepath.FromSlash(key))); !strings.HasPrefix(string(b), `{"format_version"`) {
+		t.Errorf("%s was changed: %q", key, b)
 	}
 }

@@ -436,6 +436,22 @@ func damagedSegmentsHint(file, id string) string {
 		damagedManifestWaysOutOf(file))
 }
 
+// progressHint is the way out of an interrupted backup whose progress.json
+// (key, in the repository at location) does not decode
+// (repository.ProgressError): no backup resumes it, so delete it; the next
+// backup then starts a new run. With location "" (the caller does not
+// have it) the hint names the key in the repository without a command.
+func progressHint(location, key string) string {
+	where := "in the repository (storage.*)"
+	switch {
+	case strings.HasPrefix(location, "s3://"):
+		where = "(aws s3 rm " + strings.TrimSuffix(location, "/") + "/" + key + ")"
+	case location != "":
+		where = "(rm " + quoteArgs([]string{strings.TrimSuffix(location, "/") + "/" + key})[0] + ")"
+	}
+	return fmt.Sprintf("no backup can resume the interrupted run, and running the backup again cannot help: delete %s %s; the next backup then starts a new run", key, where)
+}
+
 // damagedManifestWaysOutOf is damagedManifestWaysOut with the commands
 // naming config file ("" keeps FILE), so that they run as printed.
 func damagedManifestWaysOutOf(file string) string {
