@@ -62,7 +62,10 @@ nothing and says why (exit 2). Before the first topic is created, every segment 
 restore will read is read in full and checked against the manifest (exists, size,
 SHA-256, the topic and partition in its header, record count and offsets): a damaged
 backup is refused (exit 2) naming every damaged object; run verify, or restore an
-older --backup-id. --dry-run runs no such pre-check: it decodes only the segments whose
+older --backup-id. A restore journal that does not decode
+(restores/journals/<backup-id>/<cluster-id>.json) exits 2 naming it, with --dry-run
+too: delete it, and the restore treats the topics it created as not its own (delete
+them on the target, or restore into an empty cluster). --dry-run runs no such pre-check: it decodes only the segments whose
 statistics say a record may break a target limit or be past retention.ms (when one of
 those is damaged, it checks every segment to name them all); verify --deep checks every
 segment. --dry-run shows the plan (topics, records per
