@@ -108,6 +108,10 @@ type Phase struct {
 	// another application.id than the drill's (repository.ErrOtherApplication):
 	// nothing was written; one repository prefix holds one application.
 	OtherApplication bool `json:"other_application,omitempty"`
+	// NoBackup is set when the backup the drill was given (Options.BackupID)
+	// does not exist or is not complete (repository.ErrNoBackup): nothing
+	// was read or written.
+	NoBackup bool `json:"no_backup,omitempty"`
 }
 
 // OK reports whether the phase passed.
@@ -163,11 +167,13 @@ type Report struct {
 
 	// RTO is the time from the start of the drill to restored and
 	// verified (the end of the verify-cluster phase); 0 when the drill
-	// did not get there.
+	// did not get there (RTOReached), which the JSON report writes as
+	// null and the JUnit report leaves out.
 	RTO Duration `json:"rto_seconds"`
 	// RPO is how old the backup's cut was when the source was lost:
 	// LostAt - CutAt, never below 0. Records written to the source after
-	// the cut are not in the backup.
+	// the cut are not in the backup. Unknown (RPOKnown false: null in JSON,
+	// left out of JUnit) when the drill did not read the backup's manifest.
 	RPO Duration `json:"rpo_seconds"`
 	// CutAt is when the backup captured the end offsets (the manifest's
 	// cut_at).
@@ -188,6 +194,33 @@ type Report struct {
 	// Warnings of the backup and the restore, each prefixed with
 	// "backup: " or "restore: ".
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// RTOReached reports whether the drill got to restored and verified, so
+// that RTO is measured (a passed verify-cluster phase takes time: RTO > 0).
+func (r *Report) RTOReached() bool { return r.RTO > 0 }
+
+// RPOKnown reports whether the drill read the backup's cut (CutAt), so that
+// RPO is measured; 0 is then a real RPO.
+func (r *Report) RPOKnown() bool { return !r.CutAt.IsZero() }
+
+// MarshalJSON writes the report with rto_seconds and rpo_seconds null when
+// the drill did not reach them (RTOReached, RPOKnown): a dashboard must not
+// read a failed drill's RTO as 0 seconds. Reading null back gives 0.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report // without this method
+	out := struct {
+		plain
+		RTO *Duration `json:"rto_seconds"`
+		RPO *Duration `json:"rpo_seconds"`
+	}{plain: plain(r)}
+	if r.RTOReached() {
+		out.RTO = &r.RTO
+	}
+	if r.RPOKnown() {
+		out.RPO = &r.RPO
+	}
+	return json.Marshal(out)
 }
 
 // Phase returns the report's phase named name, or nil.

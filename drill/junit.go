@@ -86,8 +86,12 @@ type junitSkipped struct {
 // per phase, a <failure> (message: the error or first problem; text: all
 // of them) for the failed phase, <skipped/> for the phases after it, and
 // <properties> rto_seconds, rpo_seconds, records, records_restored,
-// backup_id, restore_id, application_id, strategy and ok. Warnings go to
-// the suite's <system-out>.
+// backup_id, restore_id, application_id, strategy and ok. A property the
+// drill did not reach is left out, never 0 or empty: rto_seconds when the
+// drill did not get to restored and verified (Report.RTOReached),
+// rpo_seconds when it did not read the backup's cut (Report.RPOKnown),
+// backup_id and restore_id when there is none. Warnings go to the suite's
+// <system-out>.
 func (r *Report) JUnit(w io.Writer) error {
 	classname := "drill"
 	if r.ApplicationID != "" {
@@ -98,21 +102,24 @@ func (r *Report) JUnit(w io.Writer) error {
 		total = 0
 	}
 	s := junitSuite{
-		Name: JUnitSuiteName,
-		Time: seconds(total),
-		Properties: []junitProperty{
-			{"rto_seconds", seconds(time.Duration(r.RTO))},
-			{"rpo_seconds", seconds(time.Duration(r.RPO))},
-			{"records", strconv.FormatInt(r.Volume.Records, 10)},
-			{"records_restored", strconv.FormatInt(r.Volume.RecordsRestored, 10)},
-			{"backup_id", r.BackupID},
-			{"restore_id", r.RestoreID},
-			{"application_id", r.ApplicationID},
-			{"strategy", string(r.Strategy)},
-			{"ok", strconv.FormatBool(r.OK)},
-		},
+		Name:      JUnitSuiteName,
+		Time:      seconds(total),
 		SystemOut: cdata(strings.Join(r.Warnings, "\n")),
 	}
+	prop := func(name, value string, reached bool) {
+		if reached {
+			s.Properties = append(s.Properties, junitProperty{name, value})
+		}
+	}
+	prop("rto_seconds", seconds(time.Duration(r.RTO)), r.RTOReached())
+	prop("rpo_seconds", seconds(time.Duration(r.RPO)), r.RPOKnown())
+	prop("records", strconv.FormatInt(r.Volume.Records, 10), true)
+	prop("records_restored", strconv.FormatInt(r.Volume.RecordsRestored, 10), true)
+	prop("backup_id", r.BackupID, r.BackupID != "")
+	prop("restore_id", r.RestoreID, r.RestoreID != "")
+	prop("application_id", r.ApplicationID, r.ApplicationID != "")
+	prop("strategy", string(r.Strategy), true)
+	prop("ok", strconv.FormatBool(r.OK), true)
 	if !r.StartedAt.IsZero() {
 		s.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}

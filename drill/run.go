@@ -74,6 +74,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 				_, damagedSegments := errors.AsType[*restorer.DamageError](err)
 				p.Damaged = errors.Is(err, repository.ErrDamaged) || damagedSegments
 				p.OtherApplication = errors.Is(err, repository.ErrOtherApplication)
+				p.NoBackup = errors.Is(err, repository.ErrNoBackup)
 			}
 			if err != nil || len(p.Problems) > 0 {
 				p.Status, failed = StatusFailed, true
@@ -139,6 +140,13 @@ func (d *drill) load(ctx context.Context) error {
 	}
 	m, err := repository.Manifest(ctx, d.o.Store, id)
 	if err != nil {
+		// The report names the backup whose manifest does not read: the
+		// latest one resolved from the index, or the id asked for.
+		if le, ok := errors.AsType[*repository.LatestError](err); ok {
+			d.rep.BackupID = le.BackupID
+		} else if errors.Is(err, repository.ErrDamaged) && format.ValidBackupID(id) {
+			d.rep.BackupID = id
+		}
 		return err
 	}
 	d.manifest = m

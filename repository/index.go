@@ -232,12 +232,29 @@ func (x *Index) Parent(ctx context.Context, app string) (id string, parent *form
 	return "", nil, warnings, nil
 }
 
+// ProgressError is the error for an interrupted backup whose progress
+// manifest (format.ProgressKey) was read in full and does not decode
+// (ErrDamaged): no backup can resume it, and running the same command again
+// reads the same bytes. Deleting Key is the way out: the next backup then
+// starts a new run (docs/FORMAT.md "Resume"). Test with errors.As.
+type ProgressError struct {
+	BackupID string
+	Key      string // backups/<id>/progress.json
+	Err      error  // LoadManifest's error; wraps ErrDamaged
+}
+
+func (e *ProgressError) Error() string {
+	return fmt.Sprintf("interrupted backup %s cannot be resumed: %v (delete %s to start a new backup instead)", e.BackupID, e.Err, e.Key)
+}
+
+func (e *ProgressError) Unwrap() error { return e.Err }
+
 // Resumable returns the run a new backup resumes, its id as listed and its
 // progress manifest: the newest run that left only a progress.json and is
 // newer than parentID (Parent's id; "" when there is no parent, and then
 // any such run is), or "" and nil when there is none. Its progress.json
 // failing to read or validate is an error naming the run and how to start a
-// new backup instead; a run of another application.id than app is an
+// new backup instead (a *ProgressError when it does not decode); a run of another application.id than app is an
 // *ApplicationError (SameApplication), as for Parent.
 func (x *Index) Resumable(ctx context.Context, parentID, app string) (id string, m *format.Manifest, err error) {
 	for _, b := range x.Backups {
@@ -250,6 +267,9 @@ func (x *Index) Resumable(ctx context.Context, parentID, app string) (id string,
 		return "", nil, nil
 	}
 	if m, err = LoadManifest(ctx, x.store, format.ProgressKey(id)); err != nil {
+		if errors.Is(err, ErrDamaged) && !storage.IsTransient(err) {
+			return "", nil, &ProgressError{BackupID: id, Key: format.ProgressKey(id), Err: err}
+		}
 		return "", nil, fmt.Errorf("interrupted backup %s cannot be resumed: %w (delete %s to start a new backup instead)",
 			id, err, format.ProgressKey(id))
 	}
@@ -336,10 +356,20 @@ func backupManifest(ctx context.Context, store storage.Backend, id string) (*for
 // incompleteError is Manifest's error for a backup id with a progress.json
 // and no manifest.json. It wraps ErrNoBackup (nothing to restore) without
 // its "no such backup" wording: the backup exists.
-type incompleteError struct{ msg string }
+// With a progress.json that does not decode it also wraps that
+// *ProgressError: no backup resumes the run.
+type incompleteError struct {
+	msg      string
+	progress *ProgressError // nil unless the progress.json does not decode
+}
 
 func (e *incompleteError) Error() string { return e.msg }
-func (e *incompleteError) Unwrap() error { return ErrNoBackup }
+func (e *incompleteError) Unwrap() []error {
+	if e.progress != nil {
+		return []error{ErrNoBackup, e.progress}
+	}
+	return []error{ErrNoBackup}
+}
 
 // incomplete returns an *incompleteError when backup id has only a
 // progress.json: running, or interrupted and resumed by the next backup,
@@ -356,12 +386,19 @@ func incomplete(ctx context.Context, store storage.Backend, id string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("backup %s is not complete: it is running or interrupted (only %s; the next backup resumes it) and cannot be restored", id, format.ProgressKey(id))
-	if x.Abandoned(Backup{ID: id, HasProgress: true}) {
+	var pe *ProgressError
+	switch {
+	case x.Abandoned(Backup{ID: id, HasProgress: true}):
 		msg = fmt.Sprintf("backup %s is not complete: it was interrupted and abandoned (only %s; a newer backup completed since, no backup resumes it) and cannot be restored", id, format.ProgressKey(id))
+	default:
+		if _, err := LoadManifest(ctx, store, format.ProgressKey(id)); errors.Is(err, ErrDamaged) && !storage.IsTransient(err) {
+			pe = &ProgressError{BackupID: id, Key: format.ProgressKey(id), Err: err}
+			msg = fmt.Sprintf("backup %s is not complete: it was interrupted and its %s does not decode (%v): no backup can resume it, and it cannot be restored", id, pe.Key, err)
+		}
 	}
 	latest := x.LatestCompleteID()
 	if latest == "" {
-		return &incompleteError{msg + "; the repository holds no complete backup yet"}
+		return &incompleteError{msg + "; the repository holds no complete backup yet", pe}
 	}
-	return &incompleteError{fmt.Sprintf("%s; the latest complete backup is %s (--backup-id %s, or latest)", msg, latest, latest)}
+	return &incompleteError{fmt.Sprintf("%s; the latest complete backup is %s (--backup-id %s, or latest)", msg, latest, latest), pe}
 }

@@ -115,8 +115,8 @@ func LatestReport(ctx context.Context, store storage.Backend, applicationID, tar
 // LoadJournal reads the journal of the restores of backupID into the
 // cluster with id clusterID (format.RestoreJournalKey), or returns nil
 // with a nil error when there is none. A storage error is returned as
-// "read restore journal: ...", a journal that does not decode as "restore
-// journal <key>: ...".
+// "read restore journal: ...", a journal that does not decode as a
+// *JournalError ("restore journal <key>: ...").
 func LoadJournal(ctx context.Context, store storage.Backend, backupID, clusterID string) (*format.RestoreJournal, error) {
 	key := format.RestoreJournalKey(backupID, clusterID)
 	rc, err := store.Get(ctx, key)
@@ -129,10 +129,27 @@ func LoadJournal(ctx context.Context, store storage.Backend, backupID, clusterID
 	defer rc.Close()
 	var j format.RestoreJournal
 	if err := json.NewDecoder(rc).Decode(&j); err != nil {
-		return nil, fmt.Errorf("restore journal %s: %w", key, err)
+		if storage.IsTransient(err) || ctx.Err() != nil {
+			return nil, fmt.Errorf("read restore journal %s: %w", key, err)
+		}
+		return nil, &JournalError{Key: key, Err: err}
 	}
 	return &j, nil
 }
+
+// JournalError is LoadJournal's error for a restore journal that was read
+// and does not decode as JSON (format.RestoreJournal): running the restore
+// again reads the same bytes. Deleting the journal is the way out; the
+// restore then no longer knows which target topics it created, so it
+// treats them as existing topics, not its own. Its message is "restore
+// journal <key>: <decode error>". Test with errors.As.
+type JournalError struct {
+	Key string // format.RestoreJournalKey
+	Err error  // the JSON decode error
+}
+
+func (e *JournalError) Error() string { return fmt.Sprintf("restore journal %s: %v", e.Key, e.Err) }
+func (e *JournalError) Unwrap() error { return e.Err }
 
 // SaveJournal stores j, indented JSON, as the journal of j.BackupID's
 // restores into j.TargetClusterID (format.RestoreJournalKey), replacing

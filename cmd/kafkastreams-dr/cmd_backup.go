@@ -59,6 +59,8 @@ differs from that of the repository's latest backup, or of the interrupted run i
 would resume, is refused before it writes anything (exit 2, naming both; --full
 too). Give each application a storage.prefix of its own. An application_id key
 present but empty (an empty ${APP}) is a config error (exit 2).
+An interrupted run whose progress.json does not decode cannot be resumed (exit 2):
+delete that backups/<id>/progress.json, and the next backup starts a new run.
 
 Prints a summary of the backup on stdout (--json for machines); logs go to stderr,
 with progress bars when stderr is a terminal and one summary line at the end.
@@ -186,7 +188,11 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 func backupError(err error, file string) error {
 	var missing *topicfilter.MissingTopicsError
 	var pe *backup.PhaseError
+	var progress *repository.ProgressError
 	switch {
+	case errors.As(err, &progress):
+		// Before the repository phase: running it again reads the same bytes.
+		return withCode(damageExitCode, fmt.Errorf("backup: %w", err), progressHint("", progress.Key))
 	case errors.As(err, &missing):
 		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrNothingSelected):

@@ -68,8 +68,12 @@ A failed phase stops the drill: the phases after it are reported as skipped.
 into --out, stops the source cluster (the disaster), and restores into a second,
 new in-process cluster.
 
+A failed drill leaves out what it did not reach: rto_seconds and rpo_seconds are null in
+--json and absent from the JUnit properties (as is an empty backup_id), never 0.
+
 EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed, 2 when the
-restore was refused (the target is not new) or for usage and config errors.
+restore was refused (the target is not new), when the --backup-id backup does not exist
+(see list -c FILE) or is damaged, or for usage and config errors.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.* and backup.* (as for backup),
@@ -418,6 +422,8 @@ func drillOutcome(rep *drill.Report, file string) error {
 		return withCode(damageExitCode, err, damagedSegmentsHint(cfg, orNone(rep.BackupID)))
 	case p.OtherApplication:
 		return withCode(exitUsage, err, otherApplicationHint(cfg))
+	case p.NoBackup:
+		return withCode(exitUsage, err, fmt.Sprintf("see which backups the repository holds with kafkastreams-dr list -c %s and name one with --backup-id (or drop --backup-id: the drill takes a new backup first)", quoteArgs([]string{cfg})[0]))
 	case p.Refused:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
 	case p.Name == drill.PhaseBackup:

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 )
 
 // listOptions are the flags of `list`.
@@ -94,27 +95,40 @@ func runList(ctx context.Context, o *listOptions, s *iostreams) error {
 	if err := writeBackupList(s.Out, o.JSON, store.Location(), list, now); err != nil {
 		return err
 	}
-	return unreadableError(list, o.ConfigFile)
+	return unreadableError(list, o.ConfigFile, store.Location())
 }
 
 // unreadableError makes list exit 2 (damageExitCode) when a manifest does not decode: the
 // backups it could read are listed, but the repository is damaged (a
 // scheduled "list" must not report success over it). It names every
-// unreadable manifest and the verify command for the first.
-func unreadableError(list []catalog.Summary, file string) error {
-	var bad []string
-	first := ""
+// unreadable manifest and the verify command for the first manifest.json;
+// for an interrupted run's progress.json that does not decode (no backup
+// resumes it, verify has nothing to check) it says to delete it.
+func unreadableError(list []catalog.Summary, file, location string) error {
+	var bad, hints []string
+	first, progress := "", ""
 	for _, b := range list {
-		if b.State == catalog.StateUnreadable {
-			bad = append(bad, b.ManifestKey+": "+b.Error)
-			if first == "" {
-				first = b.BackupID
+		if b.State != catalog.StateUnreadable {
+			continue
+		}
+		bad = append(bad, b.ManifestKey+": "+b.Error)
+		if _, isProgress, _ := format.ParseManifestKey(b.ManifestKey); isProgress {
+			if progress == "" {
+				progress = b.ManifestKey
 			}
+		} else if first == "" {
+			first = b.BackupID
 		}
 	}
 	if len(bad) == 0 {
 		return nil
 	}
+	if first != "" {
+		hints = append(hints, fmt.Sprintf("see what is damaged with: kafkastreams-dr verify -c %s --backup-id %s", file, first))
+	}
+	if progress != "" {
+		hints = append(hints, progressHint(location, progress))
+	}
 	return withCode(damageExitCode, fmt.Errorf("%s unreadable: %s", plural(len(bad), "manifest is", "manifests are"), strings.Join(bad, "; ")),
-		fmt.Sprintf("see what is damaged with: kafkastreams-dr verify -c %s --backup-id %s", file, first))
+		strings.Join(hints, "; "))
 }

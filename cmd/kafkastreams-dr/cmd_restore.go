@@ -62,7 +62,10 @@ nothing and says why (exit 2). Before the first topic is created, every segment 
 restore will read is read in full and checked against the manifest (exists, size,
 SHA-256, the topic and partition in its header, record count and offsets): a damaged
 backup is refused (exit 2) naming every damaged object; run verify, or restore an
-older --backup-id. --dry-run runs no such pre-check: it decodes only the segments whose
+older --backup-id. A restore journal that does not decode
+(restores/journals/<backup-id>/<cluster-id>.json) exits 2 naming it, with --dry-run
+too: delete it, and the restore treats the topics it created as not its own (delete
+them on the target, or restore into an empty cluster). --dry-run runs no such pre-check: it decodes only the segments whose
 statistics say a record may break a target limit or be past retention.ms (when one of
 those is damaged, it checks every segment to name them all); verify --deep checks every
 segment. --dry-run shows the plan (topics, records per
@@ -441,7 +444,7 @@ func confirm(s *iostreams, question string) (bool, error) {
 
 // restoreError maps a failed restore to an exit code and the next thing to
 // do: refused (nothing written), a damaged backup found before the first
-// write, a damaged manifest and no such backup exit 2; another restore holding the target's lock
+// write, a damaged manifest or restore journal and no such backup exit 2; another restore holding the target's lock
 // exits 11; anything else exits 1 and, unless it was a dry run or the backup
 // is damaged, says that running the same command again resumes the restore.
 // No hint sends the user round in a loop: a damaged backup never gets the
@@ -453,6 +456,9 @@ func restoreError(err error, location, noBackupHint string, dryRun bool) error {
 // restoreErrorOf is restoreError for a restore with config file: the
 // damage hint's commands name it, so that they run as printed.
 func restoreErrorOf(err error, file, location, noBackupHint string, dryRun bool) error {
+	if je, ok := errors.AsType[*repository.JournalError](err); ok {
+		return withCode(damageExitCode, fmt.Errorf("restore: %w", err), journalHint(location, je.Key))
+	}
 	var refused *restorer.RefusedError
 	switch damage, isDamage := errors.AsType[*restorer.DamageError](err); {
 	case isDamage:
@@ -478,6 +484,18 @@ func restoreErrorOf(err error, file, location, noBackupHint string, dryRun bool)
 			"nothing was written; check target.bootstrap_servers and target.security, the repository (storage.*), and the message above")
 	}
 	return withCode(exitError, fmt.Errorf("restore: %w", err), "run the same command again: the restore resumes where it stopped")
+}
+
+// journalHint is the way out of a restore journal at key that does not
+// decode (repository.JournalError): the same restore reads it again, so
+// delete it; the restore then treats the topics it created as not its own.
+func journalHint(location, key string) string {
+	rm := "rm " + quoteArgs([]string{strings.TrimSuffix(location, "/") + "/" + key})[0]
+	if strings.HasPrefix(location, "s3://") {
+		rm = "aws s3 rm " + strings.TrimSuffix(location, "/") + "/" + key
+	}
+	return fmt.Sprintf("the restore journal %s is damaged: the same restore fails again (nothing was written). Delete it (%s); "+
+		"the restore then treats the topics it created as not its own: delete them on the target and restore again, or restore into an empty cluster", key, rm)
 }
 
 // damageExit is 2 (refused) for damage the pre-check found before the

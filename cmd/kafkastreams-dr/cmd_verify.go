@@ -116,7 +116,7 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	if o.AgainstCluster {
 		return runVerifyAgainstCluster(ctx, o, s, cfg, store)
 	}
-	m, err := verifyManifest(ctx, store, o.BackupID)
+	m, err := verifyManifest(ctx, store, o.BackupID, o.ConfigFile)
 	if err != nil {
 		return err
 	}
@@ -137,17 +137,21 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 
 // verifyManifest loads the manifest of backup id ("latest": the newest
 // complete backup, readable or not: verify reports its damage,
-// repository.LatestAsID), with verify's exit codes and hints.
-func verifyManifest(ctx context.Context, store storage.Backend, id string) (*format.Manifest, error) {
+// repository.LatestAsID), with verify's exit codes and hints; the hints'
+// commands name config file.
+func verifyManifest(ctx context.Context, store storage.Backend, id, file string) (*format.Manifest, error) {
 	m, err := repository.Manifest(ctx, store, id, repository.LatestAsID())
 	if err != nil {
+		if pe, ok := errors.AsType[*repository.ProgressError](err); ok {
+			return nil, withCode(damageExitCode, err, progressHint(store.Location(), pe.Key))
+		}
 		if errors.Is(err, restorer.ErrNoBackup) {
 			return nil, withCode(exitUsage, err, listBackupsHint(store.Location(), ""))
 		}
 		if errors.Is(err, repository.ErrDamaged) && !storage.IsTransient(err) {
 			// Not repositoryHint: it says to run verify, which just failed.
 			return nil, withCode(damageExitCode, fmt.Errorf("verify: %w", err),
-				"the manifest is damaged or truncated: this backup cannot be verified or restored; "+damagedManifestWaysOut)
+				"the manifest is damaged or truncated: this backup cannot be verified or restored; "+damagedManifestWaysOutOf(file))
 		}
 		return nil, repositoryError(fmt.Errorf("verify: %w", err), store.Location())
 	}
@@ -208,7 +212,7 @@ func runVerifyAgainstCluster(ctx context.Context, o *verifyOptions, s *iostreams
 		fmt.Fprintf(s.ErrOut, "warning: the latest finished restore into cluster %s is of backup %s; a restore of backup %s was started there but wrote no report: comparing without its cut and offset maps\n",
 			clusterID, rep.BackupID, id)
 	}
-	m, err := verifyManifest(ctx, store, id)
+	m, err := verifyManifest(ctx, store, id, o.ConfigFile)
 	if err != nil {
 		return err
 	}

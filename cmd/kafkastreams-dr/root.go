@@ -239,6 +239,14 @@ func run(ctx context.Context, args []string, s *iostreams) error {
 			h = w
 		}
 	}
+	if file := configFlag(cmd); file != "" {
+		// A hint built where the config file was not at hand spells it
+		// FILE: the command's own -c file makes it run as printed.
+		h = strings.ReplaceAll(h, "-c FILE", "-c "+quoteArgs([]string{file})[0])
+	}
+	if f := cmd.Flags().Lookup("backup-id"); f != nil && format.ValidBackupID(f.Value.String()) {
+		h = strings.ReplaceAll(h, "--backup-id <id>", "--backup-id "+f.Value.String())
+	}
 	if h != "" && ctx.Err() == nil {
 		fmt.Fprintln(s.ErrOut, h)
 	}
@@ -425,7 +433,32 @@ func damagedSegmentsHint(file, id string) string {
 	}
 	file = quoteArgs([]string{file})[0]
 	return fmt.Sprintf("the backup is damaged: see every damaged object with kafkastreams-dr verify -c %s --deep --backup-id %s; then %s", file, id,
-		strings.ReplaceAll(damagedManifestWaysOut, "-c FILE", "-c "+file))
+		damagedManifestWaysOutOf(file))
+}
+
+// progressHint is the way out of an interrupted backup whose progress.json
+// (key, in the repository at location) does not decode
+// (repository.ProgressError): no backup resumes it, so delete it; the next
+// backup then starts a new run. With location "" (the caller does not
+// have it) the hint names the key in the repository without a command.
+func progressHint(location, key string) string {
+	where := "in the repository (storage.*)"
+	switch {
+	case strings.HasPrefix(location, "s3://"):
+		where = "(aws s3 rm " + strings.TrimSuffix(location, "/") + "/" + key + ")"
+	case location != "":
+		where = "(rm " + quoteArgs([]string{strings.TrimSuffix(location, "/") + "/" + key})[0] + ")"
+	}
+	return fmt.Sprintf("no backup can resume the interrupted run, and running the backup again cannot help: delete %s %s; the next backup then starts a new run", key, where)
+}
+
+// damagedManifestWaysOutOf is damagedManifestWaysOut with the commands
+// naming config file ("" keeps FILE), so that they run as printed.
+func damagedManifestWaysOutOf(file string) string {
+	if file == "" {
+		return damagedManifestWaysOut
+	}
+	return strings.ReplaceAll(damagedManifestWaysOut, "-c FILE", "-c "+quoteArgs([]string{file})[0])
 }
 
 // damagedManifestWaysOut ends every hint after a damaged manifest: the
