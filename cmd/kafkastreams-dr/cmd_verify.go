@@ -201,6 +201,9 @@ func runVerifyAgainstCluster(ctx context.Context, o *verifyOptions, s *iostreams
 		fmt.Fprintf(s.ErrOut, "the latest restore into cluster %s is restore %s, of backup %s: comparing with backup %s\n", clusterID, rep.RestoreID, rep.BackupID, rep.BackupID)
 	case rep != nil && id != rep.BackupID:
 		j, err := repository.LoadJournal(ctx, store, id, clusterID)
+		if je, ok := errors.AsType[*repository.JournalError](err); ok {
+			return withCode(damageExitCode, fmt.Errorf("verify against the cluster: backup %s into cluster %s: %w", id, clusterID, err), journalHint(store.Location(), je.Key))
+		}
 		if err != nil {
 			return withCode(exitError, fmt.Errorf("verify against the cluster: backup %s into cluster %s: %w", id, clusterID, err), storage.TransientHint(store.Location()))
 		}

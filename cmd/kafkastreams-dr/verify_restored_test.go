@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -74,6 +77,26 @@ func TestVerifyAgainstClusterComparesTheRestoredBackup(t *testing.T) {
 	code, stdout, stderr = runCLI(t, "verify", "-c", cfg, "--against-cluster", "--backup-id", later[1])
 	if code != exitUsage || !strings.Contains(stderr, later[1]) || !strings.Contains(stderr, "of backup "+a) || strings.Contains(stdout, "problem") {
 		t.Fatalf("--backup-id %s, never restored there: exit %d, want %d refused naming %s\n%s\n%s", later[1], code, exitUsage, a, stdout, stderr)
+	}
+
+	// A damaged journal of the backup named (second new-user pass: exit 1
+	// and "run the command again", which cannot help): exit 2 naming the
+	// journal and the way out, as restore does.
+	journals, err := filepath.Glob(filepath.Join(dir, "restores", "journals", a, "*.json"))
+	if err != nil || len(journals) != 1 {
+		t.Fatalf("the restore of %s left journals %v (%v), want one", a, journals, err)
+	}
+	clusterID := strings.TrimSuffix(filepath.Base(journals[0]), ".json")
+	key := format.RestoreJournalKey(later[0], clusterID)
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, key)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, key), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, "verify", "-c", cfg, "--against-cluster", "--backup-id", later[0])
+	if code != damageExitCode || !strings.Contains(stderr, key) || !strings.Contains(stderr, "Delete it") {
+		t.Errorf("--backup-id %s with a damaged journal: exit %d, want %d naming %s and the way out\n%s\n%s", later[0], code, damageExitCode, key, stdout, stderr)
 	}
 }
 
