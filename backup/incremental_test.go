@@ -59,8 +59,19 @@ func TestSecondRunBacksUpOnlyNewRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r2.ParentID != r1.BackupID || r2.Records != 10 {
-		t.Fatalf("second run: parent %q records %d; want parent %q and 10 new records", r2.ParentID, r2.Records, r1.BackupID)
+	// Every backup captures its own in-flight tails (never chained): the
+	// sample's 8 records in flight are copied again, beside the 10 new.
+	if r2.ParentID != r1.BackupID || r2.Records-r2.InFlightRecords != 10 || r2.InFlightRecords != 8 {
+		t.Fatalf("second run: parent %q records %d (%d in flight); want parent %q, 10 new records and the 8 in flight", r2.ParentID, r2.Records, r2.InFlightRecords, r1.BackupID)
+	}
+	for _, tp := range backupcheck.Latest(t, store, r2.BackupID).InFlight {
+		for _, p := range tp.PartitionCuts {
+			for _, s := range p.Segments {
+				if s.BackupID != r2.BackupID {
+					t.Errorf("in-flight tail %s/%d names segment %s of backup %s: tails are never chained", tp.Name, p.Partition, s.Key, s.BackupID)
+				}
+			}
+		}
 	}
 	m2 := backupcheck.Latest(t, store, r2.BackupID)
 	for _, tp := range m2.Topics {
@@ -78,13 +89,14 @@ func TestSecondRunBacksUpOnlyNewRecords(t *testing.T) {
 	}
 	backupcheck.MatchesCluster(t, store, m2, kf.Addrs())
 
-	// Nothing new: a third run copies nothing and still stands alone.
+	// Nothing new: a third run copies nothing but its own in-flight
+	// tails, and still stands alone.
 	r3, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r3.Records != 0 || r3.Bytes != 0 {
-		t.Fatalf("third run copied %d records", r3.Records)
+	if r3.Records != r3.InFlightRecords || r3.InFlightRecords != 8 {
+		t.Fatalf("third run copied %d records (%d in flight); want only the 8 in flight", r3.Records, r3.InFlightRecords)
 	}
 	backupcheck.MatchesCluster(t, store, backupcheck.Latest(t, store, r3.BackupID), kf.Addrs())
 }

@@ -89,7 +89,7 @@ func (r *Result) OK() bool { return len(r.Problems) == 0 }
 // object, a re-run may pass), or a cancelled context.
 func Repository(ctx context.Context, store storage.Backend, m *format.Manifest, deep bool) (*Result, error) {
 	res := &Result{BackupID: m.BackupID, Deep: deep, Problems: []Problem{}, Warnings: unreadWarnings(m)}
-	for _, t := range m.Topics {
+	for _, t := range slices.Concat(m.Topics, m.InFlight) { // in-flight tails are checked like other partitions
 		for _, p := range t.PartitionCuts {
 			var sum int64
 			for _, s := range p.Segments {
