@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -306,6 +307,15 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	}
 	produce(t, cl, "trades", 0, 0, 10000)
 	produce(t, cl, "trades", 1, 0, 4000)
+	// An in-flight tail resumes like other partitions: offsets 1000..4999.
+	const rep = "trades-app-KSTREAM-REPARTITION-0000000002-repartition"
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, rep); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, rep, 0, 0, 5000)
+	if err := adm.CommitAllOffsets(ctx, "trades-app", kadm.Offsets{rep: {0: {Topic: rep, Partition: 0, At: 1000, LeaderEpoch: -1}}}); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	store, _ := storage.NewFilesystem(dir)
 
@@ -348,6 +358,15 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 			}
 		}
 	}
+	tail := backupcheck.Records(t, store, m, rep, 0)
+	if len(tail) != 4000 || r.InFlightRecords != 4000 {
+		t.Fatalf("in-flight tail: %d records (result %d), want 4000", len(tail), r.InFlightRecords)
+	}
+	for i, rec := range tail {
+		if rec.Offset != int64(1000+i) {
+			t.Fatalf("in-flight tail: record %d has offset %d: every offset of [1000, 5000) exactly once", i, rec.Offset)
+		}
+	}
 	if m.ParentBackupID != "" || !r.Resumed {
 		t.Fatalf("the resumed run should complete the interrupted backup, not start a child of it: parent %q", m.ParentBackupID)
 	}
@@ -370,7 +389,7 @@ func segmentsInProgress(t *testing.T, store storage.Backend) int {
 		if err != nil {
 			return nil
 		}
-		for _, tp := range m.Topics {
+		for _, tp := range slices.Concat(m.Topics, m.InFlight) {
 			for _, p := range tp.PartitionCuts {
 				n += len(p.Segments)
 			}
