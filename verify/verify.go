@@ -204,7 +204,13 @@ func AgainstRestore(ctx context.Context, store storage.Backend, m *format.Manife
 		return nil, err
 	}
 	adm := kadm.NewClient(cl)
-	for _, t := range m.Topics {
+	// In-flight tails (Manifest.InFlight) are on the target only when the
+	// restore named them among its topics.
+	all := slices.Clone(m.Topics)
+	if topics != nil {
+		all = append(all, m.InFlight...)
+	}
+	for _, t := range all {
 		if topics != nil && !slices.Contains(topics, t.Name) {
 			continue
 		}
