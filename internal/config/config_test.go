@@ -698,3 +698,39 @@ func TestStorageTimeouts(t *testing.T) {
 		t.Errorf("warnings %q do not say that the filesystem backend ignores retry_timeout", w)
 	}
 }
+
+// TestCutBounds: backup.cut_attempts and backup.cut_timeout bound the
+// proof of the backup's cut (docs/DESIGN.md invariant 1); absent they take
+// their defaults, and a value that bounds nothing is refused naming the key.
+func TestCutBounds(t *testing.T) {
+	tests := []struct {
+		name         string
+		yaml         string
+		wantAttempts int
+		wantTimeout  time.Duration
+		wantErr      string
+	}{
+		{"absent means the defaults", base, DefaultCutAttempts, DefaultCutTimeout, ""},
+		{"set", base + "backup:\n  cut_attempts: 3\n  cut_timeout: 5s\n", 3, 5 * time.Second, ""},
+		{"zero attempts", base + "backup:\n  cut_attempts: 0\n", 0, 0, "backup.cut_attempts must be at least 1, not 0"},
+		{"zero timeout", base + "backup:\n  cut_timeout: 0s\n", 0, 0, "backup.cut_timeout must be a duration"},
+		{"timeout not a duration", base + "backup:\n  cut_timeout: 30\n", 0, 0, "backup.cut_timeout must be a duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "t.yaml")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Backup.CutAttempts != tt.wantAttempts || c.Backup.CutTimeout != tt.wantTimeout {
+				t.Errorf("cut_attempts %d, cut_timeout %s; want %d, %s", c.Backup.CutAttempts, c.Backup.CutTimeout, tt.wantAttempts, tt.wantTimeout)
+			}
+		})
+	}
+}
