@@ -1,0 +1,281 @@
+package backup_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// The transactional test data of the cut tests: an application "cutapp"
+// whose producer i (transactional id "cutapp-p<i>", as Kafka Streams names
+// its EOS v2 producers "<application.id>-<process>-<thread>") owns
+// partition i of the changelog and of the input topic. Each transaction
+// writes txnRecords records to its changelog partition and commits input
+// offset k for its k-th transaction, in one transaction. So a cut holds
+// every committed transaction wholly or not at all exactly when, for every
+// i, the changelog's end offset (last stable offset) is (txnRecords+1)*k,
+// k the group's committed offset on input partition i (each transaction
+// takes txnRecords offsets and one for its commit marker).
+const (
+	cutApp       = "cutapp"
+	cutChangelog = "cutapp-store-changelog"
+	cutInput     = "cutapp-input"
+	txnRecords   = 3
+)
+
+// txnWriter is one transactional producer of the cut tests.
+type txnWriter struct {
+	cl        *kgo.Client
+	txnID     string
+	partition int32
+	inputID   [16]byte // the input topic's id (TxnOffsetCommit v6+ names topics by id)
+	k         int64    // transactions committed
+}
+
+func newTxnWriter(t *testing.T, addrs []string, i int32) *txnWriter {
+	t.Helper()
+	id := fmt.Sprintf("%s-p%d", cutApp, i)
+	cl := testkit.Client(t, addrs, kgo.TransactionalID(id), kgo.DefaultProduceTopic(cutChangelog),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(10*time.Second))
+	return &txnWriter{cl: cl, txnID: id, partition: i}
+}
+
+// commit runs one transaction: txnRecords records to the changelog
+// partition and the input offset k+1, sent with AddOffsetsToTxn and
+// TxnOffsetCommit (what the Java producer's sendOffsetsToTransaction sends;
+// generation -1: not a group member), then EndTxn(commit).
+func (w *txnWriter) commit(ctx context.Context) error {
+	err := w.transact(ctx)
+	if err != nil && w.cl.EndTransaction(context.WithoutCancel(ctx), kgo.TryAbort) == nil {
+		return err
+	}
+	return err
+}
+
+func (w *txnWriter) transact(ctx context.Context) error {
+	if err := w.cl.BeginTransaction(); err != nil {
+		return err
+	}
+	var recs []*kgo.Record
+	for j := range txnRecords {
+		recs = append(recs, &kgo.Record{Partition: w.partition, Value: fmt.Appendf(nil, "%s/%d/%d", w.txnID, w.k+1, j)})
+	}
+	if err := w.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	pid, epoch, err := w.cl.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = w.txnID, pid, epoch, cutApp
+	ar, err := add.RequestWith(ctx, w.cl)
+	if err == nil {
+		err = kerr.ErrorForCode(ar.ErrorCode)
+	}
+	if err != nil {
+		return fmt.Errorf("add offsets to txn: %w", err)
+	}
+	oc := kmsg.NewPtrTxnOffsetCommitRequest()
+	oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch, oc.Generation = w.txnID, cutApp, pid, epoch, -1
+	ot := kmsg.NewTxnOffsetCommitRequestTopic()
+	ot.Topic, ot.TopicID = cutInput, w.inputID
+	op := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	op.Partition, op.Offset, op.LeaderEpoch = w.partition, w.k+1, -1
+	ot.Partitions = append(ot.Partitions, op)
+	oc.Topics = append(oc.Topics, ot)
+	or, err := oc.RequestWith(ctx, w.cl)
+	if err == nil {
+		for _, t := range or.Topics {
+			for _, p := range t.Partitions {
+				if err == nil {
+					err = kerr.ErrorForCode(p.ErrorCode)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("txn offset commit: %w", err)
+	}
+	if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("end txn: %w", err)
+	}
+	w.k++
+	return nil
+}
+
+// startCutCluster starts a real Kafka 4.4 broker with the cut tests'
+// topics (n partitions each) and n writers that each committed one
+// transaction.
+func startCutCluster(t *testing.T, n int32) (*testkit.Kafka, []*txnWriter) {
+	t.Helper()
+	k := testkit.StartKafka(t)
+	adm := testkit.Admin(t, k.Addrs())
+	var inputID [16]byte
+	for _, topic := range []string{cutChangelog, cutInput} {
+		cr, err := adm.CreateTopic(t.Context(), n, 1, nil, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputID = cr.ID
+	}
+	var ws []*txnWriter
+	for i := range n {
+		w := newTxnWriter(t, k.Addrs(), i)
+		w.inputID = inputID
+		// Right after CreateTopics the group coordinator may not know the
+		// input topic's id yet (UNKNOWN_TOPIC_ID): bounded retries.
+		for try := 1; ; try++ {
+			err := w.commit(t.Context())
+			if err == nil {
+				break
+			}
+			if try == 50 || !errors.Is(err, kerr.UnknownTopicID) {
+				t.Fatalf("first transaction of %s (input topic id %x): %v", w.txnID, w.inputID, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		ws = append(ws, w)
+	}
+	return k, ws
+}
+
+func cutOptions(addrs []string, store storage.Backend) backup.Options {
+	return backup.Options{
+		Source: []kgo.Opt{kgo.SeedBrokers(addrs...)}, Store: store,
+		ApplicationID: cutApp, Include: []string{cutChangelog}, SourceClusterID: "test",
+		RetryTimeout: 10 * time.Second,
+	}
+}
+
+// checkCutConsistent fails the test unless the manifest's cut holds every
+// transaction of the writers wholly or not at all (see txnRecords).
+func checkCutConsistent(t *testing.T, m *format.Manifest, n int32) {
+	t.Helper()
+	if m.Group == nil {
+		t.Fatal("the manifest has no group")
+	}
+	committed := map[int32]int64{}
+	for _, o := range m.Group.Offsets {
+		if o.Topic == cutInput {
+			committed[o.Partition] = o.Offset
+		}
+	}
+	i := slices.IndexFunc(m.Topics, func(tp format.Topic) bool { return tp.Name == cutChangelog })
+	if i < 0 {
+		t.Fatalf("the manifest has no topic %q", cutChangelog)
+	}
+	for _, pc := range m.Topics[i].PartitionCuts {
+		if want := (txnRecords + 1) * committed[pc.Partition]; pc.EndOffset != want {
+			t.Errorf("backup %s: changelog partition %d ends at %d, but the group committed input offset %d, whose transactions end at %d: the cut splits the application's transactions",
+				m.BackupID, pc.Partition, pc.EndOffset, committed[pc.Partition], want)
+		}
+	}
+	if int32(len(m.Topics[i].PartitionCuts)) != n {
+		t.Errorf("changelog has %d partition cuts, want %d", len(m.Topics[i].PartitionCuts), n)
+	}
+}
+
+// TestCutHoldsATransactionCommittedBetweenOffsetsAndEnds is race (b) of
+// issue 11, made deterministic: a transaction of the application commits
+// (its changelog writes and its input offset) after the backup read the
+// group's committed offsets and before it read the ends. A cut of those
+// offsets and those ends holds the transaction's writes without its
+// offsets: a restored application processes that input again. The cut
+// must notice (the offsets read again differ) and take the cut again.
+func TestCutHoldsATransactionCommittedBetweenOffsetsAndEnds(t *testing.T) {
+	k, ws := startCutCluster(t, 2)
+	var once sync.Once
+	var hookErr error
+	defer backup.SetCutHook(func(step string) {
+		if step == "group" {
+			once.Do(func() { hookErr = ws[0].commit(context.Background()) })
+		}
+	})()
+	store, _ := storage.NewFilesystem(t.TempDir())
+	res, err := backup.Run(t.Context(), cutOptions(k.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hookErr != nil {
+		t.Fatalf("the transaction between the offsets and the ends: %v", hookErr)
+	}
+	m := backupcheck.Latest(t, store, res.BackupID)
+	checkCutConsistent(t, m, 2)
+	if m.Cut == nil || !m.Cut.Proven || m.Cut.Attempts < 2 || m.Cut.Method != format.CutMethodOffsetsEndsOffsets {
+		t.Errorf("manifest cut %+v; want proven by %s after at least 2 attempts (the first saw the transaction commit)", m.Cut, format.CutMethodOffsetsEndsOffsets)
+	}
+}
+
+// TestCutConsistentWhileTransactionsCommit takes backups while four
+// transactional producers commit as fast as they can (each transaction:
+// records to its changelog partition and its input offset): every backup's
+// cut holds each transaction wholly or not at all. It logs how many
+// attempts each cut needed.
+func TestCutConsistentWhileTransactionsCommit(t *testing.T) {
+	const n, backups = 4, 6
+	k, ws := startCutCluster(t, n)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var commits atomic.Int64
+	errs := make(chan error, n)
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := w.commit(ctx); err != nil {
+					if ctx.Err() == nil {
+						errs <- fmt.Errorf("%s: %w", w.txnID, err)
+					}
+					return
+				}
+				commits.Add(1)
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	store, _ := storage.NewFilesystem(t.TempDir())
+	var attempts []string
+	start := time.Now()
+	for b := range backups {
+		res, err := backup.Run(t.Context(), cutOptions(k.Addrs(), store))
+		if err != nil {
+			t.Fatalf("backup %d: %v", b, err)
+		}
+		m := backupcheck.Latest(t, store, res.BackupID)
+		checkCutConsistent(t, m, n)
+		if m.Cut == nil {
+			t.Fatalf("backup %d: no cut recorded", b)
+		}
+		if !m.Cut.Proven {
+			t.Logf("backup %d: cut not proven: %s", b, m.Cut.Reason)
+		}
+		attempts = append(attempts, fmt.Sprintf("%d(%dms,%d waited)", m.Cut.Attempts, m.Cut.DurationMillis, m.Cut.TransactionsWaited))
+	}
+	rate := float64(commits.Load()) / time.Since(start).Seconds()
+	cancel()
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	t.Logf("%.0f transactions/s committed by %d producers; attempts per cut: %s", rate, n, strings.Join(attempts, " "))
+}
