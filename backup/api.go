@@ -74,7 +74,7 @@ type Options struct {
 	// consistent with the application's transactions (group offsets,
 	// settle, ends, settle, group offsets again; docs/DESIGN.md invariant
 	// 1) before it keeps the last attempt's cut unproven; default
-	// DefaultCutAttempts (20). The config's backup.cut_attempts.
+	// DefaultCutAttempts (100). The config's backup.cut_attempts.
 	CutAttempts int
 	// CutTimeout bounds the time all the attempts take together, waits for
 	// transactions in PrepareCommit included; default DefaultCutTimeout

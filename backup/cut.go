@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -20,7 +21,7 @@ import (
 // Defaults of Options.CutAttempts and Options.CutTimeout (the config's
 // backup.cut_attempts and backup.cut_timeout).
 const (
-	DefaultCutAttempts = 20
+	DefaultCutAttempts = 100
 	DefaultCutTimeout  = 30 * time.Second
 )
 
@@ -119,13 +120,14 @@ func (r *runner) takeCut(ctx context.Context, topics []string, readGroup func(co
 			return nil, err
 		}
 		hook("group")
-		diff := offsetsDiff(g1, g2)
-		if diff == "" {
+		why := offsetsDiff(g1, g2)
+		if why != "" {
+			why = "the group's committed offsets changed while the ends were read (" + why + ")"
+		} else if why = r.hiddenCommit(ctx, res); why == "" {
 			res.proof.Proven, res.proof.Reason = true, ""
 			return done()
 		}
-		res.proof.Reason = fmt.Sprintf("the group's committed offsets changed while the ends were read in each of %d attempts (last: %s); backup.cut_attempts is %d, backup.cut_timeout %s",
-			attempt, diff, attempts, budget)
+		res.proof.Reason = fmt.Sprintf("not proven in %d attempts (backup.cut_attempts %d, backup.cut_timeout %s); the last: %s", attempt, attempts, budget, why)
 		wait := time.Duration(rand.Int64N(int64(20*time.Millisecond))) + time.Millisecond
 		if attempt >= attempts || time.Now().Add(wait).After(deadline) {
 			return done()
@@ -319,4 +321,116 @@ func offsetsDiff(a, b *format.Group) string {
 		diffs = append(diffs[:3], fmt.Sprintf("%d more", len(diffs)-3))
 	}
 	return strings.Join(diffs, ", ")
+}
+
+// maxScanFetches bounds the fetches hiddenCommit sends per partition (each
+// of at most fetchPartitionMaxBytes).
+const maxScanFetches = 20
+
+// hiddenCommit looks, on every partition of the cut whose last stable
+// offset is below the high watermark read before it, for a transaction
+// that committed with records at or above the last stable offset: a
+// transaction still open on the partition (another producer's: on a
+// repartition or output topic every upstream task writes) holds the LSO
+// at its first offset (Kafka's ProducerStateManager.firstUnstableOffset),
+// and the committed records after it are not in the cut, though the
+// transaction's offsets may be. It reads [LSO, HW) read_uncommitted,
+// control records kept, and reports the first partition where a COMMIT
+// marker follows data of its producer at or above the LSO, or why it could
+// not read the range; "" when no partition hides a committed record. The
+// records of transactions still open are not such records: they are
+// outside the cut, as their offsets are.
+func (r *runner) hiddenCommit(ctx context.Context, res *cutResult) string {
+	var found string
+	res.ends.Each(func(e kadm.ListedOffset) {
+		hw, ok := res.hws.Lookup(e.Topic, e.Partition)
+		if found != "" || !ok || e.Offset >= hw.Offset {
+			return
+		}
+		found = r.scanAboveLSO(ctx, e.Topic, e.Partition, e.Offset, hw.Offset)
+	})
+	return found
+}
+
+func (r *runner) scanAboveLSO(ctx context.Context, topic string, p int32, lso, hw int64) string {
+	where := fmt.Sprintf("topic %q partition %d", topic, p)
+	data := map[int64]bool{} // producer id -> a data batch seen at or above the LSO
+	pos := lso
+	for range maxScanFetches {
+		if pos >= hw {
+			return ""
+		}
+		leader, id := r.leaderOf(topic, p)
+		rp, err := r.fetchUncommitted(ctx, topic, id, p, leader, pos)
+		if err == nil {
+			err = kerr.ErrorForCode(rp.ErrorCode)
+		}
+		if err != nil {
+			return fmt.Sprintf("%s could not be read above its last stable offset %d to check that no committed record is held there: %v", where, lso, err)
+		}
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset: pos, IsolationLevel: kgo.ReadUncommitted(), KeepControlRecords: true, Topic: topic, Partition: p,
+		}, rp, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			return fmt.Sprintf("%s above its last stable offset %d does not decode: %v", where, lso, fp.Err)
+		}
+		for _, rec := range fp.Records {
+			if rec.Offset >= hw {
+				break
+			}
+			if !rec.Attrs.IsControl() {
+				if rec.Attrs.IsTransactional() {
+					data[rec.ProducerID] = true
+				}
+				continue
+			}
+			// A control record's key: version int16, type int16 (0 abort,
+			// 1 commit; Kafka's ControlRecordType).
+			if len(rec.Key) >= 4 && rec.Key[3] == 1 && rec.Key[2] == 0 && data[rec.ProducerID] {
+				return fmt.Sprintf("%s: a transaction (producer id %d) committed records above the last stable offset %d, which a transaction still open holds there; the cut leaves them out although the group may count them as processed",
+					where, rec.ProducerID, lso)
+			}
+			delete(data, rec.ProducerID)
+		}
+		if next <= pos {
+			return fmt.Sprintf("%s could not be read above its last stable offset %d (no progress at offset %d)", where, lso, pos)
+		}
+		pos = next
+	}
+	if pos >= hw {
+		return ""
+	}
+	return fmt.Sprintf("%s has more than %d fetches of records above its last stable offset %d; not checked", where, maxScanFetches, lso)
+}
+
+// fetchUncommitted sends one read_uncommitted Fetch for a single partition
+// to its leader, without waiting for new records.
+func (r *runner) fetchUncommitted(ctx context.Context, topic string, id [16]byte, p, leader int32, pos int64) (*kmsg.FetchResponseTopicPartition, error) {
+	if leader < 0 {
+		return nil, kerr.LeaderNotAvailable
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, fetchMaxBytes
+	req.IsolationLevel, req.SessionEpoch = 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	rq := kmsg.NewFetchRequestTopicPartition()
+	rq.Partition, rq.FetchOffset, rq.PartitionMaxBytes, rq.CurrentLeaderEpoch, rq.LogStartOffset = p, pos, fetchPartitionMaxBytes, -1, -1
+	rt.Partitions = append(rt.Partitions, rq)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, r.cl.Broker(int(leader)))
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if rp := &resp.Topics[i].Partitions[j]; rp.Partition == p {
+				return rp, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("fetch response has no data for topic %q partition %d", topic, p)
 }

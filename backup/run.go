@@ -372,6 +372,9 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	for i, d := range selected {
 		topics[i] = d.Topic
 	}
+	for _, t := range topics {
+		r.setMeta(details[t]) // the cut reads some partitions from their leaders
+	}
 	cut, err := r.takeCut(ctx, topics, readGroup)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ const (
 	DefaultRetryTimeout = 2 * time.Minute
 	// DefaultCutAttempts is backup.cut_attempts' default: how many times
 	// the backup tries to prove its cut.
-	DefaultCutAttempts = 20
+	DefaultCutAttempts = 100
 	// DefaultCutTimeout is backup.cut_timeout's default: the time all the
 	// cut's attempts may take, longer than a Streams app's EOS commit
 	// interval (commit.interval.ms 100) many times over.
@@ -235,7 +235,7 @@ type Backup struct {
 	// CutAttempts is how many times the backup tries to prove its cut
 	// consistent (group offsets, settle, ends, settle, group offsets again;
 	// docs/DESIGN.md invariant 1) before it keeps the last attempt's cut
-	// unproven; default DefaultCutAttempts (20), at least 1.
+	// unproven; default DefaultCutAttempts (100), at least 1.
 	CutAttempts int `yaml:"cut_attempts"`
 	// CutTimeout bounds the time all attempts together take, waits for
 	// transactions in PrepareCommit included; default DefaultCutTimeout
