@@ -138,6 +138,8 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		SourceClusterID:       cfg.Backup.SourceClusterID,
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
+		CutAttempts:           cfg.Backup.CutAttempts,
+		CutTimeout:            cfg.Backup.CutTimeout,
 		RetryTimeout:          cfg.Source.RetryTimeout,
 		ToolVersion:           version,
 	}
