@@ -354,3 +354,40 @@ func TestCutUnprovenWhenACommittedTransactionIsAboveTheLSO(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCutMethodIsRecorded: a backup with an application.id records a cut
+// proven by offsets-ends-offsets (kfake: no transaction of the application
+// is in PrepareCommit, its offsets do not move); one without records the
+// method "ends", unproven, and warns of nothing: there are no offsets to
+// disagree with the ends.
+func TestCutMethodIsRecorded(t *testing.T) {
+	kf := seededKfake(t)
+	for _, row := range []struct {
+		name   string
+		appID  string
+		method string
+		proven bool
+	}{
+		{"with an application.id", "", format.CutMethodOffsetsEndsOffsets, true},
+		{"without", "none", format.CutMethodEnds, false},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			store, _ := storage.NewFilesystem(t.TempDir())
+			o := sampleOptions(kf.Addrs(), store)
+			if row.appID == "none" {
+				o.ApplicationID = ""
+			}
+			res, err := backup.Run(t.Context(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := backupcheck.Latest(t, store, res.BackupID)
+			if m.Cut == nil || m.Cut.Method != row.method || m.Cut.Proven != row.proven || m.Cut.Attempts != 1 || (m.Cut.Reason == "") == !row.proven {
+				t.Fatalf("cut %+v; want method %s, proven %v, 1 attempt, a reason exactly when unproven", m.Cut, row.method, row.proven)
+			}
+			if slices.ContainsFunc(m.Warnings, func(w string) bool { return strings.Contains(w, "cut is not proven") }) {
+				t.Errorf("warnings %q speak of the cut", m.Warnings)
+			}
+		})
+	}
+}

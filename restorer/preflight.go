@@ -433,7 +433,7 @@ func strategyWarnings(plan *Plan, sel *selection, o *Options) []string {
 	if hasChangelog && !restoredChangelog {
 		ws = append(ws, "the changelog strategy without any of the application's changelogs: input offsets are restored past records whose state is not; use --strategy rebuild, or include the changelogs")
 	}
-	if c := sel.m.Cut; c != nil && !c.Proven {
+	if c := sel.m.Cut; c != nil && !c.Proven && c.Method != format.CutMethodEnds {
 		ws = append(ws, fmt.Sprintf("backup %s's cut is not proven consistent with the application's transactions (%s): the restored offsets and changelogs may disagree (input processed again, or state missing); a later backup of the running application may be proven, or use --strategy rebuild",
 			sel.m.BackupID, c.Reason))
 	}

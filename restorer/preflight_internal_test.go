@@ -262,6 +262,7 @@ func TestStrategyWarnings(t *testing.T) {
 		{"unproven", &format.Cut{Method: format.CutMethodOffsetsEndsOffsets, Attempts: 3, Reason: "the group's committed offsets changed"}, Options{Strategy: StrategyChangelog}, 1},
 		{"proven", &format.Cut{Method: format.CutMethodOffsetsEndsOffsets, Proven: true, Attempts: 1}, Options{Strategy: StrategyChangelog}, 0},
 		{"not recorded", nil, Options{Strategy: StrategyChangelog}, 0},
+		{"no application.id: no offsets to disagree with", &format.Cut{Method: format.CutMethodEnds, Attempts: 1, Reason: "no application.id"}, Options{Strategy: StrategyChangelog}, 0},
 		{"rebuild reprocesses from the start", &format.Cut{Reason: "x"}, Options{Strategy: StrategyRebuild}, 1},
 	} {
 		sel.m.Cut = row.cut
