@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -387,6 +390,92 @@ func TestCutMethodIsRecorded(t *testing.T) {
 			}
 			if slices.ContainsFunc(m.Warnings, func(w string) bool { return strings.Contains(w, "cut is not proven") }) {
 				t.Errorf("warnings %q speak of the cut", m.Warnings)
+			}
+		})
+	}
+}
+
+// TestCutSettlesTransactionsInPrepareCommit: a transaction of the
+// application that ListTransactions reports in PrepareCommit (its commit
+// markers not all written) is waited for until DescribeTransactions says
+// it left that state, and the cut is proven; one that stays there until
+// backup.cut_timeout leaves the cut unproven, naming it; a cluster without
+// ListTransactions (Kafka 2.8) leaves it unproven, saying so. The states
+// are injected through kfake's control hooks (kfake completes transactions
+// at once); the backups are real runs against it.
+func TestCutSettlesTransactionsInPrepareCommit(t *testing.T) {
+	const txnID = "order-processor-0f1e-StreamThread-1" // sample.AppID + "-"
+	for _, row := range []struct {
+		name       string
+		prepared   int // DescribeTransactions answers PrepareCommit this many times; -1: always
+		oldBroker  bool
+		proven     bool
+		reason     string
+		minWaited  int
+		minDescrib int
+	}{
+		{"left PrepareCommit", 3, false, true, "", 1, 4},
+		{"stays in PrepareCommit", -1, false, false, "transactions " + txnID + " stayed in PrepareCommit", 1, 2},
+		{"no ListTransactions", 0, true, false, "does not support ListTransactions (Kafka 3.0+, KIP-664)", 0, 0},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			var opts []kfake.Opt
+			if row.oldBroker {
+				opts = append(opts, kfake.MaxVersions(kversion.V2_8_0()))
+			}
+			kf := testkit.StartKfake(t, 1, opts...)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			if err := sample.Seed(ctx, testkit.Client(t, kf.Addrs())); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			describes := 0
+			kf.ControlKey(int16(kmsg.ListTransactions), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+				kf.KeepControl()
+				resp := kreq.ResponseKind().(*kmsg.ListTransactionsResponse)
+				st := kmsg.NewListTransactionsResponseTransactionState()
+				st.TransactionalID, st.ProducerID, st.TransactionState = txnID, 4242, "PrepareCommit"
+				resp.TransactionStates = append(resp.TransactionStates, st)
+				return resp, nil, true
+			})
+			kf.ControlKey(int16(kmsg.DescribeTransactions), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+				kf.KeepControl()
+				mu.Lock()
+				describes++
+				n := describes
+				mu.Unlock()
+				resp := kreq.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+				for _, id := range kreq.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
+					st := kmsg.NewDescribeTransactionsResponseTransactionState()
+					st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, 4242, 3, 1000
+					st.State = "CompleteCommit"
+					if row.prepared < 0 || n <= row.prepared {
+						st.State = "PrepareCommit"
+					}
+					resp.TransactionStates = append(resp.TransactionStates, st)
+				}
+				return resp, nil, true
+			})
+			store, _ := storage.NewFilesystem(t.TempDir())
+			o := sampleOptions(kf.Addrs(), store)
+			o.CutTimeout = time.Second
+			res, err := backup.Run(t.Context(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := backupcheck.Latest(t, store, res.BackupID)
+			c := m.Cut
+			if c == nil || c.Proven != row.proven || !strings.Contains(c.Reason, row.reason) || c.TransactionsWaited < row.minWaited {
+				t.Fatalf("cut %+v; want proven %v, reason containing %q, at least %d transactions waited", c, row.proven, row.reason, row.minWaited)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if describes < row.minDescrib {
+				t.Errorf("%d DescribeTransactions, want at least %d (the cut did not wait)", describes, row.minDescrib)
+			}
+			if warned := slices.ContainsFunc(m.Warnings, func(w string) bool { return strings.Contains(w, "cut is not proven") }); warned == row.proven {
+				t.Errorf("warnings %q: a warning about the cut %v, want %v", m.Warnings, warned, !row.proven)
 			}
 		})
 	}
