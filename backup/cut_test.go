@@ -480,3 +480,66 @@ func TestCutSettlesTransactionsInPrepareCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestCutOfARunningStreamsApp takes backups of the real drill Kafka
+// Streams application (exactly_once_v2, commit.interval.ms 200; a
+// repartition, a windowed count, a foreign-key join) while events flow
+// in, and logs how each cut was proven. Every backup records its cut, and
+// cuts of a running exactly-once application are proven (at least one of
+// them: a cut that reached its bound is kept unproven by design).
+func TestCutOfARunningStreamsApp(t *testing.T) {
+	const backups = 5
+	k := testkit.StartKafka(t)
+	testkit.CreateStreamsAppTopics(t, k.Bootstrap(), 3)
+	app := testkit.StartStreamsApp(t, k.Bootstrap())
+	cl := testkit.Client(t, k.Addrs())
+	cats := []string{"books", "games", "music", "garden", "food"}
+	for _, c := range cats {
+		if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: testkit.StreamsAppCategoriesTopic, Key: []byte(c), Value: []byte(strings.ToUpper(c))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var events atomic.Int64
+	wg.Add(1)
+	go func() { // about 200 events a second
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			r := &kgo.Record{Topic: testkit.StreamsAppEventsTopic, Key: fmt.Appendf(nil, "u%02d", i%30), Value: fmt.Appendf(nil, "%s:%d", cats[i%len(cats)], i)}
+			if cl.ProduceSync(ctx, r).FirstErr() == nil {
+				events.Add(1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	store, _ := storage.NewFilesystem(t.TempDir())
+	o := backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(k.Addrs()...)}, Store: store, ApplicationID: app.ApplicationID(),
+		Include: append(slices.Clone(testkit.StreamsAppTopics), app.ApplicationID()+"-*"), SourceClusterID: "test"}
+	time.Sleep(2 * time.Second) // the app commits its first transactions
+	var cuts []string
+	proven := 0
+	for b := range backups {
+		res, err := backup.Run(t.Context(), o)
+		if err != nil {
+			t.Fatalf("backup %d: %v", b, err)
+		}
+		m := backupcheck.Latest(t, store, res.BackupID)
+		c := m.Cut
+		if c == nil || c.Method != format.CutMethodOffsetsEndsOffsets || c.Attempts < 1 || c.Attempts > backup.DefaultCutAttempts {
+			t.Fatalf("backup %d: cut %+v; want one taken by %s in 1 to %d attempts", b, c, format.CutMethodOffsetsEndsOffsets, backup.DefaultCutAttempts)
+		}
+		if c.Proven {
+			proven++
+		} else {
+			t.Logf("backup %d: not proven: %s", b, c.Reason)
+		}
+		cuts = append(cuts, fmt.Sprintf("%v/%d(%dms,%d waited)", c.Proven, c.Attempts, c.DurationMillis, c.TransactionsWaited))
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("%d events produced; cuts (proven/attempts): %s", events.Load(), strings.Join(cuts, " "))
+	if proven == 0 {
+		t.Errorf("none of %d cuts of the running application was proven", backups)
+	}
+}
