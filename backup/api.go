@@ -109,6 +109,13 @@ type Result struct {
 	// Unread ranges is partial, not complete.
 	Unread  []Unread
 	Resumed bool // the run completed an interrupted backup
+	// InFlightTopics and InFlightRecords are the application's repartition
+	// and foreign-key subscription topics whose tails the backup holds
+	// (Manifest.InFlight) and the records in those tails: exactly the
+	// records in flight between sub-topologies at the cut
+	// (docs/DOMAIN.md#in-flight), which a changelog restore brings back.
+	InFlightTopics  int
+	InFlightRecords int64
 }
 
 // Unread is an offset range [From, To) of one partition that a run could
