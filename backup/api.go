@@ -70,6 +70,17 @@ type Options struct {
 	// where reading stopped (Result.Unread).
 	RetryTimeout time.Duration
 
+	// CutAttempts is how many times the run tries to prove its cut
+	// consistent with the application's transactions (group offsets,
+	// settle, ends, settle, group offsets again; docs/DESIGN.md invariant
+	// 1) before it keeps the last attempt's cut unproven; default
+	// DefaultCutAttempts (100). The config's backup.cut_attempts.
+	CutAttempts int
+	// CutTimeout bounds the time all the attempts take together, waits for
+	// transactions in PrepareCommit included; default DefaultCutTimeout
+	// (30s). The config's backup.cut_timeout.
+	CutTimeout time.Duration
+
 	Logger   *slog.Logger // nil: discard
 	Observer Observer     // nil: none
 }

@@ -320,6 +320,7 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	store, _ := storage.NewFilesystem(dir)
 
 	// Kill at growing progress: after 1, 4 and 9 durable segments of this run.
+	var firstCut *format.Cut // the cut the first run recorded
 	for _, after := range []int{1, 4, 9} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBackupProcess$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "KDR_HELPER_BACKUP="+dir, "KDR_HELPER_SEEDS="+strings.Join(kf.Addrs(), ","))
@@ -338,6 +339,9 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 		}
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
+		if firstCut == nil {
+			firstCut = progressCut(t, store)
+		}
 	}
 	if _, err := store.Stat(ctx, format.LockKey); err != nil {
 		t.Fatalf("the killed run should have left its lock: %v", err)
@@ -370,6 +374,11 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	if m.ParentBackupID != "" || !r.Resumed {
 		t.Fatalf("the resumed run should complete the interrupted backup, not start a child of it: parent %q", m.ParentBackupID)
 	}
+	// Invariant 7: the resumed runs keep the first run's cut, and how it
+	// was proven.
+	if m.Cut == nil || firstCut == nil || *m.Cut != *firstCut {
+		t.Errorf("resumed backup's cut %+v, want the first run's %+v", m.Cut, firstCut)
+	}
 	// The killed runs' temporary files are removed by the next run.
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err == nil && strings.HasPrefix(d.Name(), storage.TempPrefix) {
@@ -377,6 +386,24 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// progressCut returns the cut recorded in the repository's progress.json.
+func progressCut(t *testing.T, store storage.Backend) *format.Cut {
+	t.Helper()
+	var c *format.Cut
+	store.List(context.Background(), "backups/", func(oi storage.ObjectInfo) error {
+		if strings.HasSuffix(oi.Key, "/progress.json") {
+			if m, err := repository.LoadManifest(context.Background(), store, oi.Key); err == nil {
+				c = m.Cut
+			}
+		}
+		return nil
+	})
+	if c == nil {
+		t.Fatal("no progress.json with a cut")
+	}
+	return c
 }
 
 func segmentsInProgress(t *testing.T, store storage.Backend) int {

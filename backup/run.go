@@ -68,6 +68,10 @@ type runner struct {
 	brokers map[int32]string // node id -> host:port, from the latest metadata
 }
 
+// cutHook, when set by a test (SetCutHook), is called at each step of
+// taking the cut.
+var cutHook func(step string)
+
 type work struct {
 	topic     string
 	partition int32
@@ -99,6 +103,12 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	if o.ToolVersion == "" {
 		o.ToolVersion = DefaultToolVersion
+	}
+	if o.CutAttempts <= 0 {
+		o.CutAttempts = DefaultCutAttempts
+	}
+	if o.CutTimeout <= 0 {
+		o.CutTimeout = DefaultCutTimeout
 	}
 	log := o.Logger
 	if log == nil {
@@ -352,52 +362,16 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 		r.setBrokers(bm.Brokers)
 	}
 
-	// 1. The group's committed offsets, before any end offset.
+	// The cut: the group's committed offsets and every partition's ends,
+	// proven consistent with the application's transactions (cut.go).
+	var readGroup func(context.Context) (*format.Group, error)
 	if o.ApplicationID != "" {
-		g := &format.Group{GroupID: o.ApplicationID, ReadAt: time.Now().UTC(), Offsets: []format.GroupOffset{}}
-		if lg, ok := groups[o.ApplicationID]; ok {
-			g.State, g.Type, g.Protocol = lg.State, lg.GroupType, lg.ProtocolType
+		readGroup = func(ctx context.Context) (*format.Group, error) {
+			return r.readGroup(ctx, groups, classifier)
 		}
-		var offs kadm.OffsetResponses
-		err := retrying(ctx, o.RetryTimeout, func() (err error) {
-			// COORDINATOR_NOT_AVAILABLE while a fresh cluster creates
-			// __consumer_offsets, COORDINATOR_LOAD_IN_PROGRESS while a
-			// new coordinator loads it: retried.
-			offs, err = r.adm.FetchOffsets(ctx, o.ApplicationID)
-			if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-				return fmt.Errorf("read committed offsets of group %q (the application.id): %w", o.ApplicationID, err)
-			}
-			for topic, ps := range offs {
-				for p, or := range ps {
-					if or.Err != nil {
-						return fmt.Errorf("committed offset of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
-					}
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		for topic, ps := range offs {
-			class, _, _ := classifier.Classify(topic)
-			for p, or := range ps {
-				if or.At < 0 {
-					continue
-				}
-				g.Offsets = append(g.Offsets, format.GroupOffset{Topic: topic, Partition: p, Offset: or.At,
-					LeaderEpoch: or.LeaderEpoch, Metadata: or.Metadata, Class: string(class)})
-			}
-		}
-		if len(g.Offsets) == 0 {
-			r.warn(fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
-		}
-		m.Group = g
 	}
-
-	// 2. Start, end (last stable offset) and high watermark of every
-	// selected partition, and of the internal topics whose tails are in
-	// flight, in the same round.
+	// The cut also covers the internal topics whose tails are in flight
+	// (the application's repartition and foreign-key topics).
 	inflight := inFlightTopics(decisions, o.ApplicationID)
 	topics := make([]string, 0, len(selected)+len(inflight))
 	for _, d := range selected {
@@ -406,32 +380,19 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	for _, d := range inflight {
 		topics = append(topics, d.Topic)
 	}
-	listOffsets := func(what string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
-		var l kadm.ListedOffsets
-		err := retrying(ctx, o.RetryTimeout, func() (err error) {
-			if l, err = list(ctx, topics...); err == nil {
-				err = l.Error()
-			}
-			if err != nil {
-				return fmt.Errorf("list %s: %w", what, err)
-			}
-			return nil
-		})
-		return l, err
+	for _, t := range topics {
+		r.setMeta(details[t]) // the cut reads some partitions from their leaders
 	}
-	starts, err := listOffsets("log start offsets", r.adm.ListStartOffsets)
+	cut, err := r.takeCut(ctx, topics, readGroup)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := listOffsets("last stable offsets", r.adm.ListCommittedOffsets)
-	if err != nil {
-		return nil, err
+	m.Group, m.Cut = cut.group, &cut.proof
+	if m.Group != nil && len(m.Group.Offsets) == 0 {
+		r.warn(fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
 	}
-	hws, err := listOffsets("high watermarks", r.adm.ListEndOffsets)
-	if err != nil {
-		return nil, err
-	}
-	m.CutAt = time.Now().UTC()
+	starts, ends, hws := cut.starts, cut.ends, cut.hws
+	m.CutAt = cut.at
 
 	parentTopics := map[string]*format.Topic{}
 	if parent != nil {
@@ -485,6 +446,49 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	todo = append(todo, r.inFlightCut(inflight, details, configs, starts, ends, hws)...)
 	r.bindWork(todo)
 	return todo, nil
+}
+
+// readGroup reads the committed offsets of the application.id group, each
+// classified (repartition offsets cannot be restored); groups are the
+// cluster's listed groups, for the group's state and type.
+func (r *runner) readGroup(ctx context.Context, groups kadm.ListedGroups, classifier topicfilter.Classifier) (*format.Group, error) {
+	o := r.o
+	g := &format.Group{GroupID: o.ApplicationID, ReadAt: time.Now().UTC(), Offsets: []format.GroupOffset{}}
+	if lg, ok := groups[o.ApplicationID]; ok {
+		g.State, g.Type, g.Protocol = lg.State, lg.GroupType, lg.ProtocolType
+	}
+	var offs kadm.OffsetResponses
+	err := retrying(ctx, o.RetryTimeout, func() (err error) {
+		// COORDINATOR_NOT_AVAILABLE while a fresh cluster creates
+		// __consumer_offsets, COORDINATOR_LOAD_IN_PROGRESS while a
+		// new coordinator loads it: retried.
+		offs, err = r.adm.FetchOffsets(ctx, o.ApplicationID)
+		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			return fmt.Errorf("read committed offsets of group %q (the application.id): %w", o.ApplicationID, err)
+		}
+		for topic, ps := range offs {
+			for p, or := range ps {
+				if or.Err != nil {
+					return fmt.Errorf("committed offset of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for topic, ps := range offs {
+		class, _, _ := classifier.Classify(topic)
+		for p, or := range ps {
+			if or.At < 0 {
+				continue
+			}
+			g.Offsets = append(g.Offsets, format.GroupOffset{Topic: topic, Partition: p, Offset: or.At,
+				LeaderEpoch: or.LeaderEpoch, Metadata: or.Metadata, Class: string(class)})
+		}
+	}
+	return g, nil
 }
 
 // topicOf is the manifest entry of topic d (partitions, replication

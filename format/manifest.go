@@ -39,6 +39,7 @@ type Manifest struct {
 	FinishedAt      time.Time  `json:"finished_at,omitzero"`
 	Selection       *Selection `json:"selection,omitempty"`
 	Group           *Group     `json:"group,omitempty"`
+	Cut             *Cut       `json:"cut,omitempty"` // how the cut was proven; absent before format Changes "cut"
 	Topics          []Topic    `json:"topics"`
 	// InFlight are the tails of the application's repartition and
 	// foreign-key subscription topics (topicfilter.Repartition): records
@@ -94,6 +95,35 @@ func (s *Selection) Equal(o *Selection) bool {
 	return eq(s.Include, o.Include) && eq(s.Exclude, o.Exclude) &&
 		eq(s.SourceChangelogTopics, o.SourceChangelogTopics) && s.AllowMissing == o.AllowMissing
 }
+
+// Cut records how the backup's cut (the group's committed offsets and every
+// partition's last stable offset) was taken and whether it was proven to
+// hold each committed transaction of the application wholly or not at all
+// (docs/DESIGN.md invariant 1). A resumed run keeps the cut of its first run.
+type Cut struct {
+	// Method is how the cut was taken: CutMethodOffsetsEndsOffsets (group
+	// offsets, settle, ends, settle, group offsets again) or CutMethodEnds
+	// (no application.id: ends only).
+	Method string `json:"method"`
+	// Proven is true when the last attempt proved the cut consistent.
+	Proven bool `json:"proven"`
+	// Attempts is how many times the protocol ran (at least 1).
+	Attempts int `json:"attempts"`
+	// TransactionsWaited counts the transactions, over all attempts, that
+	// were in PrepareCommit when listed and were waited for until their
+	// commit markers were written.
+	TransactionsWaited int `json:"transactions_waited"`
+	// DurationMillis is how long taking the cut took, in milliseconds.
+	DurationMillis int64 `json:"duration_ms"`
+	// Reason says why the cut is not proven; "" when Proven.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Cut methods (Cut.Method).
+const (
+	CutMethodOffsetsEndsOffsets = "offsets-ends-offsets"
+	CutMethodEnds               = "ends"
+)
 
 // Group is the application.id consumer group as read at the start of the run,
 // before any end offset was captured (docs/DOMAIN.md#consistent-cut).

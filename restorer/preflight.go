@@ -490,7 +490,8 @@ func offsetWarnings(plan *Plan, jour *journal) []string {
 
 // strategyWarnings say what the plan's strategy and cut mean for the
 // application: a --to-time before every record, the rebuild strategy's
-// duplicated outputs, the changelog strategy without changelogs.
+// duplicated outputs, the changelog strategy without changelogs or from a
+// cut not proven consistent (format.Cut; docs/DESIGN.md invariant 1).
 func strategyWarnings(plan *Plan, sel *selection, o *Options) []string {
 	var ws []string
 	var planned, backedUp int64
@@ -518,6 +519,10 @@ func strategyWarnings(plan *Plan, sel *selection, o *Options) []string {
 	}
 	if hasChangelog && !restoredChangelog {
 		ws = append(ws, "the changelog strategy without any of the application's changelogs: input offsets are restored past records whose state is not; use --strategy rebuild, or include the changelogs")
+	}
+	if c := sel.m.Cut; c != nil && !c.Proven && c.Method != format.CutMethodEnds {
+		ws = append(ws, fmt.Sprintf("backup %s's cut is not proven consistent with the application's transactions (%s): the restored offsets and changelogs may disagree (input processed again, or state missing); a later backup of the running application may be proven, or use --strategy rebuild",
+			sel.m.BackupID, c.Reason))
 	}
 	return ws
 }
