@@ -174,6 +174,9 @@ func drillExactlyOnce(t *testing.T, store storage.Backend, proto string, seed ui
 			t.Logf("backup %s: cut %s", r.BackupID, eosCut(bm.Cut))
 		}
 		m = backupcheck.Latest(t, store, results[len(results)-1].BackupID)
+		if m.Group == nil || m.Group.Type != proto {
+			t.Errorf("the latest backup's group %+v, want type %q (group.protocol=%s)", m.Group, proto, proto)
+		}
 		if m.Cut == nil || !m.Cut.Proven {
 			t.Errorf("the latest backup's cut %s, want proven consistent with the app's transactions (docs/DESIGN.md invariant 1)", eosCut(m.Cut))
 		}

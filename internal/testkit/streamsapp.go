@@ -261,7 +261,9 @@ func (a *StreamsApp) Stop(t testing.TB) {
 
 // Kill kills the app's JVM with SIGKILL, as a crash would, and waits for it:
 // no close, the member stays in its group until its session times out
-// (10 s), an open transaction is left to time out.
+// (10 s, the app's consumer session.timeout.ms; in a streams group,
+// group.protocol=streams, the broker's group.streams.session.timeout.ms,
+// 45 s by default), an open transaction is left to time out.
 func (a *StreamsApp) Kill(t testing.TB) {
 	t.Helper()
 	select {
