@@ -543,3 +543,96 @@ func TestCutOfARunningStreamsApp(t *testing.T) {
 		t.Errorf("none of %d cuts of the running application was proven", backups)
 	}
 }
+
+// TestCutWaitsForCommitMarkersOfOffsetsItRead is race (a) of issue 11,
+// made deterministic: the group's committed offsets already count a
+// transaction whose commit marker on the changelog partition is not yet
+// written (the coordinator writes the markers of a commit in parallel,
+// __consumer_offsets first here), so the changelog's last stable offset
+// is still at the transaction's first record. A cut of those offsets and
+// that end loses the transaction's state updates. kfake completes
+// transactions at once; its control hooks make the coordinator's
+// PrepareCommit visible (ListTransactions, DescribeTransactions) and keep
+// the changelog's last stable offset below the transaction until the
+// transaction has been described as in PrepareCommit twice, the markers
+// then written. The cut must wait for them before it reads the ends.
+func TestCutWaitsForCommitMarkersOfOffsetsItRead(t *testing.T) {
+	kf := testkit.StartKfake(t, 1, kfake.SeedTopics(1, cutChangelog, cutInput))
+	adm := testkit.Admin(t, kf.Addrs())
+	td, err := adm.ListTopics(t.Context(), cutInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newTxnWriter(t, kf.Addrs(), 0)
+	w.inputID = td[cutInput].ID
+	for range 2 {
+		if err := w.commit(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The second transaction's records start at txnRecords+1: without its
+	// marker the last stable offset stays there.
+	const staleLSO = txnRecords + 1
+	var mu sync.Mutex
+	prepared, markersWritten := 0, false
+	kf.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		req := kreq.(*kmsg.ListOffsetsRequest)
+		mu.Lock()
+		written := markersWritten
+		mu.Unlock()
+		if written || req.IsolationLevel != 1 {
+			return nil, nil, false
+		}
+		resp := kreq.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.Offset, sp.Timestamp, sp.LeaderEpoch = rp.Partition, staleLSO, -1, 0
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	kf.ControlKey(int16(kmsg.ListTransactions), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		resp := kreq.ResponseKind().(*kmsg.ListTransactionsResponse)
+		mu.Lock()
+		defer mu.Unlock()
+		if !markersWritten {
+			st := kmsg.NewListTransactionsResponseTransactionState()
+			st.TransactionalID, st.ProducerID, st.TransactionState = w.txnID, 7, "PrepareCommit"
+			resp.TransactionStates = append(resp.TransactionStates, st)
+		}
+		return resp, nil, true
+	})
+	kf.ControlKey(int16(kmsg.DescribeTransactions), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		resp := kreq.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+		mu.Lock()
+		defer mu.Unlock()
+		state := "PrepareCommit"
+		if prepared++; prepared > 2 {
+			state, markersWritten = "CompleteCommit", true
+		}
+		for _, id := range kreq.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
+			st := kmsg.NewDescribeTransactionsResponseTransactionState()
+			st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp, st.State = id, 7, 0, 1000, state
+			resp.TransactionStates = append(resp.TransactionStates, st)
+		}
+		return resp, nil, true
+	})
+	store, _ := storage.NewFilesystem(t.TempDir())
+	res, err := backup.Run(t.Context(), cutOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := backupcheck.Latest(t, store, res.BackupID)
+	checkCutConsistent(t, m, 1)
+	if m.Cut == nil || !m.Cut.Proven || m.Cut.TransactionsWaited != 1 {
+		t.Errorf("cut %+v; want proven after waiting for 1 transaction in PrepareCommit", m.Cut)
+	}
+}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -163,5 +165,61 @@ func TestBackupCapturesInFlightTailsOnKafka(t *testing.T) {
 		if o.Topic == inflightTopic && o.EndOffset != tail.PartitionCuts[o.Partition].EndOffset {
 			t.Errorf("group offset %+v: end_offset is not the tail's end %d", o, tail.PartitionCuts[o.Partition].EndOffset)
 		}
+	}
+}
+
+// TestUncapturedInFlightTailIsWarned: a tail the broker keeps answering
+// with no records (until retry_timeout) is not captured: the backup warns
+// that a changelog restore cannot bring those records back (tails are not
+// chained, so no later backup reads them; the HW-based count said nothing
+// of this), ends the tail where reading stopped and reports it unread.
+func TestUncapturedInFlightTailIsWarned(t *testing.T) {
+	const app = "tails-app"
+	const rep = app + "-KSTREAM-REPARTITION-0000000001-repartition"
+	kf := testkit.StartKfake(t, 1)
+	adm := testkit.Admin(t, kf.Addrs())
+	for _, topic := range []string{"tails-input", rep} {
+		if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := manualClient(t, kf.Addrs())
+	produce(t, cl, "tails-input", 0, 0, 3)
+	produce(t, cl, rep, 0, 0, 10)
+	ds, err := adm.ListTopics(t.Context(), rep)
+	if err != nil || ds[rep].Err != nil {
+		t.Fatal(err, ds[rep].Err)
+	}
+	repID := ds[rep].ID
+	kf.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		for _, rt := range req.Topics {
+			if rt.Topic == rep || rt.TopicID == repID {
+				return emptyFetch(req, 10), nil, true
+			}
+		}
+		return nil, nil, false
+	})
+	store, _ := storage.NewFilesystem(t.TempDir())
+	res, err := backup.Run(t.Context(), backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(kf.Addrs()...)}, Store: store,
+		ApplicationID: app, Include: []string{"tails-input"}, RetryTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := false
+	for _, w := range res.Warnings {
+		warned = warned || strings.Contains(w, fmt.Sprintf("in-flight tail of topic %q partition 0: offsets 0..9 could not be captured", rep)) &&
+			strings.Contains(w, "a changelog restore of this backup cannot bring those records back")
+	}
+	if !warned {
+		t.Errorf("warnings %q do not say the tail could not be captured", res.Warnings)
+	}
+	if len(res.Unread) != 1 || res.Unread[0].Topic != rep || res.InFlightRecords != 0 {
+		t.Errorf("unread %+v, %d records in flight; want the tail unread and none held", res.Unread, res.InFlightRecords)
+	}
+	tail := backupcheck.InFlight(backupcheck.Latest(t, store, res.BackupID), rep)
+	if tail == nil || tail.PartitionCuts[0].Unread == nil || tail.PartitionCuts[0].EndOffset != 0 {
+		t.Errorf("in-flight tail %+v: want it ended at 0 with the range unread", tail)
 	}
 }

@@ -1,44 +1,53 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
-	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // TestRestoreInFlightThroughTheCLI: the sample's backup holds 8 records in
 // flight in its repartition and FK subscription topics
-// (docs/DOMAIN.md#in-flight). The dry run shows them and that they will
+// (docs/DOMAIN.md#in-flight), and says so (text and --json). The dry run shows them and that they will
 // be restored; restore --skip-in-flight leaves them out, counts the loss
 // exactly (per topic and in total) in the report and its warnings, and
 // exits 3 (partial) with the way to bring them back; a restore without it
 // brings them back and exits 0.
 func TestRestoreInFlightThroughTheCLI(t *testing.T) {
 	dir := t.TempDir()
-	store, err := storage.NewFilesystem(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	src := testkit.StartKfake(t, 3)
 	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backup.Run(t.Context(), backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(src.Addrs()...)}, Store: store,
-		ApplicationID: sample.AppID, SourceChangelogTopics: sample.SourceChangelogs, Include: sample.Include}); err != nil {
-		t.Fatal(err)
+	backupCfg := writeFile(t, "backup.yaml", fmt.Sprintf(`application_id: order-processor
+source_changelog_topics: [customers]
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [orders, customers, customer-totals, payments, audit-log, "order-processor-*"]
+storage:
+  backend: filesystem
+  path: %s
+`, strings.Join(src.Addrs(), ", "), dir))
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", backupCfg)
+	if code != exitOK || !strings.Contains(stdout, "in flight    8 records held in the tails of 2 repartition topics (a changelog restore brings them back)") {
+		t.Fatalf("backup: exit %d, want 0 saying it holds the 8 records in flight\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "backup", "-c", backupCfg, "--json")
+	var res backupJSON
+	if err := json.Unmarshal([]byte(stdout), &res); code != exitOK || err != nil || res.InFlightRecords != 8 || len(res.InFlight) != 2 {
+		t.Fatalf("backup --json: exit %d (%v), in flight %d records in %+v; want 8 in 2 topics\n%s\n%s", code, err, res.InFlightRecords, res.InFlight, stdout, stderr)
 	}
 
 	skipped := testkit.StartKfake(t, 3)
 	cfg := restoreConfig(t, skipped.Addrs(), dir)
-	code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--dry-run")
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--dry-run")
 	if code != exitOK || !strings.Contains(stdout, "in flight    8 records in 2 repartition topics: will be restored") ||
 		!regexp.MustCompile(regexp.QuoteMeta(sample.Repartition)+`\s+repartition \(in-flight tail\)\s+create\s+3\s`).MatchString(stdout) {
 		t.Fatalf("restore --dry-run: exit %d, want 0 showing the 8 records in flight to restore\n%s\n%s", code, stdout, stderr)
