@@ -58,8 +58,9 @@ const (
 // group offsets' end_offset - offset on the repartition topics, and its
 // in-flight tails once the backup captures them) and independently from
 // the source cluster's internal topics (records read read_committed from
-// the group's committed offset to the cut's end, before the source is
-// destroyed); and the lost and doubled events of drill-counts.
+// the group's committed offset to the cut's end, after the kill and before
+// the source is destroyed: at least the tail's, which holds only the
+// transactions committed at the cut); and the lost and doubled events of drill-counts.
 //
 // Observed on the code before the in-flight tails (main at 7f3df37, Kafka
 // 4.4.0, this test as committed first, on a shared 2-core machine): every
@@ -96,7 +97,7 @@ func TestDrillExactlyOnce(t *testing.T) {
 type eosInFlight struct {
 	topic              string
 	committed, cut     int64 // summed over the partitions
-	records            int   // read read_committed in [committed, cut) on the source
+	records            int   // read read_committed in [committed, cut) on the source after the kill
 	manifestTailRecord int64 // in the manifest's in-flight tails; -1 when it has none
 }
 
@@ -231,8 +232,12 @@ func drillExactlyOnce(t *testing.T, store storage.Backend, proto string, seed ui
 		if strings.HasSuffix(f.topic, "-by-category-repartition") && f.records == 0 {
 			t.Errorf("%s: no record in flight at the cut, want the slow downstream sub-topology's lag (else this run tests nothing)", f.topic)
 		}
-		if f.manifestTailRecord >= 0 && f.manifestTailRecord != int64(f.records) {
-			t.Errorf("%s: the backup's in-flight tail holds %d records, the source %d committed records from the group's offset to the cut", f.topic, f.manifestTailRecord, f.records)
+		// The tail holds the transactions committed at the cut; the source,
+		// read after the kill, also those open at the cut that committed
+		// before the kill (their input is above the cut's group offsets and
+		// is processed again on the target).
+		if f.manifestTailRecord > int64(f.records) {
+			t.Errorf("%s: the backup's in-flight tail holds %d records, more than the %d the source committed from the group's offset to the cut's end", f.topic, f.manifestTailRecord, f.records)
 		}
 		flight = append(flight, fmt.Sprintf("%s: committed %d, cut %d, %d records read on the source, in the manifest's tails %s",
 			strings.TrimPrefix(f.topic, drillApp+"-"), f.committed, f.cut, f.records, tail))
