@@ -149,7 +149,7 @@ func (d *drill) record(ctx context.Context) {
 		if !reached {
 			return nil
 		}
-		s := v.Seconds()
+		s := time.Duration(v).Round(time.Millisecond).Seconds() // as the JSON report writes it
 		return &s
 	}
 	fr.RTODataRestored = seconds(d.rep.RTODataRestoredReached(), d.rep.RTODataRestored)
