@@ -32,10 +32,10 @@ type drillOptions struct {
 	TargetBootstrap   []string                 // --target-bootstrap-servers
 	Retention         restorer.RetentionChoice // --retention, as for restore
 	JSON              bool
-	JUnit             string // --junit FILE
-	NoDeep            bool   // verify the repository by size and SHA-256 only
-	Embedded          bool   // drill on in-process source and target clusters
-	Out               string // repository directory of --embedded; "" for a new temporary directory
+	JUnit             string        // --junit FILE
+	NoDeep            bool          // verify the repository by size and SHA-256 only
+	Embedded          bool          // drill on in-process source and target clusters
+	Out               string        // repository directory of --embedded; "" for a new temporary directory
 	AppCommand        string        // --app-command; "" falls back to drill.app.command
 	AppTimeout        time.Duration // --app-timeout; 0 falls back to drill.app.timeout
 
