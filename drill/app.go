@@ -333,6 +333,9 @@ func readGroup(ctx context.Context, cl *kgo.Client, groupID string, topics []str
 	switch {
 	case !v.running:
 		v.notCaught = "not running: " + v.notRunning
+	case v.partitions == 0:
+		// Nothing to compare: lag zero would be no evidence.
+		v.notCaught = "the group has no committed offsets, and the restore committed none"
 	case v.lag > 0:
 		slices.Sort(behind)
 		v.notCaught = fmt.Sprintf("lag %d (%s)", v.lag, firstFew(behind, 3))

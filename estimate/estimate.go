@@ -5,15 +5,20 @@
 // cluster is reachable, the current log sizes of the input topics a rebuild
 // must reprocess), and projects the restore time from the throughput this
 // repository's own past restores measured (their reports), or a stated
-// default.
+// default. The restore is a small part of a recovery: the full recovery,
+// to the application caught up, is projected from the drills of the
+// application that started it (drill --app-command; their reports in
+// drills/), scaled to the backup; without such a drill it is uncalibrated.
 package estimate
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
@@ -51,6 +56,48 @@ type Strategy struct {
 	// it has caught up, which the tool cannot time.
 	Reprocess string `json:"reprocess"`
 	Note      string `json:"note,omitempty"`
+	// Recovery is the projected time from the loss of the source to the
+	// application caught up, calibrated by drills; nil for standby.
+	Recovery *Recovery `json:"recovery,omitempty"`
+}
+
+// Recovery is the projection of one strategy's full recovery from the
+// drills that measured it (format.DrillReport): the drill's restore rate,
+// the application's start, and the application's own work (state
+// rehydration from the changelogs, or reprocessing of the input), each
+// scaled to this backup:
+//
+//	seconds = Records / RestoreRecordsPerSecond + AppStartSeconds + AppRecords / AppRecordsPerSecond
+//
+// The restore part is what the drill did before it started the
+// application (its plan, verification of the backup, restore and
+// verification of the target), measured from the loss to the data
+// restored (rto_data_restored). Calibrated is false when no drill of this
+// application with this strategy reached the application caught up:
+// Seconds is then nil and only the tool's RestoreSeconds is known.
+type Recovery struct {
+	Calibrated bool `json:"calibrated"`
+	// Seconds is the projected recovery time to the application caught
+	// up; nil when not calibrated.
+	Seconds *float64 `json:"seconds"`
+	// Drills are the ids of the drills it is calibrated by, newest first.
+	Drills []string `json:"drills,omitempty"`
+	// RestoreRecordsPerSecond is the records restored per second of
+	// rto_data_restored, over those drills.
+	RestoreRecordsPerSecond float64 `json:"restore_records_per_second,omitempty"`
+	// AppStartSeconds is the mean time from the data restored to the
+	// application running (its start and the group's first assignment).
+	AppStartSeconds float64 `json:"app_start_seconds,omitempty"`
+	// AppRecords is what the application must work through in this
+	// backup: the changelog records (changelog strategy: it restores its
+	// stores from them) or the other records restored (rebuild: it
+	// reprocesses the input), and AppRecordsPerSecond the rate the drills
+	// measured, from running to caught up; 0 when the drills measured no
+	// time for it (the work is then taken as none).
+	AppRecords          int64   `json:"app_records"`
+	AppRecordsPerSecond float64 `json:"app_records_per_second,omitempty"`
+	// Note says how it was calibrated, or why not.
+	Note string `json:"note"`
 }
 
 // Estimate is the answer for one backup.
@@ -59,6 +106,9 @@ type Estimate struct {
 	CutAt      time.Time  `json:"cut_at"`
 	Throughput Throughput `json:"throughput"`
 	Strategies []Strategy `json:"strategies"`
+	// UnreadableDrills names the drill reports that were skipped because
+	// they do not decode, each as "<key>: <error>", newest first.
+	UnreadableDrills []string `json:"unreadable_drills,omitempty"`
 }
 
 // Options says what to estimate.
@@ -70,7 +120,8 @@ type Options struct {
 	// rebuild reprocesses those, which can exceed what the backup holds.
 	InputLogRecords func(topic string) (int64, bool)
 	// MaxReports bounds how many of the latest restore reports the
-	// throughput is measured from; default 5.
+	// throughput is measured from, and how many of the latest drills of
+	// each strategy a recovery is calibrated by; default 5.
 	MaxReports int
 }
 
@@ -109,6 +160,14 @@ func Run(ctx context.Context, o Options) (*Estimate, error) {
 			rebuild.RawBytes += raw
 		}
 	}
+	var changelogRecords int64
+	for _, t := range m.Topics {
+		if t.Class == string(topicfilter.Changelog) {
+			for _, p := range t.PartitionCuts {
+				changelogRecords += p.Records
+			}
+		}
+	}
 	var reprocess int64
 	for _, name := range rebuild.Topics {
 		if o.InputLogRecords != nil {
@@ -122,6 +181,13 @@ func Run(ctx context.Context, o Options) (*Estimate, error) {
 	}
 	changelog.RestoreSeconds = float64(changelog.Records) / tp.RecordsPerSecond
 	rebuild.RestoreSeconds = float64(rebuild.Records) / tp.RecordsPerSecond
+	drills, unreadable, err := loadDrills(ctx, o.Store, m.ApplicationID)
+	if err != nil {
+		return nil, err
+	}
+	e.UnreadableDrills = unreadable
+	changelog.Recovery = calibrate(drills, format.StrategyChangelog, changelog.Records, changelogRecords, o.MaxReports)
+	rebuild.Recovery = calibrate(drills, format.StrategyRebuild, rebuild.Records, rebuild.Records, o.MaxReports)
 	standby := Strategy{Name: "standby", Reprocess: "none", Note: "num.standby.replicas > 0 keeps a warm copy of each task on another instance: near-instant failover, but it does not survive the loss of the cluster or region (standbys read the same cluster)"}
 	e.Strategies = []Strategy{changelog, rebuild, standby}
 	return e, nil
@@ -165,3 +231,81 @@ func measure(ctx context.Context, store storage.Backend, max int) (Throughput, e
 	tp.Unreadable = unreadable
 	return tp, nil
 }
+
+// loadDrills reads the drill reports of application app, newest first. A
+// report that does not decode is skipped and named in unreadable; any
+// other error (the storage failed) is returned.
+func loadDrills(ctx context.Context, store storage.Backend, app string) (drills []*format.DrillReport, unreadable []string, err error) {
+	ids, err := repository.DrillReportIDs(ctx, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, id := range ids {
+		d, err := repository.LoadDrillReport(ctx, store, id)
+		if errors.Is(err, repository.ErrUnreadableDrillReport) && !storage.IsTransient(err) {
+			unreadable = append(unreadable, err.Error())
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if d.ApplicationID == app {
+			drills = append(drills, d)
+		}
+	}
+	return drills, unreadable, nil
+}
+
+// calibrate projects the recovery of strategy for a backup whose restore
+// moves records and whose application then works through appRecords, from
+// the newest max drills of that strategy that reached the application
+// caught up.
+func calibrate(drills []*format.DrillReport, strategy format.Strategy, records, appRecords int64, max int) *Recovery {
+	r := &Recovery{AppRecords: appRecords}
+	var restored, work int64
+	var dataSec, startSec, workSec float64
+	for _, d := range drills {
+		if len(r.Drills) == max {
+			break
+		}
+		if d.Strategy != strategy || d.RTODataRestored == nil || d.RTOAppRunning == nil || d.RTOAppCaughtUp == nil || *d.RTODataRestored <= 0 {
+			continue
+		}
+		r.Drills = append(r.Drills, d.DrillID)
+		restored += d.RecordsRestored
+		dataSec += *d.RTODataRestored
+		startSec += max0(*d.RTOAppRunning - *d.RTODataRestored)
+		workSec += max0(*d.RTOAppCaughtUp - *d.RTOAppRunning)
+		if strategy == format.StrategyChangelog {
+			work += d.ChangelogRecords
+		} else {
+			work += d.RecordsRestored
+		}
+	}
+	if len(r.Drills) == 0 {
+		r.Note = fmt.Sprintf("uncalibrated: no drill of this application with the %s strategy reached the application caught up; the restore time is the tool's alone, which is only part of a recovery: run kafkastreams-dr drill --strategy %s --app-command COMMAND to measure it", strategy, strategy)
+		return r
+	}
+	r.Calibrated = true
+	r.RestoreRecordsPerSecond = float64(restored) / dataSec
+	r.AppStartSeconds = startSec / float64(len(r.Drills))
+	seconds := float64(records)/r.RestoreRecordsPerSecond + r.AppStartSeconds
+	if workSec > 0 && work > 0 {
+		r.AppRecordsPerSecond = float64(work) / workSec
+		seconds += float64(appRecords) / r.AppRecordsPerSecond
+	} else if workSec > 0 {
+		seconds += workSec / float64(len(r.Drills)) // the drills had nothing to scale by
+	}
+	r.Seconds = &seconds
+	what := "state rehydration of the changelog records"
+	if strategy == format.StrategyRebuild {
+		what = "reprocessing of the restored records"
+	}
+	r.Note = fmt.Sprintf("calibrated by %d drill(s) of this application with the %s strategy: restore %.0f records/s, application start %.1fs, %s", len(r.Drills), strategy, r.RestoreRecordsPerSecond, r.AppStartSeconds, what)
+	if r.AppRecordsPerSecond > 0 {
+		r.Note += fmt.Sprintf(" %.0f records/s", r.AppRecordsPerSecond)
+	}
+	return r
+}
+
+func max0(f float64) float64 { return math.Max(0, f) }
