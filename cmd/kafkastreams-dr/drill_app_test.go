@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/estimate"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
@@ -188,6 +190,31 @@ func TestDrillAppCommand(t *testing.T) {
 	}
 	if pid := pidIn(t, pidFile); !gone(pid) {
 		t.Errorf("the application (pid %d) still runs after the drill", pid)
+	}
+
+	// estimate is calibrated by the drill: its changelog recovery is
+	// within the tolerance of the drill's rto_app_caught_up; rebuild,
+	// which no drill measured, is uncalibrated.
+	code, stdout, stderr = runCLI(t, "estimate", "-c", cfg, "--no-cluster", "--json")
+	var e estimate.Estimate
+	if err := json.Unmarshal([]byte(stdout), &e); code != exitOK || err != nil {
+		t.Fatalf("estimate --json: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	for _, st := range e.Strategies {
+		switch {
+		case st.Name == "changelog" && (st.Recovery == nil || st.Recovery.Seconds == nil || len(st.Recovery.Drills) != 1):
+			t.Errorf("changelog recovery %+v, want calibrated by the drill", st.Recovery)
+		case st.Name == "changelog":
+			if ratio := *st.Recovery.Seconds / *d.RTOAppCaughtUp; ratio > calibrationTolerance || ratio < 1/calibrationTolerance {
+				t.Errorf("estimate projects %.3fs, the drill measured %.3fs", *st.Recovery.Seconds, *d.RTOAppCaughtUp)
+			}
+		case st.Name == "rebuild" && (st.Recovery == nil || st.Recovery.Calibrated || st.Recovery.Seconds != nil):
+			t.Errorf("rebuild recovery %+v, want uncalibrated", st.Recovery)
+		}
+	}
+	code, stdout, _ = runCLI(t, "estimate", "-c", cfg, "--no-cluster")
+	if code != exitOK || !strings.Contains(stdout, "recovery to the application caught up") || !regexp.MustCompile(`(?m)^  rebuild +uncalibrated`).MatchString(stdout) {
+		t.Errorf("estimate's text: exit %d\n%s", code, stdout)
 	}
 
 	t.Run("text report", func(t *testing.T) {
