@@ -155,6 +155,9 @@ func (d *drill) record(ctx context.Context) {
 	fr.RTODataRestored = seconds(d.rep.RTODataRestoredReached(), d.rep.RTODataRestored)
 	fr.RTOAppRunning = seconds(d.rep.RTOAppRunningReached(), d.rep.RTOAppRunning)
 	fr.RTOAppCaughtUp = seconds(d.rep.RTOAppCaughtUpReached(), d.rep.RTOAppCaughtUp)
+	if d.rep.App != nil {
+		fr.GroupType = d.rep.App.GroupType
+	}
 	if d.restored != nil {
 		for _, pr := range d.restored.Partitions {
 			if pr.Class == string(topicfilter.Changelog) {

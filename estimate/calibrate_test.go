@@ -27,8 +27,8 @@ func secs(f float64) *float64 { return &f }
 // with drills of the application it is the drills' restore rate, start
 // and rehydration (changelog) or reprocessing (rebuild) rate scaled to the
 // backup; drills of another application, that did not reach caught up, or
-// of the other strategy are not used; an unreadable drill report is
-// skipped and named.
+// of the other strategy, and older drills of another group type than the
+// newest's are not used; an unreadable drill report is skipped and named.
 func TestEstimateCalibratedByDrills(t *testing.T) {
 	src := testkit.StartKfake(t, 1)
 	ctx := context.Background()
@@ -86,7 +86,10 @@ func TestEstimateCalibratedByDrills(t *testing.T) {
 		// 2s (400/s), running 3s later, 400 changelog records rehydrated
 		// in 4s (100/s).
 		{DrillID: id(1), ApplicationID: "cal-app", Strategy: format.StrategyChangelog, RTODataRestored: secs(2), RTOAppRunning: secs(5), RTOAppCaughtUp: secs(9),
-			RecordsRestored: 800, ChangelogRecords: 400, InputRecords: 400},
+			RecordsRestored: 800, ChangelogRecords: 400, InputRecords: 400, GroupType: "streams"},
+		// Not used: older, and of another group type than the newest.
+		{DrillID: id(0), ApplicationID: "cal-app", Strategy: format.StrategyChangelog, RTODataRestored: secs(1), RTOAppRunning: secs(1.5), RTOAppCaughtUp: secs(2),
+			RecordsRestored: 800, ChangelogRecords: 400, InputRecords: 400, GroupType: "classic"},
 		// Not used: another application, a drill that did not get to
 		// caught up.
 		{DrillID: id(2), ApplicationID: "other-app", Strategy: format.StrategyChangelog, RTODataRestored: secs(1), RTOAppRunning: secs(1.5), RTOAppCaughtUp: secs(2), RecordsRestored: 800, ChangelogRecords: 400},
@@ -107,7 +110,7 @@ func TestEstimateCalibratedByDrills(t *testing.T) {
 
 	c, r, e := recovery(t)
 	// changelog: 800 records at 400/s + 3s + 400 changelog records at 100/s.
-	if c == nil || !c.Calibrated || c.Seconds == nil || math.Abs(*c.Seconds-9) > 1e-9 || len(c.Drills) != 1 || c.Drills[0] != id(1) || c.AppRecords != 400 {
+	if c == nil || !c.Calibrated || c.Seconds == nil || math.Abs(*c.Seconds-9) > 1e-9 || len(c.Drills) != 1 || c.Drills[0] != id(1) || c.AppRecords != 400 || c.GroupType != "streams" {
 		t.Errorf("changelog recovery %+v, want 9s calibrated by drill %s", c, id(1))
 	}
 	// rebuild: 400 records at 200/s + 2s + 400 records at 20/s.

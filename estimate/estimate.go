@@ -96,6 +96,9 @@ type Recovery struct {
 	// time for it (the work is then taken as none).
 	AppRecords          int64   `json:"app_records"`
 	AppRecordsPerSecond float64 `json:"app_records_per_second,omitempty"`
+	// GroupType is the group type of the drills used ("classic",
+	// "streams"): those of the newest drill's.
+	GroupType string `json:"group_type,omitempty"`
 	// Note says how it was calibrated, or why not.
 	Note string `json:"note"`
 }
@@ -259,16 +262,24 @@ func loadDrills(ctx context.Context, store storage.Backend, app string) (drills 
 // calibrate projects the recovery of strategy for a backup whose restore
 // moves records and whose application then works through appRecords, from
 // the newest max drills of that strategy that reached the application
-// caught up.
+// caught up with the group type of the newest of them (format.DrillReport
+// GroupType: a classic and a streams group start differently, and the
+// newest drill tells how the application runs now).
 func calibrate(drills []*format.DrillReport, strategy format.Strategy, records, appRecords int64, max int) *Recovery {
 	r := &Recovery{AppRecords: appRecords}
 	var restored, work int64
 	var dataSec, startSec, workSec float64
+	groupType := ""
 	for _, d := range drills {
 		if len(r.Drills) == max {
 			break
 		}
 		if d.Strategy != strategy || d.RTODataRestored == nil || d.RTOAppRunning == nil || d.RTOAppCaughtUp == nil || *d.RTODataRestored <= 0 {
+			continue
+		}
+		if len(r.Drills) == 0 {
+			groupType = d.GroupType
+		} else if d.GroupType != groupType {
 			continue
 		}
 		r.Drills = append(r.Drills, d.DrillID)
@@ -301,7 +312,8 @@ func calibrate(drills []*format.DrillReport, strategy format.Strategy, records, 
 	if strategy == format.StrategyRebuild {
 		what = "reprocessing of the restored records"
 	}
-	r.Note = fmt.Sprintf("calibrated by %d drill(s) of this application with the %s strategy: restore %.0f records/s, application start %.1fs, %s", len(r.Drills), strategy, r.RestoreRecordsPerSecond, r.AppStartSeconds, what)
+	r.GroupType = groupType
+	r.Note = fmt.Sprintf("calibrated by %d drill(s) of this application with the %s strategy (%s group): restore %.0f records/s, application start %.1fs, %s", len(r.Drills), strategy, orUnknown(groupType), r.RestoreRecordsPerSecond, r.AppStartSeconds, what)
 	if r.AppRecordsPerSecond > 0 {
 		r.Note += fmt.Sprintf(" %.0f records/s", r.AppRecordsPerSecond)
 	}
@@ -309,3 +321,10 @@ func calibrate(drills []*format.DrillReport, strategy format.Strategy, records, 
 }
 
 func max0(f float64) float64 { return math.Max(0, f) }
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -42,4 +42,9 @@ type DrillReport struct {
 	RecordsRestored  int64 `json:"records_restored"`
 	ChangelogRecords int64 `json:"changelog_records"`
 	InputRecords     int64 `json:"input_records"`
+	// GroupType is the type of the application's group on the target as
+	// ListGroups told it ("classic", "streams"); "" when the drill did not
+	// start the application. A streams group (KIP-1071) was measured to
+	// take seconds longer to its first stable assignment.
+	GroupType string `json:"group_type,omitempty"`
 }

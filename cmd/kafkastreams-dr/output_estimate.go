@@ -76,7 +76,7 @@ func writeRecovery(w io.Writer, e *estimate.Estimate) {
 		if st.Name == "rebuild" {
 			what = "reprocessing"
 		}
-		fmt.Fprintf(w, "  %-10s %-13s restore %s + application start %s + %s of %d records %s (%s)\n",
-			st.Name, sec(*r.Seconds), sec(restore), sec(r.AppStartSeconds), what, r.AppRecords, sec(work), plural(len(r.Drills), "drill", "drills"))
+		fmt.Fprintf(w, "  %-10s %-13s restore %s + application start %s + %s of %d records %s (%s, %s group)\n",
+			st.Name, sec(*r.Seconds), sec(restore), sec(r.AppStartSeconds), what, r.AppRecords, sec(work), plural(len(r.Drills), "drill", "drills"), orNone(r.GroupType))
 	}
 }
