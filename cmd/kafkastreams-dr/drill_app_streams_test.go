@@ -78,7 +78,7 @@ storage:
 	}{
 		{"changelog", "changelog", nil, "classic"},
 		{"rebuild", "rebuild", nil, "classic"},
-		{"changelog, streams group", "changelog", []testkit.StreamsAppOpt{testkit.StreamsAppProperty("group.protocol", "streams")}, "streams"},
+		{"changelog-streams-group", "changelog", []testkit.StreamsAppOpt{testkit.StreamsAppProperty("group.protocol", "streams")}, "streams"},
 	} {
 		strategy := tt.strategy
 		t.Run(tt.name, func(t *testing.T) {
