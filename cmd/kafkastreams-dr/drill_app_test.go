@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/estimate"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
@@ -340,5 +342,46 @@ func TestDrillInterruptedStopsApp(t *testing.T) {
 	// parent-death signal.
 	if !strings.Contains(stderr.String(), "application stopped") || !strings.Contains(stderr.String(), "SIGTERM") {
 		t.Errorf("the drill did not log stopping the application with SIGTERM:\n%s", stderr.String())
+	}
+}
+
+// TestDrillAppFlags: --app-command and --app-timeout parse, win over
+// drill.app, and bad values are usage errors naming the flag.
+func TestDrillAppFlags(t *testing.T) {
+	g := &globalOptions{}
+	s, _, _ := testStreams()
+	var got *drillOptions
+	cmd := newDrillCmd(g, s, func(_ context.Context, o *drillOptions, _ *iostreams) error { got = o; return nil })
+	parseOnly(t, cmd, "-c", "app.yaml", "--app-command", "exec ./app", "--app-timeout", "90s")
+	if got == nil || got.AppCommand != "exec ./app" || got.AppTimeout != 90*time.Second {
+		t.Fatalf("options = %+v", got)
+	}
+	// The flags win over drill.app; drill.app alone is used as is; no
+	// command at all starts no application.
+	cfgApp := config.DrillApp{Command: "exec ./other", Timeout: time.Minute, StopGrace: 5 * time.Second}
+	if a := drillApp(got, cfgApp, []string{"t:9092"}); a == nil || a.Command != "exec ./app" || a.Timeout != 90*time.Second || a.StopGrace != 5*time.Second || a.BootstrapServers[0] != "t:9092" {
+		t.Errorf("drillApp with flags = %+v", a)
+	}
+	if a := drillApp(&drillOptions{}, cfgApp, nil); a == nil || a.Command != "exec ./other" || a.Timeout != time.Minute {
+		t.Errorf("drillApp from drill.app = %+v", a)
+	}
+	if a := drillApp(&drillOptions{}, config.DrillApp{}, nil); a != nil {
+		t.Errorf("drillApp without a command = %+v, want nil", a)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"empty app command", []string{"-c", "app.yaml", "--app-command", " "}, "--app-command is empty"},
+		{"app timeout zero", []string{"-c", "app.yaml", "--app-command", "x", "--app-timeout", "0s"}, "--app-timeout 0s: want a duration greater than zero"},
+		{"embedded with app command", []string{"--embedded", "--app-command", "x"}, "--app-command does not go with --embedded"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append([]string{"drill"}, tt.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, "Usage:") {
+				t.Errorf("exit %d, want 2 with %q and the usage:\n%s", code, tt.want, stderr)
+			}
+		})
 	}
 }
