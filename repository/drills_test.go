@@ -54,4 +54,3 @@ func TestDrillReports(t *testing.T) {
 		t.Error("a drill id that is not a backup id was written")
 	}
 }
-
