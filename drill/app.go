@@ -46,6 +46,9 @@ const (
 	// appTailLines are the lines of the application's output a failed
 	// phase quotes.
 	appTailLines = 20
+	// appOutputDrain bounds the wait for the application's last output
+	// after its exit.
+	appOutputDrain = 2 * time.Second
 )
 
 // App is the application a drill starts on the drill target after the
@@ -138,7 +141,6 @@ func startApp(a *App, applicationID string, logger *slog.Logger) (*appProcess, e
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
-		defer pr.Close()
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
@@ -151,8 +153,17 @@ func startApp(a *App, applicationID string, logger *slog.Logger) (*appProcess, e
 		}
 	}()
 	go func() {
-		p.done.Wait() // every line read before the exit is reported
-		p.exitErr = cmd.Wait()
+		err := cmd.Wait()
+		// Report the lines written before the exit, but never wait for a
+		// pipe that a process outside the group keeps open.
+		copied := make(chan struct{})
+		go func() { p.done.Wait(); close(copied) }()
+		select {
+		case <-copied:
+		case <-time.After(appOutputDrain):
+		}
+		pr.Close()
+		p.exitErr = err
 		close(p.exited)
 	}()
 	return p, nil

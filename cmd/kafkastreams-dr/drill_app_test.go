@@ -385,3 +385,35 @@ func TestDrillAppFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestDrillAppLeavesItsOutputOpen is a regression test: an application
+// command that exits while a process of another session it started still
+// holds its output open made the drill wait for that process to end (it
+// waited for the output's end before reporting the exit). The drill now
+// reports the exit at once, and fails naming it.
+func TestDrillAppLeavesItsOutputOpen(t *testing.T) {
+	cfg, _ := drillAppRepo(t, "")
+	target := testkit.StartKfake(t, 1)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	command := fmt.Sprintf(`setsid sh -c 'echo $$ > %s; exec sleep 300' & echo "holder started"; exit 4`, pidFile)
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest",
+			"--target-bootstrap-servers", target.Bootstrap(), "--app-command", command, "--app-timeout", "10m")
+		done <- result{code, stdout, stderr}
+	}()
+	pid := pidIn(t, pidFile)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	select {
+	case r := <-done:
+		if r.code != exitError || !strings.Contains(r.stderr, "exit status 4") || !strings.Contains(r.stderr, "holder started") {
+			t.Errorf("exit %d, want %d naming exit status 4 and the last line\n%s", r.code, exitError, r.stderr)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the drill did not end within 2 minutes of an application command that exited at once")
+	}
+}
