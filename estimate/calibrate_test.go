@@ -29,7 +29,10 @@ func secs(f float64) *float64 { return &f }
 // backup; drills of another application, that did not reach caught up, or
 // of the other strategy, and older drills of another group type than the
 // newest's are not used; an unreadable drill report is skipped and named.
-func TestEstimateCalibratedByDrills(t *testing.T) {
+// calibrationStore is a repository holding one backup of application
+// cal-app: 400 records of an input and 400 of a changelog.
+func calibrationStore(t *testing.T) storage.Backend {
+	t.Helper()
 	src := testkit.StartKfake(t, 1)
 	ctx := context.Background()
 	cl := testkit.Client(t, src.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -51,6 +54,12 @@ func TestEstimateCalibratedByDrills(t *testing.T) {
 		ApplicationID: "cal-app", Include: []string{"cal-*"}}); err != nil {
 		t.Fatal(err)
 	}
+	return store
+}
+
+func TestEstimateCalibratedByDrills(t *testing.T) {
+	ctx := context.Background()
+	store := calibrationStore(t)
 	recovery := func(t *testing.T) (changelog, rebuild *estimate.Recovery, e *estimate.Estimate) {
 		t.Helper()
 		e, err := estimate.Run(ctx, estimate.Options{Store: store})
@@ -119,5 +128,40 @@ func TestEstimateCalibratedByDrills(t *testing.T) {
 	}
 	if len(e.UnreadableDrills) != 1 || !strings.Contains(e.UnreadableDrills[0], damaged) {
 		t.Errorf("unreadable drills %q, want %s named", e.UnreadableDrills, damaged)
+	}
+}
+
+// TestEstimateFitsFixedAndPerRecordTime: with drills of two backup sizes
+// the restore and the application's work are each a fixed time plus a
+// time per record (a least-squares line), not all per record: measured,
+// a drill's verification and the application's first poll and commit do
+// not grow with the records, and a projection all per record put a
+// backup 3 times larger at 1.7-1.9 times its measured recovery.
+func TestEstimateFitsFixedAndPerRecordTime(t *testing.T) {
+	ctx := context.Background()
+	store := calibrationStore(t)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, d := range []*format.DrillReport{
+		// restore: 400 records in 1.5s, 1600 in 3s: 1s + 800 records/s;
+		// work: 200 changelog records in 3s, 800 in 6s: 2s + 200 records/s;
+		// start: 3s each.
+		{RTODataRestored: secs(1.5), RTOAppRunning: secs(4.5), RTOAppCaughtUp: secs(7.5), RecordsRestored: 400, ChangelogRecords: 200},
+		{RTODataRestored: secs(3), RTOAppRunning: secs(6), RTOAppCaughtUp: secs(12), RecordsRestored: 1600, ChangelogRecords: 800},
+	} {
+		d.DrillID, d.ApplicationID, d.Strategy, d.GroupType = format.NewBackupID(at.Add(time.Duration(i)*time.Minute), [4]byte{byte(i)}), "cal-app", format.StrategyChangelog, "classic"
+		if err := repository.SaveDrillReport(ctx, store, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := estimate.Run(ctx, estimate.Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.Strategies[0].Recovery
+	// The backup: 800 records restored (1s + 1s), 400 changelog records
+	// (2s + 2s), start 3s: 9s. All per record it would be 8.4s.
+	if c == nil || c.Seconds == nil || math.Abs(*c.Seconds-9) > 1e-9 || math.Abs(c.RestoreFixedSeconds-1) > 1e-9 || math.Abs(c.RestoreRecordsPerSecond-800) > 1e-6 ||
+		math.Abs(c.AppWorkFixedSeconds-2) > 1e-9 || math.Abs(c.AppRecordsPerSecond-200) > 1e-6 || len(c.Drills) != 2 {
+		t.Errorf("changelog recovery %+v, want 9s: restore 1s + 800 records/s, start 3s, work 2s + 200 records/s", c)
 	}
 }

@@ -67,10 +67,12 @@ type Strategy struct {
 // rehydration from the changelogs, or reprocessing of the input), each
 // scaled to this backup:
 //
-//	seconds = Records / RestoreRecordsPerSecond + AppStartSeconds + AppRecords / AppRecordsPerSecond
+//	seconds = RestoreFixedSeconds + Records / RestoreRecordsPerSecond + AppStartSeconds
+//	        + AppWorkFixedSeconds + AppRecords / AppRecordsPerSecond
 //
-// The restore part is what the drill did before it started the
-// application (its plan, verification of the backup, restore and
+// Each rate comes with a fixed time when the drills had backups of more
+// than one size (a least-squares line; see fit). The restore part is what
+// the drill did before it started the application (its plan, verification of the backup, restore and
 // verification of the target), measured from the loss to the data
 // restored (rto_data_restored). Calibrated is false when no drill of this
 // application with this strategy reached the application caught up:
@@ -82,19 +84,22 @@ type Recovery struct {
 	Seconds *float64 `json:"seconds"`
 	// Drills are the ids of the drills it is calibrated by, newest first.
 	Drills []string `json:"drills,omitempty"`
-	// RestoreRecordsPerSecond is the records restored per second of
-	// rto_data_restored, over those drills.
+	// RestoreFixedSeconds and RestoreRecordsPerSecond fit the drills'
+	// rto_data_restored as a fixed time plus records restored at a rate
+	// (one drill: all of it at a rate).
+	RestoreFixedSeconds     float64 `json:"restore_fixed_seconds"`
 	RestoreRecordsPerSecond float64 `json:"restore_records_per_second,omitempty"`
 	// AppStartSeconds is the mean time from the data restored to the
 	// application running (its start and the group's first assignment).
 	AppStartSeconds float64 `json:"app_start_seconds,omitempty"`
 	// AppRecords is what the application must work through in this
 	// backup: the changelog records (changelog strategy: it restores its
-	// stores from them) or the other records restored (rebuild: it
-	// reprocesses the input), and AppRecordsPerSecond the rate the drills
-	// measured, from running to caught up; 0 when the drills measured no
-	// time for it (the work is then taken as none).
+	// stores from them) or the records restored (rebuild: it reprocesses
+	// the input), and AppWorkFixedSeconds plus AppRecords at
+	// AppRecordsPerSecond the time the drills measured from running to
+	// caught up, fitted as for the restore.
 	AppRecords          int64   `json:"app_records"`
+	AppWorkFixedSeconds float64 `json:"app_work_fixed_seconds"`
 	AppRecordsPerSecond float64 `json:"app_records_per_second,omitempty"`
 	// GroupType is the group type of the drills used ("classic",
 	// "streams"): those of the newest drill's.
@@ -264,11 +269,13 @@ func loadDrills(ctx context.Context, store storage.Backend, app string) (drills 
 // the newest max drills of that strategy that reached the application
 // caught up with the group type of the newest of them (format.DrillReport
 // GroupType: a classic and a streams group start differently, and the
-// newest drill tells how the application runs now).
+// newest drill tells how the application runs now). The restore and the
+// application's work are each a fixed time plus a time per record, fitted
+// over the drills (fit); the application's start is their mean.
 func calibrate(drills []*format.DrillReport, strategy format.Strategy, records, appRecords int64, max int) *Recovery {
 	r := &Recovery{AppRecords: appRecords}
-	var restored, work int64
-	var dataSec, startSec, workSec float64
+	var restore, work []point
+	var startSec float64
 	groupType := ""
 	for _, d := range drills {
 		if len(r.Drills) == max {
@@ -283,41 +290,103 @@ func calibrate(drills []*format.DrillReport, strategy format.Strategy, records, 
 			continue
 		}
 		r.Drills = append(r.Drills, d.DrillID)
-		restored += d.RecordsRestored
-		dataSec += *d.RTODataRestored
+		restore = append(restore, point{float64(d.RecordsRestored), *d.RTODataRestored})
 		startSec += max0(*d.RTOAppRunning - *d.RTODataRestored)
-		workSec += max0(*d.RTOAppCaughtUp - *d.RTOAppRunning)
+		volume := d.RecordsRestored
 		if strategy == format.StrategyChangelog {
-			work += d.ChangelogRecords
-		} else {
-			work += d.RecordsRestored
+			volume = d.ChangelogRecords
 		}
+		work = append(work, point{float64(volume), max0(*d.RTOAppCaughtUp - *d.RTOAppRunning)})
 	}
 	if len(r.Drills) == 0 {
 		r.Note = fmt.Sprintf("uncalibrated: no drill of this application with the %s strategy reached the application caught up; the restore time is the tool's alone, which is only part of a recovery: run kafkastreams-dr drill --strategy %s --app-command COMMAND to measure it", strategy, strategy)
 		return r
 	}
 	r.Calibrated = true
-	r.RestoreRecordsPerSecond = float64(restored) / dataSec
-	r.AppStartSeconds = startSec / float64(len(r.Drills))
-	seconds := float64(records)/r.RestoreRecordsPerSecond + r.AppStartSeconds
-	if workSec > 0 && work > 0 {
-		r.AppRecordsPerSecond = float64(work) / workSec
-		seconds += float64(appRecords) / r.AppRecordsPerSecond
-	} else if workSec > 0 {
-		seconds += workSec / float64(len(r.Drills)) // the drills had nothing to scale by
+	r.GroupType = groupType
+	var perRecord float64
+	r.RestoreFixedSeconds, perRecord = fit(restore)
+	if perRecord > 0 {
+		r.RestoreRecordsPerSecond = 1 / perRecord
 	}
+	r.AppStartSeconds = startSec / float64(len(r.Drills))
+	r.AppWorkFixedSeconds, perRecord = fit(work)
+	if perRecord > 0 {
+		r.AppRecordsPerSecond = 1 / perRecord
+	}
+	seconds := r.restoreSeconds(records) + r.AppStartSeconds + r.workSeconds(appRecords)
 	r.Seconds = &seconds
 	what := "state rehydration of the changelog records"
 	if strategy == format.StrategyRebuild {
 		what = "reprocessing of the restored records"
 	}
-	r.GroupType = groupType
-	r.Note = fmt.Sprintf("calibrated by %d drill(s) of this application with the %s strategy (%s group): restore %.0f records/s, application start %.1fs, %s", len(r.Drills), strategy, orUnknown(groupType), r.RestoreRecordsPerSecond, r.AppStartSeconds, what)
-	if r.AppRecordsPerSecond > 0 {
-		r.Note += fmt.Sprintf(" %.0f records/s", r.AppRecordsPerSecond)
+	r.Note = fmt.Sprintf("calibrated by %d drill(s) of this application with the %s strategy (%s group): restore %.1fs + %.0f records/s, application start %.1fs, %s %.1fs + %.0f records/s",
+		len(r.Drills), strategy, orUnknown(groupType), r.RestoreFixedSeconds, r.RestoreRecordsPerSecond, r.AppStartSeconds, what, r.AppWorkFixedSeconds, r.AppRecordsPerSecond)
+	if len(r.Drills) == 1 {
+		r.Note += "; one drill cannot tell a fixed time from a time per record, so all of it is taken as per record: drill backups of other sizes to separate them"
 	}
 	return r
+}
+
+// RestoreSeconds is the projected time from the loss of the source to
+// the data restored and verified, for a restore of records.
+func (r *Recovery) RestoreSeconds(records int64) float64 { return r.restoreSeconds(records) }
+
+func (r *Recovery) restoreSeconds(records int64) float64 {
+	s := r.RestoreFixedSeconds
+	if r.RestoreRecordsPerSecond > 0 {
+		s += float64(records) / r.RestoreRecordsPerSecond
+	}
+	return s
+}
+
+func (r *Recovery) workSeconds(records int64) float64 {
+	s := r.AppWorkFixedSeconds
+	if r.AppRecordsPerSecond > 0 {
+		s += float64(records) / r.AppRecordsPerSecond
+	}
+	return s
+}
+
+// point is one drill's volume (records) and the seconds a part took.
+type point struct{ x, y float64 }
+
+// fit returns the fixed seconds a and the seconds per record b of
+// y = a + b*x over points: a least-squares line when the points have at
+// least two volumes, a >= 0 and b >= 0; with one volume (or a line that
+// would go below 0) the time is taken as per record alone (a = 0,
+// b = sum y / sum x), or as fixed when the volumes are 0.
+func fit(points []point) (a, b float64) {
+	var sx, sy float64
+	for _, p := range points {
+		sx += p.x
+		sy += p.y
+	}
+	n := float64(len(points))
+	proportional := func() (float64, float64) {
+		if sx > 0 {
+			return 0, sy / sx
+		}
+		return sy / n, 0
+	}
+	mx, my := sx/n, sy/n
+	var cov, vx float64
+	for _, p := range points {
+		cov += (p.x - mx) * (p.y - my)
+		vx += (p.x - mx) * (p.x - mx)
+	}
+	if vx == 0 {
+		return proportional()
+	}
+	b = cov / vx
+	a = my - b*mx
+	switch {
+	case b < 0:
+		return my, 0 // more records did not take longer: a fixed time
+	case a < 0:
+		return proportional()
+	}
+	return a, b
 }
 
 func max0(f float64) float64 { return math.Max(0, f) }

@@ -70,7 +70,7 @@ func writeRecovery(w io.Writer, e *estimate.Estimate) {
 			continue
 		}
 		sec := func(s float64) string { return shortDuration(time.Duration(s * float64(time.Second))) }
-		restore := float64(st.Records) / r.RestoreRecordsPerSecond
+		restore := r.RestoreSeconds(st.Records)
 		work := *r.Seconds - restore - r.AppStartSeconds
 		what := "state rehydration"
 		if st.Name == "rebuild" {
