@@ -99,7 +99,8 @@ A failed drill leaves out what it did not reach: rto_seconds, the three RTO figu
 rpo_seconds are null in --json and absent from the JUnit properties (as is an empty
 backup_id), never 0.
 
-EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed, 2 when the
+EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed (the application
+exited by itself or was not caught up within --app-timeout included), 2 when the
 restore was refused (the target is not new), when the --backup-id backup does not exist
 (see list -c FILE) or is damaged, or for usage and config errors.
 
@@ -121,7 +122,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 
   # Measure the recovery time to the application caught up (an empty state dir each time).
   kafkastreams-dr drill -c order-processor.yaml --backup-id latest \
-    --app-command 'rm -rf /tmp/op-state && exec java -jar order-processor.jar --bootstrap-servers "$KAFKASTREAMS_DR_BOOTSTRAP_SERVERS" --state-dir /tmp/op-state'
+    --app-command 'exec java -jar order-processor.jar --bootstrap-servers "$KAFKASTREAMS_DR_BOOTSTRAP_SERVERS" --state-dir "$(mktemp -d)"'
 
   # No cluster at hand: the whole drill on in-process clusters with a sample app.
   kafkastreams-dr drill --embedded
