@@ -409,7 +409,10 @@ func readClassicGroup(ctx context.Context, adm *kadm.Client, groupID string, wat
 // of every subtopology (one per partition of its source topics) assigned;
 // and while a member reports task end offsets (the changelog ends of its
 // tasks) above its task offsets, its stores are still restoring and the
-// application has not caught up.
+// application has not caught up. Members report them periodically (at the
+// task offset interval the coordinator gives them in its heartbeat
+// response), so the drill can see a restore's end late by up to that
+// interval.
 func readStreamsGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, groupID string, ends kadm.ListedOffsets, v *groupView) error {
 	coords := adm.FindGroupCoordinators(ctx, groupID)
 	c, ok := coords[groupID]
@@ -488,6 +491,14 @@ func readStreamsGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, gro
 		return nil
 	}
 	v.running = true
+	// A task's offsets are sums over its changelog partitions; each of
+	// them may end with a transaction marker (EOS) that no restored
+	// position passes, so a task is restoring only when it is more than
+	// one offset per changelog topic of its subtopology behind.
+	changelogs := map[string]int64{}
+	for _, st := range g.Topology.Subtopologies {
+		changelogs[st.SubtopologyID] = int64(len(st.StateChangelogTopics))
+	}
 	var restoring []string
 	for _, m := range g.Members {
 		at := map[string]int64{}
@@ -496,7 +507,7 @@ func readStreamsGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, gro
 		}
 		for _, e := range m.TaskEndOffsets {
 			task := fmt.Sprintf("%s_%d", e.SubtopologyID, e.Partition)
-			if got, ok := at[task]; ok && got < e.Offset {
+			if got, ok := at[task]; ok && e.Offset-got > changelogs[e.SubtopologyID] {
 				restoring = append(restoring, fmt.Sprintf("task %s at %d of %d", task, got, e.Offset))
 			}
 		}
