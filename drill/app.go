@@ -436,24 +436,12 @@ func readStreamsGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, gro
 	if g.ErrorCode != 0 {
 		return fmt.Errorf("describe streams group %q: error code %d", groupID, g.ErrorCode)
 	}
-	v.state, v.members = g.State, len(g.Members)
 	if !strings.EqualFold(g.State, "stable") || len(g.Members) == 0 || g.Topology == nil {
-		v.notRunning = fmt.Sprintf("streams group %s with %d members", orState(g.State), len(g.Members))
+		streamsView(g, nil, v)
 		return nil
 	}
 	partitions := map[string]int32{} // topic -> partitions, from the ends read
 	ends.Each(func(e kadm.ListedOffset) { partitions[e.Topic] = max(partitions[e.Topic], e.Partition+1) })
-	assigned := map[string]map[int32]bool{}
-	for _, m := range g.Members {
-		for _, t := range m.Assignment.ActiveTasks {
-			if assigned[t.SubtopologyID] == nil {
-				assigned[t.SubtopologyID] = map[int32]bool{}
-			}
-			for _, p := range t.Partitions {
-				assigned[t.SubtopologyID][p] = true
-			}
-		}
-	}
 	var unknown []string
 	for _, st := range g.Topology.Subtopologies {
 		for _, t := range st.SourceTopics {
@@ -469,6 +457,30 @@ func readStreamsGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, gro
 		}
 		for _, t := range td {
 			partitions[t.Topic] = int32(len(t.Partitions))
+		}
+	}
+	streamsView(g, partitions, v)
+	return nil
+}
+
+// streamsView fills v from a StreamsGroupDescribe group (KIP-1071), given
+// the partitions of its source topics: running, and caught up as far as
+// the members' task offsets tell (readStreamsGroup).
+func streamsView(g kmsg.StreamsGroupDescribeResponseGroup, partitions map[string]int32, v *groupView) {
+	v.state, v.members = g.State, len(g.Members)
+	if !strings.EqualFold(g.State, "stable") || len(g.Members) == 0 || g.Topology == nil {
+		v.notRunning = fmt.Sprintf("streams group %s with %d members", orState(g.State), len(g.Members))
+		return
+	}
+	assigned := map[string]map[int32]bool{}
+	for _, m := range g.Members {
+		for _, t := range m.Assignment.ActiveTasks {
+			if assigned[t.SubtopologyID] == nil {
+				assigned[t.SubtopologyID] = map[int32]bool{}
+			}
+			for _, p := range t.Partitions {
+				assigned[t.SubtopologyID][p] = true
+			}
 		}
 	}
 	var missing []string
@@ -488,7 +500,7 @@ func readStreamsGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, gro
 	}
 	if len(missing) > 0 {
 		v.notRunning = fmt.Sprintf("streams group STABLE, active tasks %s not assigned", firstFew(missing, 3))
-		return nil
+		return
 	}
 	v.running = true
 	// A task's offsets are sums over its changelog partitions; each of
@@ -516,7 +528,6 @@ func readStreamsGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, gro
 		slices.Sort(restoring)
 		v.notCaught = "stores restoring: " + firstFew(restoring, 3)
 	}
-	return nil
 }
 
 func orState(s string) string {
