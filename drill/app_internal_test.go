@@ -25,7 +25,9 @@ func TestStreamsView(t *testing.T) {
 		return m
 	}
 	all := map[string][]int32{"0": {0, 1}, "1": {0}}
-	off := func(st string, p int32, o int64) kmsg.TaskOffset { return kmsg.TaskOffset{SubtopologyID: st, Partition: p, Offset: o} }
+	off := func(st string, p int32, o int64) kmsg.TaskOffset {
+		return kmsg.TaskOffset{SubtopologyID: st, Partition: p, Offset: o}
+	}
 	tests := []struct {
 		name      string
 		state     string
