@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
@@ -24,6 +26,10 @@ type drill struct {
 	rep      *Report
 	manifest *format.Manifest
 	restored *restorer.Report
+
+	app         *appProcess // the application started by app-running
+	appClient   *kgo.Client // its group is read through this client
+	appDeadline time.Time   // the start of the application + App.Timeout
 }
 
 // phaseFunc runs one phase: an error fails it, and so does any problem it
@@ -56,6 +62,12 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		step{PhaseVerifyCluster, d.verifyCluster},
 		step{PhaseVerifyOffsets, d.verifyOffsets},
 	)
+	if o.App != nil {
+		steps = append(steps, step{PhaseAppRunning, d.appRunning}, step{PhaseAppCaughtUp, d.appCaughtUp})
+	}
+	// The application is stopped whatever happens: a failed phase, a
+	// cancelled ctx (SIGINT of the drill), a panic.
+	defer d.stopApp()
 
 	d.rep.StartedAt = time.Now()
 	d.rep.LostAt = d.rep.StartedAt
@@ -93,6 +105,11 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			d.rep.LostAt = end
 		case s.name == PhaseVerifyCluster && p.OK():
 			d.rep.RTO = Duration(end.Sub(d.rep.StartedAt))
+			d.rep.RTODataRestored = Duration(end.Sub(d.rep.LostAt))
+		case s.name == PhaseAppRunning && p.OK():
+			d.rep.RTOAppRunning = Duration(d.rep.App.RunningAt.Sub(d.rep.LostAt))
+		case s.name == PhaseAppCaughtUp && p.OK():
+			d.rep.RTOAppCaughtUp = Duration(d.rep.App.CaughtUpAt.Sub(d.rep.LostAt))
 		}
 		if !d.rep.CutAt.IsZero() {
 			d.rep.RPO = Duration(max(0, d.rep.LostAt.Sub(d.rep.CutAt)))
@@ -102,12 +119,58 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			o.OnPhase(p)
 		}
 	}
+	d.stopApp()
+	d.app, d.appClient = nil, nil
 	d.rep.FinishedAt = time.Now()
 	d.rep.OK = !failed
 	if err := ctx.Err(); err != nil {
 		return d.rep, err
 	}
+	d.record(ctx)
 	return d.rep, nil
+}
+
+// record stores the drill's measurements in the repository
+// (format.DrillReport) once it has read its backup's manifest; a write
+// that fails is a warning, not a failed drill.
+func (d *drill) record(ctx context.Context) {
+	if d.o.NoRecord || d.manifest == nil {
+		return
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	d.rep.DrillID = format.NewBackupID(d.rep.StartedAt, rnd)
+	fr := &format.DrillReport{
+		DrillID: d.rep.DrillID, ApplicationID: d.rep.ApplicationID, BackupID: d.rep.BackupID, RestoreID: d.rep.RestoreID,
+		Strategy: d.rep.Strategy, StartedAt: d.rep.StartedAt, LostAt: d.rep.LostAt, FinishedAt: d.rep.FinishedAt, OK: d.rep.OK,
+		RecordsRestored: d.rep.Volume.RecordsRestored,
+	}
+	seconds := func(reached bool, v Duration) *float64 {
+		if !reached {
+			return nil
+		}
+		s := time.Duration(v).Round(time.Millisecond).Seconds() // as the JSON report writes it
+		return &s
+	}
+	fr.RTODataRestored = seconds(d.rep.RTODataRestoredReached(), d.rep.RTODataRestored)
+	fr.RTOAppRunning = seconds(d.rep.RTOAppRunningReached(), d.rep.RTOAppRunning)
+	fr.RTOAppCaughtUp = seconds(d.rep.RTOAppCaughtUpReached(), d.rep.RTOAppCaughtUp)
+	if d.rep.App != nil {
+		fr.GroupType = d.rep.App.GroupType
+	}
+	if d.restored != nil {
+		for _, pr := range d.restored.Partitions {
+			if pr.Class == string(topicfilter.Changelog) {
+				fr.ChangelogRecords += pr.Records
+			}
+		}
+		fr.InputRecords = fr.RecordsRestored - fr.ChangelogRecords
+	}
+	if err := repository.SaveDrillReport(ctx, d.o.Store, fr); err != nil {
+		d.rep.Warnings = append(d.rep.Warnings, fmt.Sprintf("drill: its measurements are not recorded in the repository (estimate will not use them): %v", err))
+		return
+	}
+	d.rep.DrillReportKey = format.DrillReportKey(fr.DrillID)
 }
 
 // backup takes a new backup of the source into the repository.
