@@ -70,6 +70,17 @@ type Options struct {
 	// where reading stopped (Result.Unread).
 	RetryTimeout time.Duration
 
+	// CutAttempts is how many times the run tries to prove its cut
+	// consistent with the application's transactions (group offsets,
+	// settle, ends, settle, group offsets again; docs/DESIGN.md invariant
+	// 1) before it keeps the last attempt's cut unproven; default
+	// DefaultCutAttempts (100). The config's backup.cut_attempts.
+	CutAttempts int
+	// CutTimeout bounds the time all the attempts take together, waits for
+	// transactions in PrepareCommit included; default DefaultCutTimeout
+	// (30s). The config's backup.cut_timeout.
+	CutTimeout time.Duration
+
 	Logger   *slog.Logger // nil: discard
 	Observer Observer     // nil: none
 }
@@ -98,6 +109,13 @@ type Result struct {
 	// Unread ranges is partial, not complete.
 	Unread  []Unread
 	Resumed bool // the run completed an interrupted backup
+	// InFlightTopics and InFlightRecords are the application's repartition
+	// and foreign-key subscription topics whose tails the backup holds
+	// (Manifest.InFlight) and the records in those tails: exactly the
+	// records in flight between sub-topologies at the cut
+	// (docs/DOMAIN.md#in-flight), which a changelog restore brings back.
+	InFlightTopics  int
+	InFlightRecords int64
 }
 
 // Unread is an offset range [From, To) of one partition that a run could

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,8 +60,19 @@ func TestSecondRunBacksUpOnlyNewRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r2.ParentID != r1.BackupID || r2.Records != 10 {
-		t.Fatalf("second run: parent %q records %d; want parent %q and 10 new records", r2.ParentID, r2.Records, r1.BackupID)
+	// Every backup captures its own in-flight tails (never chained): the
+	// sample's 8 records in flight are copied again, beside the 10 new.
+	if r2.ParentID != r1.BackupID || r2.Records-r2.InFlightRecords != 10 || r2.InFlightRecords != 8 {
+		t.Fatalf("second run: parent %q records %d (%d in flight); want parent %q, 10 new records and the 8 in flight", r2.ParentID, r2.Records, r2.InFlightRecords, r1.BackupID)
+	}
+	for _, tp := range backupcheck.Latest(t, store, r2.BackupID).InFlight {
+		for _, p := range tp.PartitionCuts {
+			for _, s := range p.Segments {
+				if s.BackupID != r2.BackupID {
+					t.Errorf("in-flight tail %s/%d names segment %s of backup %s: tails are never chained", tp.Name, p.Partition, s.Key, s.BackupID)
+				}
+			}
+		}
 	}
 	m2 := backupcheck.Latest(t, store, r2.BackupID)
 	for _, tp := range m2.Topics {
@@ -78,13 +90,14 @@ func TestSecondRunBacksUpOnlyNewRecords(t *testing.T) {
 	}
 	backupcheck.MatchesCluster(t, store, m2, kf.Addrs())
 
-	// Nothing new: a third run copies nothing and still stands alone.
+	// Nothing new: a third run copies nothing but its own in-flight
+	// tails, and still stands alone.
 	r3, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r3.Records != 0 || r3.Bytes != 0 {
-		t.Fatalf("third run copied %d records", r3.Records)
+	if r3.Records != r3.InFlightRecords || r3.InFlightRecords != 8 {
+		t.Fatalf("third run copied %d records (%d in flight); want only the 8 in flight", r3.Records, r3.InFlightRecords)
 	}
 	backupcheck.MatchesCluster(t, store, backupcheck.Latest(t, store, r3.BackupID), kf.Addrs())
 }
@@ -294,10 +307,20 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	}
 	produce(t, cl, "trades", 0, 0, 10000)
 	produce(t, cl, "trades", 1, 0, 4000)
+	// An in-flight tail resumes like other partitions: offsets 1000..4999.
+	const rep = "trades-app-KSTREAM-REPARTITION-0000000002-repartition"
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, rep); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, rep, 0, 0, 5000)
+	if err := adm.CommitAllOffsets(ctx, "trades-app", kadm.Offsets{rep: {0: {Topic: rep, Partition: 0, At: 1000, LeaderEpoch: -1}}}); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	store, _ := storage.NewFilesystem(dir)
 
 	// Kill at growing progress: after 1, 4 and 9 durable segments of this run.
+	var firstCut *format.Cut // the cut the first run recorded
 	for _, after := range []int{1, 4, 9} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBackupProcess$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "KDR_HELPER_BACKUP="+dir, "KDR_HELPER_SEEDS="+strings.Join(kf.Addrs(), ","))
@@ -316,6 +339,9 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 		}
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
+		if firstCut == nil {
+			firstCut = progressCut(t, store)
+		}
 	}
 	if _, err := store.Stat(ctx, format.LockKey); err != nil {
 		t.Fatalf("the killed run should have left its lock: %v", err)
@@ -336,8 +362,22 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 			}
 		}
 	}
+	tail := backupcheck.Records(t, store, m, rep, 0)
+	if len(tail) != 4000 || r.InFlightRecords != 4000 {
+		t.Fatalf("in-flight tail: %d records (result %d), want 4000", len(tail), r.InFlightRecords)
+	}
+	for i, rec := range tail {
+		if rec.Offset != int64(1000+i) {
+			t.Fatalf("in-flight tail: record %d has offset %d: every offset of [1000, 5000) exactly once", i, rec.Offset)
+		}
+	}
 	if m.ParentBackupID != "" || !r.Resumed {
 		t.Fatalf("the resumed run should complete the interrupted backup, not start a child of it: parent %q", m.ParentBackupID)
+	}
+	// Invariant 7: the resumed runs keep the first run's cut, and how it
+	// was proven.
+	if m.Cut == nil || firstCut == nil || *m.Cut != *firstCut {
+		t.Errorf("resumed backup's cut %+v, want the first run's %+v", m.Cut, firstCut)
 	}
 	// The killed runs' temporary files are removed by the next run.
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -346,6 +386,24 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// progressCut returns the cut recorded in the repository's progress.json.
+func progressCut(t *testing.T, store storage.Backend) *format.Cut {
+	t.Helper()
+	var c *format.Cut
+	store.List(context.Background(), "backups/", func(oi storage.ObjectInfo) error {
+		if strings.HasSuffix(oi.Key, "/progress.json") {
+			if m, err := repository.LoadManifest(context.Background(), store, oi.Key); err == nil {
+				c = m.Cut
+			}
+		}
+		return nil
+	})
+	if c == nil {
+		t.Fatal("no progress.json with a cut")
+	}
+	return c
 }
 
 func segmentsInProgress(t *testing.T, store storage.Backend) int {
@@ -358,7 +416,7 @@ func segmentsInProgress(t *testing.T, store storage.Backend) int {
 		if err != nil {
 			return nil
 		}
-		for _, tp := range m.Topics {
+		for _, tp := range slices.Concat(m.Topics, m.InFlight) {
 			for _, p := range tp.PartitionCuts {
 				n += len(p.Segments)
 			}

@@ -68,11 +68,16 @@ type runner struct {
 	brokers map[int32]string // node id -> host:port, from the latest metadata
 }
 
+// cutHook, when set by a test (SetCutHook), is called at each step of
+// taking the cut.
+var cutHook func(step string)
+
 type work struct {
 	topic     string
 	partition int32
 	cut       *format.Partition // inside r.m; guarded by r.mu
 	from, end int64
+	inFlight  bool // the partition is an in-flight tail (r.m.InFlight)
 }
 
 func run(ctx context.Context, o Options) (*Result, error) {
@@ -98,6 +103,12 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	if o.ToolVersion == "" {
 		o.ToolVersion = DefaultToolVersion
+	}
+	if o.CutAttempts <= 0 {
+		o.CutAttempts = DefaultCutAttempts
+	}
+	if o.CutTimeout <= 0 {
+		o.CutTimeout = DefaultCutTimeout
 	}
 	log := o.Logger
 	if log == nil {
@@ -226,6 +237,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		return &r.result, PhaseManifest, err
 	}
 	r.warnUnrestorable()
+	r.result.InFlightTopics, r.result.InFlightRecords = len(r.m.InFlight), r.m.InFlightRecords()
 	manifestStarted := time.Now()
 	defer func() { o.Observer.PhaseDone("manifest", time.Since(manifestStarted)) }()
 	r.m.State = format.StateComplete
@@ -248,7 +260,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 			"unread_partitions", n, "records", r.result.Records, "bytes", r.result.Bytes)
 	} else {
 		log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
-			"records", r.result.Records, "bytes", r.result.Bytes)
+			"records", r.result.Records, "bytes", r.result.Bytes, "in_flight_topics", r.result.InFlightTopics, "in_flight_records", r.result.InFlightRecords)
 	}
 	return &r.result, "", nil
 }
@@ -350,83 +362,37 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 		r.setBrokers(bm.Brokers)
 	}
 
-	// 1. The group's committed offsets, before any end offset.
+	// The cut: the group's committed offsets and every partition's ends,
+	// proven consistent with the application's transactions (cut.go).
+	var readGroup func(context.Context) (*format.Group, error)
 	if o.ApplicationID != "" {
-		g := &format.Group{GroupID: o.ApplicationID, ReadAt: time.Now().UTC(), Offsets: []format.GroupOffset{}}
-		if lg, ok := groups[o.ApplicationID]; ok {
-			g.State, g.Type, g.Protocol = lg.State, lg.GroupType, lg.ProtocolType
+		readGroup = func(ctx context.Context) (*format.Group, error) {
+			return r.readGroup(ctx, groups, classifier)
 		}
-		var offs kadm.OffsetResponses
-		err := retrying(ctx, o.RetryTimeout, func() (err error) {
-			// COORDINATOR_NOT_AVAILABLE while a fresh cluster creates
-			// __consumer_offsets, COORDINATOR_LOAD_IN_PROGRESS while a
-			// new coordinator loads it: retried.
-			offs, err = r.adm.FetchOffsets(ctx, o.ApplicationID)
-			if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-				return fmt.Errorf("read committed offsets of group %q (the application.id): %w", o.ApplicationID, err)
-			}
-			for topic, ps := range offs {
-				for p, or := range ps {
-					if or.Err != nil {
-						return fmt.Errorf("committed offset of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
-					}
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		for topic, ps := range offs {
-			class, _, _ := classifier.Classify(topic)
-			for p, or := range ps {
-				if or.At < 0 {
-					continue
-				}
-				g.Offsets = append(g.Offsets, format.GroupOffset{Topic: topic, Partition: p, Offset: or.At,
-					LeaderEpoch: or.LeaderEpoch, Metadata: or.Metadata, Class: string(class)})
-			}
-		}
-		if len(g.Offsets) == 0 {
-			r.warn(fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
-		}
-		m.Group = g
 	}
-
-	// 2. Start, end (last stable offset) and high watermark of every selected partition.
-	topics := make([]string, len(selected))
-	for i, d := range selected {
-		topics[i] = d.Topic
+	// The cut also covers the internal topics whose tails are in flight
+	// (the application's repartition and foreign-key topics).
+	inflight := inFlightTopics(decisions, o.ApplicationID)
+	topics := make([]string, 0, len(selected)+len(inflight))
+	for _, d := range selected {
+		topics = append(topics, d.Topic)
 	}
-	listOffsets := func(what string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
-		var l kadm.ListedOffsets
-		err := retrying(ctx, o.RetryTimeout, func() (err error) {
-			if l, err = list(ctx, topics...); err == nil {
-				err = l.Error()
-			}
-			if err != nil {
-				return fmt.Errorf("list %s: %w", what, err)
-			}
-			return nil
-		})
-		return l, err
+	for _, d := range inflight {
+		topics = append(topics, d.Topic)
 	}
-	starts, err := listOffsets("log start offsets", r.adm.ListStartOffsets)
+	for _, t := range topics {
+		r.setMeta(details[t]) // the cut reads some partitions from their leaders
+	}
+	cut, err := r.takeCut(ctx, topics, readGroup)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := listOffsets("last stable offsets", r.adm.ListCommittedOffsets)
-	if err != nil {
-		return nil, err
+	m.Group, m.Cut = cut.group, &cut.proof
+	if m.Group != nil && len(m.Group.Offsets) == 0 {
+		r.warn(fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
 	}
-	hws, err := listOffsets("high watermarks", r.adm.ListEndOffsets)
-	if err != nil {
-		return nil, err
-	}
-	m.CutAt = time.Now().UTC()
-	if m.Group != nil {
-		r.inFlight(ctx, m.Group)
-	}
+	starts, ends, hws := cut.starts, cut.ends, cut.hws
+	m.CutAt = cut.at
 
 	parentTopics := map[string]*format.Topic{}
 	if parent != nil {
@@ -437,17 +403,7 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	var todo []*work
 	for _, d := range selected {
 		det := details[d.Topic]
-		r.setMeta(det)
-		t := format.Topic{Name: d.Topic, TopicID: kafkaTopicID(det.ID), Class: string(d.Class), SourceChangelog: d.SourceChangelog,
-			Partitions: len(det.Partitions), Configs: map[string]format.TopicConfig{}}
-		if p0, ok := det.Partitions[0]; ok {
-			t.ReplicationFactor = len(p0.Replicas)
-		}
-		for _, c := range configs[d.Topic] {
-			if c.Source != kmsg.ConfigSourceDefaultConfig || slices.Contains(alwaysKeptConfigs, c.Key) {
-				t.Configs[c.Key] = format.TopicConfig{Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive}
-			}
-		}
+		t := r.topicOf(d, det, configs[d.Topic])
 		pt := parentTopics[d.Topic]
 		if pt != nil && pt.TopicID != t.TopicID {
 			r.warn(fmt.Sprintf("topic %q was recreated (topic id %s, previously %s): its backup chain starts again at the log start", d.Topic, t.TopicID, pt.TopicID))
@@ -487,43 +443,134 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 		}
 		m.Topics = append(m.Topics, t)
 	}
+	todo = append(todo, r.inFlightCut(inflight, details, configs, starts, ends, hws)...)
 	r.bindWork(todo)
 	return todo, nil
 }
 
-// inFlight records the end offsets of the repartition topics the group has
-// offsets on: records between the committed offset and the end were in
-// flight between sub-topologies and cannot be restored (docs/DOMAIN.md#in-flight).
-func (r *runner) inFlight(ctx context.Context, g *format.Group) {
-	var topics []string
-	for _, o := range g.Offsets {
-		if o.Class == string(topicfilter.Repartition) && !slices.Contains(topics, o.Topic) {
-			topics = append(topics, o.Topic)
+// readGroup reads the committed offsets of the application.id group, each
+// classified (repartition offsets cannot be restored); groups are the
+// cluster's listed groups, for the group's state and type.
+func (r *runner) readGroup(ctx context.Context, groups kadm.ListedGroups, classifier topicfilter.Classifier) (*format.Group, error) {
+	o := r.o
+	g := &format.Group{GroupID: o.ApplicationID, ReadAt: time.Now().UTC(), Offsets: []format.GroupOffset{}}
+	if lg, ok := groups[o.ApplicationID]; ok {
+		g.State, g.Type, g.Protocol = lg.State, lg.GroupType, lg.ProtocolType
+	}
+	var offs kadm.OffsetResponses
+	err := retrying(ctx, o.RetryTimeout, func() (err error) {
+		// COORDINATOR_NOT_AVAILABLE while a fresh cluster creates
+		// __consumer_offsets, COORDINATOR_LOAD_IN_PROGRESS while a
+		// new coordinator loads it: retried.
+		offs, err = r.adm.FetchOffsets(ctx, o.ApplicationID)
+		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			return fmt.Errorf("read committed offsets of group %q (the application.id): %w", o.ApplicationID, err)
 		}
-	}
-	if len(topics) == 0 {
-		return
-	}
-	ends, err := r.adm.ListEndOffsets(ctx, topics...)
+		for topic, ps := range offs {
+			for p, or := range ps {
+				if or.Err != nil {
+					return fmt.Errorf("committed offset of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
+				}
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		r.log.Warn("could not read the end offsets of repartition topics; records in flight are not counted", "err", err)
-		return
+		return nil, err
 	}
-	var n int64
-	for i := range g.Offsets {
-		o := &g.Offsets[i]
-		if e, ok := ends.Lookup(o.Topic, o.Partition); ok && e.Err == nil && o.Class == string(topicfilter.Repartition) {
-			o.EndOffset = e.Offset
-			n += max(e.Offset-o.Offset, 0)
+	for topic, ps := range offs {
+		class, _, _ := classifier.Classify(topic)
+		for p, or := range ps {
+			if or.At < 0 {
+				continue
+			}
+			g.Offsets = append(g.Offsets, format.GroupOffset{Topic: topic, Partition: p, Offset: or.At,
+				LeaderEpoch: or.LeaderEpoch, Metadata: or.Metadata, Class: string(class)})
 		}
 	}
-	if n > 0 {
-		what := fmt.Sprintf("%d records were", n)
-		if n == 1 {
-			what = "1 record was"
-		}
-		r.warn(fmt.Sprintf("%s in flight in repartition topics at the cut (after the group's committed offsets): a restore from changelogs cannot bring them back", what))
+	return g, nil
+}
+
+// topicOf is the manifest entry of topic d (partitions, replication
+// factor, configs; no cuts yet), and records its metadata for the copy.
+// The configs kept are those not at their default, and alwaysKeptConfigs.
+func (r *runner) topicOf(d topicfilter.Decision, det kadm.TopicDetail, configs []kadm.Config) format.Topic {
+	r.setMeta(det)
+	t := format.Topic{Name: d.Topic, TopicID: kafkaTopicID(det.ID), Class: string(d.Class), SourceChangelog: d.SourceChangelog,
+		Partitions: len(det.Partitions), Configs: map[string]format.TopicConfig{}}
+	if p0, ok := det.Partitions[0]; ok {
+		t.ReplicationFactor = len(p0.Replicas)
 	}
+	for _, c := range configs {
+		if c.Source != kmsg.ConfigSourceDefaultConfig || slices.Contains(alwaysKeptConfigs, c.Key) {
+			t.Configs[c.Key] = format.TopicConfig{Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive}
+		}
+	}
+	return t
+}
+
+// inFlightTopics are the decisions of the application's repartition and
+// foreign-key subscription topics (topicfilter.Repartition: the
+// StreamsResetter suffix rule under the application's prefixes), found
+// among every topic of the cluster, whether or not the group has offsets
+// on them. None without an application.id: no group says where a tail
+// starts.
+func inFlightTopics(decisions []topicfilter.Decision, applicationID string) []topicfilter.Decision {
+	if applicationID == "" {
+		return nil
+	}
+	var out []topicfilter.Decision
+	for _, d := range decisions {
+		if d.Class == topicfilter.Repartition {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// inFlightCut adds to the manifest the in-flight tail of every partition
+// of the internal topics in inflight (docs/DOMAIN.md#in-flight), and
+// returns the work that copies them: from the group's committed offset
+// (the log start when the group never committed the partition or
+// committed below it) to the last stable offset listed with the cut.
+// Tails are never chained to a parent backup. The group's offsets on them
+// get end_offset, the tail's end.
+func (r *runner) inFlightCut(inflight []topicfilter.Decision, details kadm.TopicDetails, configs map[string][]kadm.Config, starts, ends, hws kadm.ListedOffsets) []*work {
+	m := r.m
+	committed := map[string]map[int32]*format.GroupOffset{}
+	if m.Group != nil {
+		for i := range m.Group.Offsets {
+			g := &m.Group.Offsets[i]
+			if committed[g.Topic] == nil {
+				committed[g.Topic] = map[int32]*format.GroupOffset{}
+			}
+			committed[g.Topic][g.Partition] = g
+		}
+	}
+	var todo []*work
+	for _, d := range inflight {
+		det := details[d.Topic]
+		t := r.topicOf(d, det, configs[d.Topic])
+		t.PartitionCuts = make([]format.Partition, 0, len(det.Partitions))
+		for _, p := range det.Partitions.Numbers() {
+			so, _ := starts.Lookup(d.Topic, p)
+			eo, _ := ends.Lookup(d.Topic, p)
+			hw, _ := hws.Lookup(d.Topic, p)
+			from := so.Offset
+			if g := committed[d.Topic][p]; g != nil {
+				from = max(from, g.Offset)
+				g.EndOffset = eo.Offset
+			}
+			from = min(from, eo.Offset)
+			t.PartitionCuts = append(t.PartitionCuts, format.Partition{Partition: p, LogStartOffset: so.Offset, HighWatermark: hw.Offset,
+				StartOffset: from, EndOffset: eo.Offset, Segments: []format.Segment{}})
+			if from < eo.Offset {
+				todo = append(todo, &work{topic: d.Topic, partition: p, from: from, end: eo.Offset})
+			}
+		}
+		m.InFlight = append(m.InFlight, t)
+	}
+	return todo
 }
 
 func findPartition(t *format.Topic, p int32) *format.Partition {
@@ -538,12 +585,15 @@ func findPartition(t *format.Topic, p int32) *format.Partition {
 	return nil
 }
 
-// bindWork points each work item at its partition in r.m.
+// bindWork points each work item at its partition in r.m (a topic or an
+// in-flight tail: the classifier keeps their names apart).
 func (r *runner) bindWork(todo []*work) {
 	for _, w := range todo {
-		for i := range r.m.Topics {
-			if r.m.Topics[i].Name == w.topic {
-				w.cut = findPartition(&r.m.Topics[i], w.partition)
+		for k, ts := range [][]format.Topic{r.m.Topics, r.m.InFlight} {
+			for i := range ts {
+				if ts[i].Name == w.topic {
+					w.cut, w.inFlight = findPartition(&ts[i], w.partition), k == 1
+				}
 			}
 		}
 	}
@@ -553,7 +603,7 @@ func (r *runner) bindWork(todo []*work) {
 // end of its last durable segment (or of its last gap, or its start).
 func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 	var names []string
-	for _, t := range r.m.Topics {
+	for _, t := range slices.Concat(r.m.Topics, r.m.InFlight) {
 		names = append(names, t.Name)
 	}
 	var details kadm.TopicDetails
@@ -575,8 +625,15 @@ func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 	}
 	r.setBrokersFromTopics(ctx)
 	var todo []*work
-	for ti := range r.m.Topics {
-		t := &r.m.Topics[ti]
+	// In-flight tails resume like other partitions: each is its own
+	// range of this backup.
+	all := make([]*format.Topic, 0, len(r.m.Topics)+len(r.m.InFlight))
+	for _, ts := range [][]format.Topic{r.m.Topics, r.m.InFlight} {
+		for ti := range ts {
+			all = append(all, &ts[ti])
+		}
+	}
+	for _, t := range all {
 		det, ok := details[t.Name]
 		if !ok || det.Err != nil {
 			return nil, fmt.Errorf("topic %q of interrupted backup %s is gone from the source cluster: delete %s to start a new backup",
@@ -605,6 +662,7 @@ func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 			}
 		}
 	}
+	r.bindWork(todo)
 	return todo, nil
 }
 
@@ -892,6 +950,12 @@ func (r *runner) stopUnread(w *work, pos int64, reason string) {
 	w.cut.Unread = &format.Gap{From: pos, To: w.end, BackupID: r.m.BackupID, Reason: reason}
 	r.result.Unread = append(r.result.Unread, Unread{Topic: w.topic, Partition: w.partition, From: pos, To: w.end, Reason: reason})
 	r.mu.Unlock()
+	if w.inFlight {
+		// Tails are not chained: no later backup reads this range.
+		r.warn(fmt.Sprintf("in-flight tail of topic %q partition %d: offsets %d..%d could not be captured: %s; a changelog restore of this backup cannot bring those records back",
+			w.topic, w.partition, pos, w.end-1, reason))
+		return
+	}
 	r.warn(fmt.Sprintf("topic %q partition %d: offsets %d..%d were not read: %s; this backup ends the partition at %d and the next backup reads the rest",
 		w.topic, w.partition, pos, w.end-1, reason, pos))
 }

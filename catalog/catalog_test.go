@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,7 +257,7 @@ func checkReferencesExist(t *testing.T, store storage.Backend) {
 		if err != nil {
 			t.Fatalf("%s: %v", k, err)
 		}
-		for _, tp := range m.Topics {
+		for _, tp := range slices.Concat(m.Topics, m.InFlight) {
 			for _, p := range tp.PartitionCuts {
 				for _, s := range p.Segments {
 					if _, ok := have[s.Key]; !ok {
@@ -310,6 +311,21 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 	if len(oldTotals) == 0 {
 		t.Fatal("the first chain of customer-totals has no segment")
 	}
+	// The in-flight tails of b1 and b2: each backup's own, never chained,
+	// so they go with their backups.
+	oldTails := map[string]bool{}
+	for _, m := range ms[:2] {
+		for _, tp := range m.InFlight {
+			for _, p := range tp.PartitionCuts {
+				for _, s := range p.Segments {
+					oldTails[s.Key] = true
+				}
+			}
+		}
+	}
+	if len(oldTails) == 0 {
+		t.Fatal("b1 and b2 hold no in-flight tail")
+	}
 
 	// Refused while a live run holds a lock: a backup, or a restore.
 	now := time.Now().UTC().Format(time.RFC3339Nano)
@@ -345,7 +361,7 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 	}
 	// The old customer-totals chain, the stray b2 segment, the abandoned
 	// run's segment.
-	if !dry.DryRun || dry.Forgotten != 2 || dry.Progress != 1 || dry.Segments != len(oldTotals)+2 || dry.SegmentBytes == 0 || dry.Journals != 1 {
+	if !dry.DryRun || dry.Forgotten != 2 || dry.Progress != 1 || dry.Segments != len(oldTotals)+len(oldTails)+2 || dry.SegmentBytes == 0 || dry.Journals != 1 {
 		t.Fatalf("dry run: %+v", dry)
 	}
 	wantDecisions := []struct {
@@ -387,7 +403,7 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Forgotten != 1 || res.Segments != len(oldTotals)+2 || res.Journals != 1 || len(res.Missing) != 0 {
+	if res.Forgotten != 1 || res.Segments != len(oldTotals)+len(oldTails)+2 || res.Journals != 1 || len(res.Missing) != 0 {
 		t.Fatalf("prune: %+v", res)
 	}
 	checkReferencesExist(t, store)
@@ -395,6 +411,11 @@ func testPrune(t *testing.T, store storage.Backend, ms []*format.Manifest) {
 	for k := range oldTotals {
 		if _, ok := after[k]; ok {
 			t.Errorf("segment %s of the forgotten chain is still there", k)
+		}
+	}
+	for k := range oldTails {
+		if _, ok := after[k]; ok {
+			t.Errorf("in-flight segment %s of a forgotten backup is still there", k)
 		}
 	}
 	for k, want := range map[string]bool{abandonedSeg: false, strayB2: false, runningSeg: true, journal1: false, journal4: true,

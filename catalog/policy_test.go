@@ -46,6 +46,32 @@ func craft(t *testing.T, store storage.Backend, day int, state string, segs ...s
 	put(t, store, key, b)
 }
 
+// tailSeg is the segment of backup day's in-flight tail of a repartition topic.
+func tailSeg(day int) string { return format.SegmentKey(dayID(day), "app-x-repartition", 0, 5) }
+
+// craftInFlight writes a complete manifest of backup day whose one topic
+// partition holds segment topicSeg and whose in-flight tail
+// (Manifest.InFlight) holds segment tail.
+func craftInFlight(t *testing.T, store storage.Backend, day int, topicSeg, tail string) {
+	t.Helper()
+	id := dayID(day)
+	at := base.Add(time.Duration(day) * 24 * time.Hour)
+	one := func(k string, off int64) format.Partition {
+		put(t, store, k, []byte("x"))
+		return format.Partition{StartOffset: off, EndOffset: off + 1, Records: 1,
+			Segments: []format.Segment{{Key: k, BackupID: id, Size: 1, Records: 1, FirstOffset: off, LastOffset: off}}}
+	}
+	m := &format.Manifest{Format: format.FormatName, FormatVersion: 1, State: format.StateComplete, BackupID: id, StartedAt: at, CutAt: at,
+		FinishedAt: at.Add(time.Minute),
+		Topics:     []format.Topic{{Name: "t", Class: "external", Partitions: 1, PartitionCuts: []format.Partition{one(topicSeg, 0)}}},
+		InFlight:   []format.Topic{{Name: "app-x-repartition", Class: "repartition", Partitions: 1, PartitionCuts: []format.Partition{one(tail, 5)}}}}
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, store, format.ManifestKey(id), b)
+}
+
 func seg(day, n int) string { return format.SegmentKey(dayID(day), "t", 0, int64(n)) }
 
 // TestPrunePolicy: which backups each policy keeps and which objects go,
@@ -109,6 +135,10 @@ func TestPrunePolicy(t *testing.T) {
 			craft(t, store, 1, format.StateComplete, seg(1, 0))
 			put(t, store, format.ManifestKey(dayID(0)), []byte(`not json`))
 		}, opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 1}}, kept: []int{1}, gone: []string{format.ManifestKey(dayID(0)), seg(0, 0)}, forgotten: 1},
+		{name: "a kept backup's in-flight tail segments stay", setup: func(t *testing.T, store storage.Backend) {
+			craft(t, store, 0, format.StateComplete, seg(0, 0))
+			craftInFlight(t, store, 1, seg(1, 0), tailSeg(1))
+		}, opts: catalog.PruneOptions{Policy: catalog.Policy{Last: 1}}, kept: []int{1}, gone: []string{seg(0, 0)}, stay: []string{seg(1, 0), tailSeg(1)}, forgotten: 1},
 		{name: "no policy", setup: chainRepo, opts: catalog.PruneOptions{}, err: catalog.ErrNoPolicy},
 	}
 	for _, tt := range tests {

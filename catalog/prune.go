@@ -353,7 +353,8 @@ func addSegments(set map[string]bool, m *format.Manifest) {
 	if m == nil {
 		return
 	}
-	for _, t := range m.Topics {
+	// In-flight tails are this backup's segments too (Manifest.InFlight).
+	for _, t := range slices.Concat(m.Topics, m.InFlight) {
 		for _, p := range t.PartitionCuts {
 			for _, s := range p.Segments {
 				set[s.Key] = true

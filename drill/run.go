@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -221,8 +222,11 @@ func (d *drill) load(ctx context.Context) error {
 		d.addWarnings("backup", m.Warnings)
 	}
 	v := &d.rep.Volume
-	v.Topics = len(m.Topics)
-	for _, t := range m.Topics {
+	// The backup's in-flight tails are restored like its topics
+	// (docs/DOMAIN.md#in-flight): they count in its volume.
+	all := slices.Concat(m.Topics, m.InFlight)
+	v.Topics = len(all)
+	for _, t := range all {
 		v.Partitions += len(t.PartitionCuts)
 		for _, pc := range t.PartitionCuts {
 			v.Records += pc.Records

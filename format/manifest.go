@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"time"
 )
@@ -38,8 +39,32 @@ type Manifest struct {
 	FinishedAt      time.Time  `json:"finished_at,omitzero"`
 	Selection       *Selection `json:"selection,omitempty"`
 	Group           *Group     `json:"group,omitempty"`
+	Cut             *Cut       `json:"cut,omitempty"` // how the cut was proven; absent before format Changes "cut"
 	Topics          []Topic    `json:"topics"`
-	Warnings        []string   `json:"warnings,omitempty"`
+	// InFlight are the tails of the application's repartition and
+	// foreign-key subscription topics (topicfilter.Repartition): records
+	// committed into them before the cut that the downstream task had not
+	// consumed (docs/DOMAIN.md#in-flight). Each Topic has class
+	// "repartition"; each Partition covers [start_offset, end_offset): from
+	// the group's committed offset (the log start when the group never
+	// committed the partition, or committed below the log start) to the
+	// last stable offset at the cut. Tails are never chained: every backup
+	// captures its own, and their segments are this backup's. Absent in
+	// manifests written before tails were captured (docs/FORMAT.md).
+	InFlight []Topic  `json:"in_flight,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// InFlightRecords is the number of records m's in-flight tails hold
+// (Partition.Records summed over InFlight); 0 when it has none.
+func (m *Manifest) InFlightRecords() int64 {
+	var n int64
+	for _, t := range m.InFlight {
+		for _, p := range t.PartitionCuts {
+			n += p.Records
+		}
+	}
+	return n
 }
 
 // Selection is the configuration that chose the backup's topics. A run
@@ -71,6 +96,35 @@ func (s *Selection) Equal(o *Selection) bool {
 		eq(s.SourceChangelogTopics, o.SourceChangelogTopics) && s.AllowMissing == o.AllowMissing
 }
 
+// Cut records how the backup's cut (the group's committed offsets and every
+// partition's last stable offset) was taken and whether it was proven to
+// hold each committed transaction of the application wholly or not at all
+// (docs/DESIGN.md invariant 1). A resumed run keeps the cut of its first run.
+type Cut struct {
+	// Method is how the cut was taken: CutMethodOffsetsEndsOffsets (group
+	// offsets, settle, ends, settle, group offsets again) or CutMethodEnds
+	// (no application.id: ends only).
+	Method string `json:"method"`
+	// Proven is true when the last attempt proved the cut consistent.
+	Proven bool `json:"proven"`
+	// Attempts is how many times the protocol ran (at least 1).
+	Attempts int `json:"attempts"`
+	// TransactionsWaited counts the transactions, over all attempts, that
+	// were in PrepareCommit when listed and were waited for until their
+	// commit markers were written.
+	TransactionsWaited int `json:"transactions_waited"`
+	// DurationMillis is how long taking the cut took, in milliseconds.
+	DurationMillis int64 `json:"duration_ms"`
+	// Reason says why the cut is not proven; "" when Proven.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Cut methods (Cut.Method).
+const (
+	CutMethodOffsetsEndsOffsets = "offsets-ends-offsets"
+	CutMethodEnds               = "ends"
+)
+
 // Group is the application.id consumer group as read at the start of the run,
 // before any end offset was captured (docs/DOMAIN.md#consistent-cut).
 type Group struct {
@@ -90,10 +144,11 @@ type GroupOffset struct {
 	LeaderEpoch int32  `json:"leader_epoch"` // -1 when unknown
 	Metadata    string `json:"metadata,omitempty"`
 	Class       string `json:"class,omitempty"` // classification of the topic; repartition offsets cannot be restored
-	// EndOffset is, for a repartition topic, its end offset captured with
-	// the cut: EndOffset - Offset records were in flight between
-	// sub-topologies and are not in the backup (the RPO risk of a
-	// changelog restore). 0 for other topics.
+	// EndOffset is, for a repartition topic, the end of its in-flight
+	// tail: the last stable offset captured with the cut (the high
+	// watermark in manifests written before Manifest.InFlight, where
+	// EndOffset - Offset estimates the records in flight that the backup
+	// does not hold). 0 for other topics.
 	EndOffset int64 `json:"end_offset,omitempty"`
 }
 
@@ -108,7 +163,7 @@ type TopicConfig struct {
 type Topic struct {
 	Name              string                 `json:"name"`
 	TopicID           string                 `json:"topic_id,omitempty"` // the broker's topic id (base64 or hex UUID as the broker reports it)
-	Class             string                 `json:"class"`              // changelog or external (repartition topics are never backed up)
+	Class             string                 `json:"class"`              // changelog or external; repartition only in Manifest.InFlight
 	SourceChangelog   bool                   `json:"source_changelog,omitempty"`
 	Partitions        int                    `json:"partitions"`
 	ReplicationFactor int                    `json:"replication_factor"`
@@ -221,10 +276,12 @@ func (m *Manifest) Marshal() ([]byte, error) {
 }
 
 func (m *Manifest) sort() {
-	sort.Slice(m.Topics, func(i, j int) bool { return m.Topics[i].Name < m.Topics[j].Name })
-	for i := range m.Topics {
-		p := m.Topics[i].PartitionCuts
-		sort.Slice(p, func(a, b int) bool { return p[a].Partition < p[b].Partition })
+	for _, ts := range [][]Topic{m.Topics, m.InFlight} {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+		for i := range ts {
+			p := ts[i].PartitionCuts
+			sort.Slice(p, func(a, b int) bool { return p[a].Partition < p[b].Partition })
+		}
 	}
 	if m.Group != nil {
 		o := m.Group.Offsets
@@ -268,7 +325,7 @@ func (m *Manifest) Validate() error {
 	if m.State != StateComplete && m.State != StateRunning {
 		return fmt.Errorf("manifest %s: invalid state %q", m.BackupID, m.State)
 	}
-	for _, t := range m.Topics {
+	for _, t := range slices.Concat(m.Topics, m.InFlight) {
 		for _, p := range t.PartitionCuts {
 			var n int64
 			prev := p.StartOffset - 1

@@ -59,7 +59,12 @@ type RestorePlan struct {
 	Topics          []TopicPlan    `json:"topics"`
 	Skipped         []SkippedTopic `json:"skipped,omitempty"`
 	Group           *GroupPlan     `json:"group,omitempty"`
-	Warnings        []string       `json:"warnings,omitempty"`
+	// InFlight says what the restore does with the records in flight in
+	// the application's repartition topics at the backup's cut
+	// (docs/DOMAIN.md#in-flight); nil under the rebuild strategy, and when
+	// the backup has no repartition topic.
+	InFlight *InFlightPlan `json:"in_flight,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
 	// Complete is true when an earlier run of this same restore finished:
 	// nothing is produced and no offset is committed again (the group may
 	// have moved since).
@@ -69,6 +74,48 @@ type RestorePlan struct {
 // Plan is RestorePlan under the name RestoreReport embeds it with: a
 // report's plan is rep.Plan, and its fields are the report's own in JSON.
 type Plan = RestorePlan
+
+// InFlightPlan is what a changelog restore does with the backup's
+// in-flight tails (Manifest.InFlight): restores them (the default: each
+// is a TopicPlan of class repartition, and the group's offsets on them are
+// committed to the translated start of the tail), or leaves them out
+// (restore --skip-in-flight): then Records are lost, and the restore is
+// partial (exit 3).
+type InFlightPlan struct {
+	// Restored is true when every tail is restored.
+	Restored bool `json:"restored"`
+	// Records are the records in flight: those the tails hold (exact), or
+	// with Estimated the sum of the group's end_offset - offset on
+	// repartition topics (a backup written before in_flight existed: from
+	// the high watermark, committed partitions only).
+	Records   int64 `json:"records"`
+	Estimated bool  `json:"estimated,omitempty"`
+	// Topics are the records in flight per repartition topic, by name.
+	Topics []InFlightTopicPlan `json:"topics"`
+}
+
+// InFlightTopicPlan is the records in flight in one repartition topic.
+type InFlightTopicPlan struct {
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+	Records    int64  `json:"records"`
+	Restored   bool   `json:"restored"` // its tail is restored (a TopicPlan of the restore)
+}
+
+// Lost is the number of records in flight this restore does not bring
+// back: those of the topics not restored. 0 for a nil plan.
+func (p *InFlightPlan) Lost() int64 {
+	if p == nil {
+		return 0
+	}
+	var n int64
+	for _, t := range p.Topics {
+		if !t.Restored {
+			n += t.Records
+		}
+	}
+	return n
+}
 
 // TopicPlan is one topic to restore.
 type TopicPlan struct {

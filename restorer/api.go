@@ -64,6 +64,15 @@ type Options struct {
 	// factor of every created topic (and caps min.insync.replicas at it).
 	ReplicationFactor int
 	DryRun            bool // plan and check only; write nothing
+	// SkipInFlight leaves the backup's in-flight tails out of a changelog
+	// restore (restore --skip-in-flight): the repartition topics are not
+	// created, the group's offsets on them are dropped, and the records
+	// those tails hold are lost. The plan counts them
+	// (Plan.InFlight.Records, from the last stable offset, every
+	// partition) and warns. By default (false) a changelog restore
+	// restores them (docs/DOMAIN.md#in-flight); the rebuild strategy never
+	// does.
+	SkipInFlight bool
 	// Retention is what to do with records already past the target
 	// topic's retention.ms: RetentionUnset refuses the restore when there
 	// are any (RefusedError naming each topic's count and oldest

@@ -21,6 +21,9 @@ type selection struct {
 	skipped []SkippedTopic
 	cuts    map[string]map[int32]int64 // --to-time cut per partition (-1: none)
 	records map[string]map[int32]int64 // records to restore per partition
+	// inFlight names the in-flight tails (Manifest.InFlight) among topics:
+	// restored with the changelog strategy unless Options.SkipInFlight.
+	inFlight map[string]bool
 }
 
 func isChangelog(t *format.Topic, declared []string) bool {
@@ -39,7 +42,7 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 		}
 		filter = f
 	}
-	sel := &selection{m: m, cuts: map[string]map[int32]int64{}, records: map[string]map[int32]int64{}}
+	sel := &selection{m: m, cuts: map[string]map[int32]int64{}, records: map[string]map[int32]int64{}, inFlight: map[string]bool{}}
 	var changelogsUnderPITR []string
 	matched := 0
 	for i := range m.Topics {
@@ -90,6 +93,20 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 		}
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("nothing to restore: every topic of backup %s is left out: %s", m.BackupID, strings.Join(why, "; "))}}
 	}
+	if restoresInFlight(o) {
+		// The tails of the repartition topics, so that the application
+		// goes on with the records in flight at the cut
+		// (docs/DOMAIN.md#in-flight). --topics chooses among them too.
+		for i := range m.InFlight {
+			t := &m.InFlight[i]
+			if filter != nil && !filter.Match(t.Name) {
+				sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: "in-flight tail not matched by --topics"})
+				continue
+			}
+			sel.topics = append(sel.topics, t)
+			sel.inFlight[t.Name] = true
+		}
+	}
 	for _, t := range sel.topics {
 		sel.cuts[t.Name] = map[int32]int64{}
 		sel.records[t.Name] = map[int32]int64{}
@@ -134,13 +151,31 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 		op := OffsetPlan{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Translated: -1, Current: -1, Action: format.OffsetDrop}
 		t := restored[c.Topic]
 		switch {
+		case c.Class == string(topicfilter.Repartition) && sel.inFlight[c.Topic]:
+			p := partitionOf(t, c.Partition)
+			if p == nil {
+				op.Note = fmt.Sprintf("partition %d is not in the backup's in-flight tail", c.Partition)
+				break
+			}
+			if err := commitTail(&op, t, p, translate); err != nil {
+				return nil, err
+			}
+			if c.Offset < p.StartOffset {
+				op.Note += fmt.Sprintf(" (committed %d was below the log start %d at the backup)", c.Offset, p.StartOffset)
+			}
 		case c.Class == string(topicfilter.Repartition):
 			op.Note = "repartition topic: not restored (it regenerates)"
-			switch n := c.EndOffset - c.Offset; {
+			n := c.EndOffset - c.Offset
+			switch tail := inFlightTail(m, c.Topic, c.Partition); {
+			case o.Strategy == StrategyChangelog && tail != nil:
+				op.Note = fmt.Sprintf("repartition topic: its in-flight tail is not restored (--skip-in-flight): %s lost", plural(tail.Records, "record", "records"))
 			case n == 1:
 				op.Note += "; 1 record was in flight in it at backup time and is lost"
 			case n > 1:
 				op.Note += fmt.Sprintf("; %d records were in flight in it at backup time and are lost", n)
+			}
+			if n > 0 && o.Strategy == StrategyChangelog && m.InFlight == nil {
+				op.Note += " (an estimate from the high watermark: this backup predates in-flight capture)"
 			}
 		case !inBackup[c.Topic]:
 			op.Note = "topic not in the backup"
@@ -176,6 +211,31 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 		}
 		g.Offsets = append(g.Offsets, op)
 	}
+	// The partitions of restored tails the group never committed: the
+	// application would otherwise start them at auto.offset.reset
+	// (Kafka Streams sets earliest, StreamsConfig), which is the tail's
+	// start on the target too; committed explicitly all the same.
+	committed := map[string]bool{}
+	for _, c := range m.Group.Offsets {
+		committed[fmt.Sprintf("%s/%d", c.Topic, c.Partition)] = true
+	}
+	for _, t := range sel.topics {
+		if !sel.inFlight[t.Name] {
+			continue
+		}
+		for i := range t.PartitionCuts {
+			p := &t.PartitionCuts[i]
+			if committed[fmt.Sprintf("%s/%d", t.Name, p.Partition)] {
+				continue
+			}
+			op := OffsetPlan{Topic: t.Name, Partition: p.Partition, Committed: p.StartOffset, Current: -1}
+			if err := commitTail(&op, t, p, translate); err != nil {
+				return nil, err
+			}
+			op.Note += fmt.Sprintf(" (never committed on the source: the tail starts at the log start %d)", p.StartOffset)
+			g.Offsets = append(g.Offsets, op)
+		}
+	}
 	sort.Slice(g.Offsets, func(i, j int) bool {
 		a, b := g.Offsets[i], g.Offsets[j]
 		if a.Topic != b.Topic {
@@ -184,6 +244,58 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 		return a.Partition < b.Partition
 	})
 	return g, nil
+}
+
+// restoresInFlight reports whether a restore with o restores the backup's
+// in-flight tails: with the changelog strategy, unless o.SkipInFlight.
+// Under the rebuild strategy the application recreates its internal topics
+// empty and reprocesses its input (StreamsResetter's rule).
+func restoresInFlight(o *Options) bool {
+	return o.Strategy != StrategyRebuild && !o.SkipInFlight
+}
+
+// commitTail plans op, the group's offset on in-flight partition p of t,
+// as a commit of the translated start of the tail: the offset of its first
+// restored record on the target (the end when the tail is empty).
+func commitTail(op *OffsetPlan, t *format.Topic, p *format.Partition, translate func(t *format.Topic, p *format.Partition, committed int64) (int64, error)) error {
+	v, err := translate(t, p, p.StartOffset)
+	if err != nil {
+		return err
+	}
+	op.Action, op.Translated = format.OffsetCommit, v
+	op.Note = fmt.Sprintf("in-flight tail restored: %s from offset %d; committed to its first restored record", plural(p.Records, "record", "records"), p.StartOffset)
+	return nil
+}
+
+// partitionOf returns partition n of t, or nil.
+func partitionOf(t *format.Topic, n int32) *format.Partition {
+	if t == nil {
+		return nil
+	}
+	for i := range t.PartitionCuts {
+		if t.PartitionCuts[i].Partition == n {
+			return &t.PartitionCuts[i]
+		}
+	}
+	return nil
+}
+
+// inFlightTail returns partition n of m's in-flight tail of topic, or nil.
+func inFlightTail(m *format.Manifest, topic string, n int32) *format.Partition {
+	for i := range m.InFlight {
+		if m.InFlight[i].Name == topic {
+			return partitionOf(&m.InFlight[i], n)
+		}
+	}
+	return nil
+}
+
+// plural is "1 record" or "n records".
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func predictOffsets(ctx context.Context, store storage.Backend, backupID string, strategy Strategy, toTime *time.Time) (*GroupPlan, error) {

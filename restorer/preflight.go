@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -106,6 +107,8 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		f.refusals = append(f.refusals, refusals...)
 		plan.Group = g
 	}
+	plan.InFlight = inFlightPlan(sel, o)
+	plan.Warnings = append(plan.Warnings, inFlightWarnings(plan.InFlight)...)
 	plan.Complete = planComplete(plan, r.jour)
 	plan.Warnings = append(plan.Warnings, offsetWarnings(plan, r.jour)...)
 	plan.Warnings = append(plan.Warnings, strategyWarnings(plan, sel, o)...)
@@ -113,6 +116,86 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		return nil, &RefusedError{Reasons: f.refusals}
 	}
 	return plan, nil
+}
+
+// repartitionTopicConfigs are the configs Kafka Streams creates a
+// repartition topic with (RepartitionTopicConfig's
+// REPARTITION_TOPIC_DEFAULT_OVERRIDES, over InternalTopicConfig's
+// message.timestamp.type=CreateTime): the restore creates an in-flight
+// topic with them, then the source's own topic configs over them. Its
+// partitions are the source's, as InternalTopicManager makes them.
+// InternalTopicManager accepts an existing repartition topic whose
+// cleanup.policy has no compact, retention.ms is -1 and retention.bytes is
+// unset.
+var repartitionTopicConfigs = map[string]string{
+	"cleanup.policy":         "delete",
+	"segment.bytes":          "52428800",
+	"retention.ms":           "-1",
+	"message.timestamp.type": "CreateTime",
+}
+
+// inFlightPlan is what the restore does with the backup's records in
+// flight: restored (sel holds the tails) or lost, per repartition topic;
+// nil under the rebuild strategy or when there are none to speak of.
+func inFlightPlan(sel *selection, o *Options) *format.InFlightPlan {
+	if o.Strategy == StrategyRebuild {
+		return nil
+	}
+	m := sel.m
+	p := &format.InFlightPlan{Restored: restoresInFlight(o), Topics: []format.InFlightTopicPlan{}}
+	if m.InFlight != nil {
+		for _, t := range m.InFlight {
+			tp := format.InFlightTopicPlan{Topic: t.Name, Partitions: t.Partitions, Restored: sel.inFlight[t.Name]}
+			for _, pc := range t.PartitionCuts {
+				tp.Records += pc.Records
+			}
+			// --topics may leave some out: those are lost too.
+			p.Restored = p.Restored && tp.Restored
+			p.Records += tp.Records
+			p.Topics = append(p.Topics, tp)
+		}
+		return p
+	}
+	if m.Group == nil {
+		return nil
+	}
+	// A backup written before in-flight capture: the recorded estimate.
+	p.Restored, p.Estimated = false, true
+	byTopic := map[string]int64{}
+	parts := map[string]int{}
+	for _, c := range m.Group.Offsets {
+		if c.Class == string(topicfilter.Repartition) {
+			byTopic[c.Topic] += max(c.EndOffset-c.Offset, 0)
+			parts[c.Topic]++
+		}
+	}
+	if len(byTopic) == 0 {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(byTopic)) {
+		p.Topics = append(p.Topics, format.InFlightTopicPlan{Topic: name, Partitions: parts[name], Records: byTopic[name]})
+		p.Records += byTopic[name]
+	}
+	return p
+}
+
+// inFlightWarnings say what is lost of the records in flight.
+func inFlightWarnings(p *format.InFlightPlan) []string {
+	if p.Lost() == 0 {
+		return nil
+	}
+	var per []string
+	for _, t := range p.Topics {
+		if !t.Restored {
+			per = append(per, fmt.Sprintf("%s: %d", t.Topic, t.Records))
+		}
+	}
+	if p.Estimated {
+		return []string{fmt.Sprintf("about %s in flight in repartition topics at the backup are lost (%s): this backup predates in-flight capture, so they are not in it, and the count is an estimate from the high watermark; a newer backup holds them",
+			plural(p.Lost(), "record", "records"), strings.Join(per, ", "))}
+	}
+	return []string{fmt.Sprintf("%s in flight in repartition topics at the backup are not restored (%s): the application never processes them, they are lost; restore without --skip-in-flight (and with every repartition topic in --topics) to bring them back",
+		plural(p.Lost(), "record", "records"), strings.Join(per, ", "))}
 }
 
 // targetTopics is what preflight read of the target's copies of the
@@ -193,6 +276,10 @@ func planTopic(t *format.Topic, sel *selection, o *Options, tt *targetTopics, jo
 		Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: map[string]string{}}
 	if o.ReplicationFactor > 0 {
 		tp.ReplicationFactor = o.ReplicationFactor
+	}
+	if sel.inFlight[t.Name] {
+		// Created as Kafka Streams creates it, then what the source had.
+		maps.Copy(tp.Configs, repartitionTopicConfigs)
 	}
 	for k, c := range t.Configs {
 		if c.Source == "DYNAMIC_TOPIC_CONFIG" && c.Value != nil && !c.Sensitive {
@@ -403,7 +490,8 @@ func offsetWarnings(plan *Plan, jour *journal) []string {
 
 // strategyWarnings say what the plan's strategy and cut mean for the
 // application: a --to-time before every record, the rebuild strategy's
-// duplicated outputs, the changelog strategy without changelogs.
+// duplicated outputs, the changelog strategy without changelogs or from a
+// cut not proven consistent (format.Cut; docs/DESIGN.md invariant 1).
 func strategyWarnings(plan *Plan, sel *selection, o *Options) []string {
 	var ws []string
 	var planned, backedUp int64
@@ -431,6 +519,10 @@ func strategyWarnings(plan *Plan, sel *selection, o *Options) []string {
 	}
 	if hasChangelog && !restoredChangelog {
 		ws = append(ws, "the changelog strategy without any of the application's changelogs: input offsets are restored past records whose state is not; use --strategy rebuild, or include the changelogs")
+	}
+	if c := sel.m.Cut; c != nil && !c.Proven && c.Method != format.CutMethodEnds {
+		ws = append(ws, fmt.Sprintf("backup %s's cut is not proven consistent with the application's transactions (%s): the restored offsets and changelogs may disagree (input processed again, or state missing); a later backup of the running application may be proven, or use --strategy rebuild",
+			sel.m.BackupID, c.Reason))
 	}
 	return ws
 }

@@ -249,4 +249,29 @@ func TestStrategyWarnings(t *testing.T) {
 		"the changelog strategy without any of the application's changelogs: input offsets are restored past records whose state is not; use --strategy rebuild, or include the changelogs"}) {
 		t.Error("the changelog strategy's warning changed")
 	}
+	// A cut the backup could not prove is repeated by the changelog
+	// strategy's plan, with the backup's reason; a proven one, and a
+	// manifest from before the cut was recorded, are not.
+	sel.m.BackupID = "b1"
+	for _, row := range []struct {
+		name string
+		cut  *format.Cut
+		o    Options
+		want int
+	}{
+		{"unproven", &format.Cut{Method: format.CutMethodOffsetsEndsOffsets, Attempts: 3, Reason: "the group's committed offsets changed"}, Options{Strategy: StrategyChangelog}, 1},
+		{"proven", &format.Cut{Method: format.CutMethodOffsetsEndsOffsets, Proven: true, Attempts: 1}, Options{Strategy: StrategyChangelog}, 0},
+		{"not recorded", nil, Options{Strategy: StrategyChangelog}, 0},
+		{"no application.id: no offsets to disagree with", &format.Cut{Method: format.CutMethodEnds, Attempts: 1, Reason: "no application.id"}, Options{Strategy: StrategyChangelog}, 0},
+		{"rebuild reprocesses from the start", &format.Cut{Reason: "x"}, Options{Strategy: StrategyRebuild}, 1},
+	} {
+		sel.m.Cut = row.cut
+		ws := strategyWarnings(withChangelog, sel, &row.o)
+		if len(ws) != row.want {
+			t.Errorf("%s: warnings %q, want %d", row.name, ws, row.want)
+		}
+		if row.want == 1 && row.o.Strategy == StrategyChangelog && !strings.Contains(ws[0], "backup b1's cut is not proven consistent with the application's transactions (the group's committed offsets changed)") {
+			t.Errorf("%s: warning %q does not name the backup and the reason", row.name, ws[0])
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -116,10 +118,16 @@ func TestRestoreRoundTripOnKfake(t *testing.T) {
 			t.Errorf("%s/%d: target has %+v, want %d", op.Topic, op.Partition, o, op.Translated)
 		}
 	}
-	if n != 5 {
-		t.Fatalf("%d offsets committed, want 5 (6 in the backup minus the repartition topic's)", n)
+	// 5 of the 6 in the backup, and the 4 partitions of the in-flight
+	// tails (the group committed one of them on the source).
+	if n != 9 {
+		t.Fatalf("%d offsets committed, want 9 (the 5 of inputs and outputs, and the 4 of the in-flight tails)", n)
 	}
-	_ = src
+	if rep.InFlight == nil || !rep.InFlight.Restored || rep.InFlight.Records != 8 || rep.InFlight.Lost() != 0 {
+		t.Errorf("report in flight %+v: want 8 records restored", rep.InFlight)
+	}
+	restorecheck.InFlight(t, src.Addrs(), dst.Addrs(), testkit.Admin(t, src.Addrs()), testkit.Admin(t, dst.Addrs()), sample.AppID,
+		restorecheck.GroupOffsets(t, testkit.Admin(t, src.Addrs()), sample.AppID), m)
 }
 
 func TestRestoreRefusesPITROnChangelogs(t *testing.T) {
@@ -209,7 +217,8 @@ func TestRestoreResumesAfterAFailure(t *testing.T) {
 	if !rep.Committed {
 		t.Fatal("offsets not committed")
 	}
-	for _, tp := range m.Topics {
+	// The in-flight tails resume like the other topics: exactly once.
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
 		for _, pc := range tp.PartitionCuts {
 			want := backupcheck.Records(t, store, m, tp.Name, pc.Partition)
 			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{pc.Partition: 1 << 40})
@@ -246,7 +255,7 @@ func TestConcurrentRestoresNeverDuplicate(t *testing.T) {
 			t.Fatalf("concurrent restore: %v", err)
 		}
 	}
-	for _, tp := range m.Topics {
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
 		for _, pc := range tp.PartitionCuts {
 			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{pc.Partition: 1 << 40})
 			if err != nil {

@@ -12,7 +12,8 @@
 //
 // Topics whose name starts with "__" (broker-internal: __consumer_offsets,
 // __transaction_state, ...) are never selected, whatever the patterns say.
-// Repartition topics are never selected: they regenerate from the input.
+// Repartition topics are never selected as data: a backup captures only
+// their in-flight tail (docs/DOMAIN.md#in-flight).
 //
 // The package does no I/O: callers pass topic lists in. Everything in it is
 // safe for concurrent use once constructed.
@@ -34,7 +35,7 @@ const (
 	Changelog Class = "changelog"
 	// Repartition is a repartition topic (<prefix>-<name>-repartition) or a
 	// foreign-key-join subscription topic: exactly the internal-topic suffix
-	// rule of Kafka's StreamsResetter.matchesInternalTopicFormat. Never backed up.
+	// rule of Kafka's StreamsResetter.matchesInternalTopicFormat. Never backed up as data; its in-flight tail is (backup's Manifest.InFlight).
 	Repartition Class = "repartition"
 	// External is an input or output topic (anything else). Broker-internal
 	// topics ("__*") and internal topics of other applications are also

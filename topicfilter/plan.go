@@ -133,7 +133,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 				otherApps[inc] = append(otherApps[inc], d.OtherApplicationID)
 			}
 		case d.Class == Repartition:
-			d.Reason = "not selected: " + v.reason + "; repartition topics are never backed up: they regenerate from input"
+			d.Reason = "not selected: " + v.reason + "; repartition topics are never backed up as data: only their in-flight tail is captured"
 			droppedRepartition[inc] = append(droppedRepartition[inc], t.Name)
 		default:
 			d.Selected = true
@@ -160,7 +160,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 
 	for _, p := range f.include {
 		if ts := droppedRepartition[p.src]; len(ts) > 0 {
-			warnings = append(warnings, fmt.Sprintf("include pattern %q matched %s, dropped because repartition topics are never backed up (they regenerate from input): %s",
+			warnings = append(warnings, fmt.Sprintf("include pattern %q matched %s, dropped because repartition topics are never backed up as data (only their in-flight tail is captured): %s",
 				p.src, plural(len(ts), "repartition topic", "repartition topics"), strings.Join(ts, ", ")))
 		}
 	}

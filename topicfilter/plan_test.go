@@ -124,7 +124,7 @@ func TestPlanReasons(t *testing.T) {
 		{"broker-internal by name", "__consumer_offsets", false, "not selected: broker-internal topic"},
 		{"broker-internal by metadata flag", "flagged-internal", false, "not selected: broker-internal topic (the broker flags it internal)"},
 		{"changelog names its store", "app-store-changelog", true, `selected: changelog of store "store"`},
-		{"repartition is never backed up", "app-x-repartition", false, `not selected: repartition topic (suffix "-repartition" after the application.id prefix "app"); repartition topics are never backed up: they regenerate from input`},
+		{"repartition is never backed up", "app-x-repartition", false, `not selected: repartition topic (suffix "-repartition" after the application.id prefix "app"); repartition topics are never backed up as data: only their in-flight tail is captured`},
 		{"other application's changelog", "app-v2-store-changelog", false, "not selected: internal topic of application.id app-v2"},
 		{"external names the include", "orders", true, `selected: input or output topic (no internal-topic suffix); matched by include "orders*"`},
 		{"excluded names the pattern", "orders-dlq", false, `not selected: excluded by pattern "*-dlq"`},
@@ -156,7 +156,7 @@ func TestPlanWarnings(t *testing.T) {
 		wantNone         []string // must appear in no warning
 	}{
 		{"include that matched a repartition topic warns it was dropped", "case03-L1.txt", Classifier{ApplicationID: "streamsId"}, []string{"*"}, nil,
-			[]string{`include pattern "*" matched 1 repartition topic, dropped because repartition topics are never backed up (they regenerate from input): streamsId-KSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition`}, nil},
+			[]string{`include pattern "*" matched 1 repartition topic, dropped because repartition topics are never backed up as data (only their in-flight tail is captured): streamsId-KSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition`}, nil},
 		{"include that matched three repartition topics counts them", "case03-L3.txt", Classifier{InternalPrefixes: []string{"unique_topic_prefix-FKJ-topology", "unique_topic_prefix-count-topology"}}, []string{"*"}, nil,
 			[]string{`include pattern "*" matched 3 repartition topics, dropped because`}, nil},
 		{"excluded repartition topic does not warn", "case03-L1.txt", Classifier{ApplicationID: "streamsId"}, []string{"*"}, []string{"*-repartition"},
@@ -294,13 +294,13 @@ func TestPlanReasonsSayEachThingOnce(t *testing.T) {
 		want    string
 	}{
 		{"repartition topic", app, []string{"*"}, "order-processor-totals-repartition",
-			`not selected: repartition topic (suffix "-repartition" after the application.id prefix "order-processor"); repartition topics are never backed up: they regenerate from input`},
+			`not selected: repartition topic (suffix "-repartition" after the application.id prefix "order-processor"); repartition topics are never backed up as data: only their in-flight tail is captured`},
 		{"foreign-key-join topic", app, []string{"*"}, "order-processor-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic",
-			`not selected: repartition topic (foreign-key-join name "-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-<n>-topic" after the application.id prefix "order-processor"); repartition topics are never backed up: they regenerate from input`},
+			`not selected: repartition topic (foreign-key-join name "-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-<n>-topic" after the application.id prefix "order-processor"); repartition topics are never backed up as data: only their in-flight tail is captured`},
 		{"repartition topic of a named topology", Classifier{InternalPrefixes: []string{"order-processor-totals"}}, []string{"*"}, "order-processor-totals-repartition",
-			`not selected: repartition topic (suffix "-repartition" after the internal prefix "order-processor-totals"); repartition topics are never backed up: they regenerate from input`},
+			`not selected: repartition topic (suffix "-repartition" after the internal prefix "order-processor-totals"); repartition topics are never backed up as data: only their in-flight tail is captured`},
 		{"repartition topic without application id", Classifier{}, []string{"*"}, "order-processor-totals-repartition",
-			`not selected: repartition topic by suffix "-repartition" alone (no application_id configured, so the topic may belong to any application); repartition topics are never backed up: they regenerate from input`},
+			`not selected: repartition topic by suffix "-repartition" alone (no application_id configured, so the topic may belong to any application); repartition topics are never backed up as data: only their in-flight tail is captured`},
 		{"repartition topic no include matches", app, []string{"orders"}, "order-processor-totals-repartition",
 			`not selected: no include pattern matches; repartition topic (suffix "-repartition" after the application.id prefix "order-processor")`},
 		{"changelog", app, []string{"*"}, "order-processor-totals-changelog",

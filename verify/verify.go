@@ -89,7 +89,7 @@ func (r *Result) OK() bool { return len(r.Problems) == 0 }
 // object, a re-run may pass), or a cancelled context.
 func Repository(ctx context.Context, store storage.Backend, m *format.Manifest, deep bool) (*Result, error) {
 	res := &Result{BackupID: m.BackupID, Deep: deep, Problems: []Problem{}, Warnings: unreadWarnings(m)}
-	for _, t := range m.Topics {
+	for _, t := range slices.Concat(m.Topics, m.InFlight) { // in-flight tails are checked like other partitions
 		for _, p := range t.PartitionCuts {
 			var sum int64
 			for _, s := range p.Segments {
@@ -204,7 +204,13 @@ func AgainstRestore(ctx context.Context, store storage.Backend, m *format.Manife
 		return nil, err
 	}
 	adm := kadm.NewClient(cl)
-	for _, t := range m.Topics {
+	// In-flight tails (Manifest.InFlight) are on the target only when the
+	// restore named them among its topics.
+	all := slices.Clone(m.Topics)
+	if topics != nil {
+		all = append(all, m.InFlight...)
+	}
+	for _, t := range all {
 		if topics != nil && !slices.Contains(topics, t.Name) {
 			continue
 		}

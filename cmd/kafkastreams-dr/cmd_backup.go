@@ -53,6 +53,14 @@ fetches the broker keeps answering with no records below the captured end is
 not taken as done: after source.retry_timeout the backup ends it where reading
 stopped, names the range, and exits 3 (partial); the next backup reads the rest.
 
+The cut (the group's committed offsets and every partition's last stable offset)
+is proven to hold each committed transaction of an exactly-once application wholly
+or not at all: offsets, wait for the application's transactions in PrepareCommit,
+ends, wait again, offsets again, until both readings agree, at most
+backup.cut_attempts times (default 100) within backup.cut_timeout (default 30s).
+A cut not proven is kept (exit 0), recorded as cut.proven false with its reason in
+the manifest, and warned of here and by a changelog restore's plan.
+
 One repository (storage.path, or the bucket, plus storage.prefix) holds the backups
 of one application: a backup whose application.id ("" without application_id)
 differs from that of the repository's latest backup, or of the interrupted run it
@@ -73,7 +81,7 @@ CONFIG KEYS USED
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
   topics.allow_missing), storage.* (backend, bucket, prefix, region, endpoint,
   path_style, request_timeout, retry_timeout, path), backup.* (compression,
-  source_cluster_id, segment_max_bytes, concurrency).
+  source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
   shared config and credentials files, web identity / IRSA, instance roles).
   See "kafkastreams-dr config validate --help" for every key.`,
@@ -138,6 +146,8 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		SourceClusterID:       cfg.Backup.SourceClusterID,
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
+		CutAttempts:           cfg.Backup.CutAttempts,
+		CutTimeout:            cfg.Backup.CutTimeout,
 		RetryTimeout:          cfg.Source.RetryTimeout,
 		ToolVersion:           version,
 	}

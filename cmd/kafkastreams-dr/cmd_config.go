@@ -71,6 +71,9 @@ and the TLS and password files), $${ is a literal "${"; a regular file of at mos
     source_cluster_id       free-form name of the source cluster, kept in the manifest
     segment_max_bytes       uncompressed bytes per segment, e.g. 67108864 or "64MiB" (default)
     concurrency             partitions copied at once (default 4)
+    cut_attempts            tries to prove the cut consistent with the application's
+                            transactions before keeping it unproven (default 100, at least 1)
+    cut_timeout             time all those tries may take (a Go duration, default 30s)
 `
 
 // configValidateOptions are the flags of `config validate`.

@@ -35,6 +35,7 @@ type restoreOptions struct {
 	ReplicationFactor int               // 0 keeps the backed-up replication factor
 	TargetBootstrap   []string          // --target-bootstrap-servers
 	DryRun            bool
+	SkipInFlight      bool // --skip-in-flight: leave the in-flight tails out (exit 3 when they hold records)
 	Yes               bool
 	LockWait          time.Duration            // --lock-wait
 	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
@@ -85,6 +86,20 @@ STRATEGIES (--strategy)
   rebuild    restore input and output topics (up to --to-time when given), skip the
              changelogs, and set the group's input offsets to the start of the
              restored data: the application rebuilds its state from its input.
+
+RECORDS IN FLIGHT (--skip-in-flight)
+  A backup holds the tail of each repartition and foreign-key subscription topic of
+  the application: records committed into it that the downstream task had not yet
+  consumed at the cut. A changelog restore creates those topics as Kafka Streams
+  does (the source's partitions; cleanup.policy=delete, retention.ms=-1,
+  segment.bytes=52428800, message.timestamp.type=CreateTime, then the source's own
+  configs), produces the tails, and commits the group's offset on each of their
+  partitions to the first restored record, so the application goes on where it was.
+  --skip-in-flight leaves them out: the plan and the report's warnings count the
+  records lost (per topic and in total) and the restore exits 3 (partial). A backup
+  taken before tails were captured has none: its loss is shown as an estimate from
+  the high watermark, as before. The rebuild strategy never restores them (the
+  application recreates its internal topics and reprocesses its input).
 
 POINT-IN-TIME RESTORE (--to-time)
   Cuts each partition before its first record with a timestamp after the given time
@@ -177,6 +192,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
+	f.BoolVar(&o.SkipInFlight, "skip-in-flight", false, "changelog strategy: do not restore the repartition topics' in-flight tails; their records are lost (counted in the plan and the warnings; exit 3)")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
@@ -379,6 +395,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.ReplicationFactor = o.ReplicationFactor
 	ro.LockWait = o.LockWait
 	ro.Retention = o.Retention
+	ro.SkipInFlight = o.SkipInFlight
 	ro.Logger = o.Logger
 	return restoreAndReport(ctx, o, s, ro, targetName, "list")
 }
@@ -424,7 +441,24 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 	if o.tel != nil {
 		o.tel.id = cmp.Or(rep.RestoreID, rep.BackupID)
 	}
-	return writeReport(s.Out, s.ErrOut, o.JSON, rep, targetName)
+	if err := writeReport(s.Out, s.ErrOut, o.JSON, rep, targetName); err != nil {
+		return err
+	}
+	return inFlightLossError(rep)
+}
+
+// inFlightLossError is the partial outcome (exit 3) of a restore that left
+// records in flight out (--skip-in-flight, or --topics without some
+// repartition topics); nil when none were lost, or when the backup predates
+// in-flight capture (its loss is an estimate, as before).
+func inFlightLossError(rep *restorer.Report) error {
+	p := rep.InFlight
+	if p.Lost() == 0 || p.Estimated {
+		return nil
+	}
+	return withCode(exitPartial, fmt.Errorf("restore of backup %s is partial: %s in flight in repartition topics at the backup were not restored and are lost (see the warnings)",
+		rep.BackupID, plural64(p.Lost(), "record", "records")),
+		"restore without --skip-in-flight (into an empty cluster, or after deleting the restored topics) to bring them back")
 }
 
 // confirm asks question on stderr and reads the answer from stdin: "y" or

@@ -30,10 +30,14 @@ type backupJSON struct {
 	Records    int64  `json:"records"`
 	Bytes      int64  `json:"bytes"`
 
-	GroupOffsets int                    `json:"group_offsets"`
-	BackedUp     []backupTopicJSON      `json:"backed_up"`
-	NotBackedUp  []topicfilter.Decision `json:"not_backed_up,omitempty"`
-	Warnings     []string               `json:"warnings,omitempty"`
+	GroupOffsets int               `json:"group_offsets"`
+	BackedUp     []backupTopicJSON `json:"backed_up"`
+	// InFlight are the repartition topics' in-flight tails the backup
+	// holds, and InFlightRecords their records (docs/DOMAIN.md#in-flight).
+	InFlight        []backupTopicJSON      `json:"in_flight,omitempty"`
+	InFlightRecords int64                  `json:"in_flight_records"`
+	NotBackedUp     []topicfilter.Decision `json:"not_backed_up,omitempty"`
+	Warnings        []string               `json:"warnings,omitempty"`
 	// Unread are the partitions not read to the captured end (exit 3).
 	Unread []unreadJSON `json:"unread,omitempty"`
 }
@@ -78,6 +82,10 @@ func printBackupResult(w io.Writer, r *backup.Result, location string, m *format
 		plural64(r.Records, "record", "records"), r.Bytes, plural(r.Topics, "topic", "topics"), plural(r.Partitions, "partition", "partitions"))
 	if m.Group != nil {
 		fmt.Fprintf(w, "  group        %s: %d committed offsets (state %s)\n", m.Group.GroupID, len(m.Group.Offsets), orNone(m.Group.State))
+	}
+	if len(m.InFlight) > 0 {
+		fmt.Fprintf(w, "  in flight    %s held in the tails of %s (a changelog restore brings them back)\n",
+			plural64(r.InFlightRecords, "record", "records"), plural(len(m.InFlight), "repartition topic", "repartition topics"))
 	}
 	fmt.Fprintln(w, "\nthe backup holds (with the earlier backups it continues):")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -163,7 +171,7 @@ func writeBackupResult(w io.Writer, asJSON bool, location string, res *backup.Re
 		for _, u := range res.Unread {
 			out.Unread = append(out.Unread, unreadJSON{Topic: u.Topic, Partition: u.Partition, From: u.From, To: u.To, Reason: u.Reason})
 		}
-		for _, t := range m.Topics {
+		topicJSON := func(t format.Topic) backupTopicJSON {
 			bt := backupTopicJSON{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Partitions: t.Partitions}
 			for _, p := range t.PartitionCuts {
 				bt.Records += p.Records
@@ -172,8 +180,15 @@ func writeBackupResult(w io.Writer, asJSON bool, location string, res *backup.Re
 					bt.Bytes += sg.Size
 				}
 			}
-			out.BackedUp = append(out.BackedUp, bt)
+			return bt
 		}
+		for _, t := range m.Topics {
+			out.BackedUp = append(out.BackedUp, topicJSON(t))
+		}
+		for _, t := range m.InFlight {
+			out.InFlight = append(out.InFlight, topicJSON(t))
+		}
+		out.InFlightRecords = res.InFlightRecords
 		for _, d := range res.Decisions {
 			if !d.Selected {
 				out.NotBackedUp = append(out.NotBackedUp, d)

@@ -106,6 +106,7 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 		line += fmt.Sprintf("; %s already on the target from an earlier run", plural64(already, "record is", "records are"))
 	}
 	fmt.Fprintln(w, line)
+	printInFlight(w, p.InFlight, "will be")
 
 	if len(p.Topics) > 0 {
 		fmt.Fprintln(w)
@@ -200,6 +201,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
 		fmt.Fprintf(w, "  duration     %s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
 	}
+	printInFlight(w, r.InFlight, "were")
 
 	if len(r.Topics) > 0 {
 		fmt.Fprintln(w)
@@ -270,7 +272,38 @@ func topicClass(class string, sourceChangelog bool) string {
 	if sourceChangelog {
 		return class + " (source changelog)"
 	}
+	if class == string(topicfilter.Repartition) {
+		return class + " (in-flight tail)"
+	}
 	return class
+}
+
+// printInFlight prints the records in flight at the backup's cut and what
+// the restore does with them ("will be" or "were" restored or lost), one
+// line per repartition topic below the total when they are lost.
+func printInFlight(w io.Writer, p *format.InFlightPlan, tense string) {
+	if p == nil {
+		return
+	}
+	what := fmt.Sprintf("%s in %s", plural64(p.Records, "record", "records"), plural(len(p.Topics), "repartition topic", "repartition topics"))
+	switch {
+	case p.Estimated:
+		fmt.Fprintf(w, "  in flight    about %s: lost (not in this backup, which predates in-flight capture; an estimate from the high watermark)\n", what)
+	case p.Restored:
+		fmt.Fprintf(w, "  in flight    %s: %s restored, and the group's offsets on them committed to each tail's first record\n", what, tense)
+	default:
+		fmt.Fprintf(w, "  in flight    %s: NOT all restored (--skip-in-flight, or left out by --topics): %s lost\n", what, plural64(p.Lost(), "record", "records"))
+	}
+	if p.Lost() > 0 {
+		tw := newTable(w)
+		for _, t := range p.Topics {
+			if t.Restored {
+				continue
+			}
+			fmt.Fprintf(tw, "    %s\t%s\t%s\n", t.Topic, plural(t.Partitions, "partition", "partitions"), plural64(t.Records, "record", "records"))
+		}
+		tw.Flush()
+	}
 }
 
 // actionDone is a plan action in the past tense.

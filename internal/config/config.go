@@ -49,6 +49,13 @@ const (
 	// broker.session.timeout.ms is 9s; a broker away for 20s must be
 	// survived, issue 9); see Cluster.RetryTimeout.
 	DefaultRetryTimeout = 2 * time.Minute
+	// DefaultCutAttempts is backup.cut_attempts' default: how many times
+	// the backup tries to prove its cut.
+	DefaultCutAttempts = 100
+	// DefaultCutTimeout is backup.cut_timeout's default: the time all the
+	// cut's attempts may take, longer than a Streams app's EOS commit
+	// interval (commit.interval.ms 100) many times over.
+	DefaultCutTimeout = 30 * time.Second
 )
 
 // Storage backends (storage.backend).
@@ -227,6 +234,15 @@ type Backup struct {
 	SegmentMaxBytes ByteSize `yaml:"segment_max_bytes"`
 	// Concurrency is how many partitions are copied at once; default 4.
 	Concurrency int `yaml:"concurrency"`
+	// CutAttempts is how many times the backup tries to prove its cut
+	// consistent (group offsets, settle, ends, settle, group offsets again;
+	// docs/DESIGN.md invariant 1) before it keeps the last attempt's cut
+	// unproven; default DefaultCutAttempts (100), at least 1.
+	CutAttempts int `yaml:"cut_attempts"`
+	// CutTimeout bounds the time all attempts together take, waits for
+	// transactions in PrepareCommit included; default DefaultCutTimeout
+	// (30s). In the file: a Go duration such as "30s".
+	CutTimeout time.Duration `yaml:"cut_timeout"`
 }
 
 // Drill holds the settings of `drill`.

@@ -27,7 +27,8 @@ func TestLoadGoodFiles(t *testing.T) {
 				eq(t, "include", c.Source.Topics.Include, []string{"orders", "customer-totals", "order-processor-*-changelog"})
 				eq(t, "exclude", c.Source.Topics.Exclude, []string{"order-processor-*-repartition"})
 				eq(t, "storage", c.Storage, Storage{Backend: "s3", Bucket: "kafka-backups", Prefix: "streams/order-processor", Region: "us-east-1", Path: "/var/backups/kafka"})
-				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentMaxBytes: 64 << 20, Concurrency: 4})
+				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentMaxBytes: 64 << 20, Concurrency: 4,
+					CutAttempts: DefaultCutAttempts, CutTimeout: DefaultCutTimeout})
 				eq(t, "target", c.Target, (*Cluster)(nil))
 				eq(t, "line of include[2]", c.Line("source.topics.include[2]"), 7)
 			},
@@ -54,7 +55,8 @@ func TestLoadGoodFiles(t *testing.T) {
 				eq(t, "target tls implied by ca_file", c.Target.Security.TLS.Enabled, true)
 				eq(t, "target sasl", c.Target.Security.SASL, SASL{Mechanism: "PLAIN", Username: "restore", PasswordFile: "/run/secrets/kafka-password"})
 				eq(t, "storage", c.Storage, Storage{Backend: "s3", Bucket: "kafka-backups", Prefix: "streams/order-processor", Region: "eu-west-1", Endpoint: "http://minio:9000", PathStyle: true})
-				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentMaxBytes: 16 << 20, Concurrency: 8})
+				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentMaxBytes: 16 << 20, Concurrency: 8,
+					CutAttempts: 50, CutTimeout: time.Minute})
 			},
 		},
 	}
@@ -696,5 +698,41 @@ func TestStorageTimeouts(t *testing.T) {
 	}
 	if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, "storage.retry_timeout does not apply to the filesystem backend") {
 		t.Errorf("warnings %q do not say that the filesystem backend ignores retry_timeout", w)
+	}
+}
+
+// TestCutBounds: backup.cut_attempts and backup.cut_timeout bound the
+// proof of the backup's cut (docs/DESIGN.md invariant 1); absent they take
+// their defaults, and a value that bounds nothing is refused naming the key.
+func TestCutBounds(t *testing.T) {
+	tests := []struct {
+		name         string
+		yaml         string
+		wantAttempts int
+		wantTimeout  time.Duration
+		wantErr      string
+	}{
+		{"absent means the defaults", base, DefaultCutAttempts, DefaultCutTimeout, ""},
+		{"set", base + "backup:\n  cut_attempts: 3\n  cut_timeout: 5s\n", 3, 5 * time.Second, ""},
+		{"zero attempts", base + "backup:\n  cut_attempts: 0\n", 0, 0, "backup.cut_attempts must be at least 1, not 0"},
+		{"zero timeout", base + "backup:\n  cut_timeout: 0s\n", 0, 0, "backup.cut_timeout must be a duration"},
+		{"timeout not a duration", base + "backup:\n  cut_timeout: 30\n", 0, 0, "backup.cut_timeout must be a duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "t.yaml")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Backup.CutAttempts != tt.wantAttempts || c.Backup.CutTimeout != tt.wantTimeout {
+				t.Errorf("cut_attempts %d, cut_timeout %s; want %d, %s", c.Backup.CutAttempts, c.Backup.CutTimeout, tt.wantAttempts, tt.wantTimeout)
+			}
+		})
 	}
 }

@@ -550,6 +550,16 @@ func (v *validator) backup() {
 	case b.Concurrency < 1 && !v.bad["backup.concurrency"]:
 		v.errf("backup.concurrency", "backup.concurrency must be at least 1, not %d", b.Concurrency)
 	}
+	switch {
+	case !v.has("backup.cut_attempts"):
+		b.CutAttempts = DefaultCutAttempts
+	case b.CutAttempts < 1 && !v.bad["backup.cut_attempts"]:
+		v.errf("backup.cut_attempts", "backup.cut_attempts must be at least 1, not %d", b.CutAttempts)
+	}
+	// The decoder refuses a cut_timeout that is not a positive duration.
+	if !v.has("backup.cut_timeout") || v.bad["backup.cut_timeout"] {
+		b.CutTimeout = DefaultCutTimeout
+	}
 }
 
 // maxTopicLength is Kafka's limit on topic names in characters

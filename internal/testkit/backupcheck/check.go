@@ -38,7 +38,7 @@ func Latest(t testing.TB, store storage.Backend, backupID string) *format.Manife
 // manifest) and fails the test on any damage or read error.
 func Records(t testing.TB, store storage.Backend, m *format.Manifest, topic string, partition int32) []format.Record {
 	t.Helper()
-	for _, tp := range m.Topics {
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
 		if tp.Name != topic {
 			continue
 		}
@@ -71,12 +71,55 @@ func Topic(m *format.Manifest, name string) *format.Topic {
 	return nil
 }
 
+// InFlight returns the manifest's in-flight tail of name, or nil.
+func InFlight(m *format.Manifest, name string) *format.Topic {
+	for i := range m.InFlight {
+		if m.InFlight[i].Name == name {
+			return &m.InFlight[i]
+		}
+	}
+	return nil
+}
+
 // MatchesCluster asserts that every topic and partition of the manifest
 // holds exactly the committed records an independent consumer reads below
 // the partition's end offset, field for field, and that the manifest's
-// record counts agree.
+// record counts agree; and that every in-flight tail (Manifest.InFlight)
+// holds exactly the committed records in [start_offset, end_offset).
 func MatchesCluster(t testing.TB, store storage.Backend, m *format.Manifest, seeds []string) {
 	t.Helper()
+	for _, tp := range m.InFlight {
+		if tp.Class != "repartition" {
+			t.Errorf("in-flight topic %q has class %q, want repartition", tp.Name, tp.Class)
+		}
+		if len(tp.PartitionCuts) != tp.Partitions {
+			t.Errorf("in-flight topic %q: %d partition cuts for %d partitions", tp.Name, len(tp.PartitionCuts), tp.Partitions)
+		}
+		ends := map[int32]int64{}
+		for _, p := range tp.PartitionCuts {
+			ends[p.Partition] = p.EndOffset
+		}
+		want, err := sample.ReadCommitted(context.Background(), seeds, tp.Name, ends)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range tp.PartitionCuts {
+			var exp []format.Record
+			for _, r := range want {
+				if r.Partition == p.Partition && r.Offset >= p.StartOffset {
+					exp = append(exp, r)
+				}
+			}
+			got := Records(t, store, m, tp.Name, p.Partition)
+			if !reflect.DeepEqual(normalize(got), normalize(exp)) {
+				t.Errorf("in-flight topic %q partition %d: the backup holds %d records, the cluster %d committed records in [%d, %d)\n got: %s\nwant: %s",
+					tp.Name, p.Partition, len(got), len(exp), p.StartOffset, p.EndOffset, summary(got), summary(exp))
+			}
+			if p.Records != int64(len(got)) {
+				t.Errorf("in-flight topic %q partition %d: manifest records %d, segments hold %d", tp.Name, p.Partition, p.Records, len(got))
+			}
+		}
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		t.Fatal(err)
@@ -223,10 +266,43 @@ func SampleManifest(t testing.TB, m *format.Manifest) {
 	if len(m.Group.Offsets) != 6 || classes[sample.Repartition] != "repartition" || classes[sample.Orders] != "external" {
 		t.Errorf("group offsets %+v", m.Group.Offsets)
 	}
+	// In flight (docs/DOMAIN.md#in-flight): 3 records in each repartition
+	// partition, the group committed 2 on partition 0 only; 1 record in
+	// the FK subscription topic, never committed.
+	type tail struct{ start, end, records int64 }
+	wantTails := map[string][]tail{
+		sample.Repartition: {{2, 3, 1}, {0, 3, 3}, {0, 3, 3}},
+		sample.FKTopic:     {{0, 1, 1}},
+	}
+	var inflight []string
+	for _, tp := range m.InFlight {
+		inflight = append(inflight, tp.Name)
+		want := wantTails[tp.Name]
+		if tp.Class != "repartition" || tp.Partitions != len(want) || len(tp.PartitionCuts) != len(want) {
+			t.Errorf("in-flight topic %q: class %q, %d partitions, %d cuts; want repartition with %d", tp.Name, tp.Class, tp.Partitions, len(tp.PartitionCuts), len(want))
+			continue
+		}
+		for i, p := range tp.PartitionCuts {
+			if w := want[i]; p.StartOffset != w.start || p.EndOffset != w.end || p.Records != w.records {
+				t.Errorf("in-flight topic %q partition %d: [%d, %d) with %d records; want [%d, %d) with %d", tp.Name, p.Partition, p.StartOffset, p.EndOffset, p.Records, w.start, w.end, w.records)
+			}
+		}
+		for _, k := range []string{"cleanup.policy", "retention.ms"} {
+			if _, ok := tp.Configs[k]; !ok {
+				t.Errorf("in-flight topic %q: config %s not recorded", tp.Name, k)
+			}
+		}
+	}
+	if wantNames := []string{sample.Repartition, sample.FKTopic}; !slices.Equal(inflight, wantNames) {
+		t.Errorf("in-flight topics %v, want %v", inflight, wantNames)
+	}
+	if n := m.InFlightRecords(); n != 8 {
+		t.Errorf("records in flight %d, want 8", n)
+	}
 	for _, o := range m.Group.Offsets {
-		// 3 records in repartition partition 0, committed 2: 1 in flight.
+		// 3 records in repartition partition 0, committed 2: the tail ends at 3.
 		if o.Topic == sample.Repartition && o.EndOffset != 3 {
-			t.Errorf("repartition offset %+v: want end_offset 3 (records in flight are counted)", o)
+			t.Errorf("repartition offset %+v: want end_offset 3 (the end of its in-flight tail)", o)
 		}
 		if o.Topic != sample.Repartition && o.EndOffset != 0 {
 			t.Errorf("end_offset recorded for non-repartition topic: %+v", o)

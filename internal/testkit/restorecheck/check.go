@@ -453,3 +453,80 @@ func ParseStreamsResetterInternal(out string) ([]string, error) {
 	}
 	return nil, fmt.Errorf("no %q line in:\n%s", prefix+"...]", out)
 }
+
+// InFlight asserts that the target (dst) holds every in-flight tail of m
+// (Manifest.InFlight, docs/DOMAIN.md#in-flight) as the application needs
+// it to go on: each repartition topic exists with the source's partition
+// count, a cleanup.policy without compact and retention.ms -1 (what Kafka
+// Streams' InternalTopicManager accepts of an existing repartition
+// topic); and on every partition the group's committed offset on the
+// target is where the restored records begin, from which the target holds
+// exactly the committed records the source (src) holds from the group's
+// committed offset there (srcCommitted; the log start when none, or when
+// below it) up to the tail's end at the backup's cut. Expected records come
+// from the source cluster, not from the backup or the restorer.
+func InFlight(t testing.TB, src, dst []string, srcAdm, dstAdm *kadm.Client, group string, srcCommitted Offsets, m *format.Manifest) {
+	t.Helper()
+	if len(m.InFlight) == 0 {
+		t.Fatalf("backup %s holds no in-flight tail", m.BackupID)
+	}
+	var names []string
+	for _, tp := range m.InFlight {
+		names = append(names, tp.Name)
+	}
+	parts := Topics(t, dstAdm)
+	cfgs := TopicConfigs(t, dstAdm, names...)
+	srcStarts := StartOffsets(t, srcAdm, names...)
+	dstEnds := EndOffsets(t, dstAdm, names...)
+	committed := GroupOffsets(t, dstAdm, group)
+	for _, tp := range m.InFlight {
+		if parts[tp.Name] != tp.Partitions {
+			t.Errorf("in-flight topic %q: %d partitions on the target, the source has %d", tp.Name, parts[tp.Name], tp.Partitions)
+			continue
+		}
+		if v := cfgs[tp.Name]["cleanup.policy"].Value; v == nil || strings.Contains(*v, "compact") {
+			t.Errorf("in-flight topic %q: cleanup.policy %v on the target; Kafka Streams requires no compact for a repartition topic", tp.Name, v)
+		}
+		if v := cfgs[tp.Name]["retention.ms"].Value; v == nil || *v != "-1" {
+			t.Errorf("in-flight topic %q: retention.ms %v on the target; Kafka Streams requires -1 for a repartition topic", tp.Name, v)
+		}
+		ends := map[int32]int64{}
+		for _, p := range tp.PartitionCuts {
+			ends[p.Partition] = p.EndOffset
+		}
+		srcRecs, err := sample.ReadCommitted(context.Background(), src, tp.Name, ends)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dstRecs, err := sample.ReadCommitted(context.Background(), dst, tp.Name, dstEnds[tp.Name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range tp.PartitionCuts {
+			from := srcStarts[tp.Name][p.Partition]
+			if c, ok := srcCommitted[tp.Name][p.Partition]; ok {
+				from = max(from, c)
+			}
+			var want, got []format.Record
+			for _, r := range srcRecs {
+				if r.Partition == p.Partition && r.Offset >= from {
+					want = append(want, r)
+				}
+			}
+			for _, r := range dstRecs {
+				if r.Partition == p.Partition {
+					got = append(got, r)
+				}
+			}
+			first := dstEnds[tp.Name][p.Partition]
+			if len(got) > 0 {
+				first = got[0].Offset
+			}
+			at, ok := committed[tp.Name][p.Partition]
+			if !ok || at != first {
+				t.Errorf("in-flight topic %q partition %d: group %q has %v (committed %v) on the target; want %d, the first restored record", tp.Name, p.Partition, group, at, ok, first)
+			}
+			SameRecords(t, fmt.Sprintf("in-flight topic %q partition %d", tp.Name, p.Partition), got, want, false)
+		}
+	}
+}
