@@ -102,13 +102,53 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	var stalledSince time.Time // when the position last stopped moving; zero while it moves
 	attempts := 0              // fetches in a row without progress
 	var copied, copiedBytes int64
+	// write appends rec to the partition's segments.
+	write := func(rec *kgo.Record, batches fetchTimes) error {
+		copied++
+		copiedBytes += int64(len(rec.Key) + len(rec.Value))
+		if seg == nil {
+			var err error
+			if seg, err = r.openSegment(ctx, w, rec.Offset); err != nil {
+				return err
+			}
+		}
+		fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: batches.millis(rec),
+			TimestampType: format.TimestampType(max(rec.Attrs.TimestampType(), 0)), Key: rec.Key, Value: rec.Value}
+		if len(rec.Headers) > 0 {
+			fr.Headers = make([]format.Header, len(rec.Headers))
+			for i, h := range rec.Headers {
+				fr.Headers[i] = format.Header{Key: h.Key, Value: h.Value}
+			}
+		}
+		r.noteRecord(w.topic, w.partition, &fr)
+		if err := seg.sw.Write(&fr); err != nil {
+			return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
+		}
+		if seg.sw.Stats().RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && seg.sw.Stats().Records >= r.o.SegmentMaxRecords) {
+			s, err := seg.finish(r.m.BackupID)
+			seg = nil
+			if err != nil {
+				return err
+			}
+			r.segmentDone(w, s)
+		}
+		return nil
+	}
+	// An in-flight tail is read with read_uncommitted to the high
+	// watermark at the cut and keeps the transactions committed then
+	// (tailFilter).
+	var tail tailFilter
+	isolation := kgo.ReadCommitted()
+	if w.inFlight {
+		isolation = kgo.ReadUncommitted()
+	}
 copy:
 	for pos < w.end {
 		if err := r.lock.Err(); err != nil {
 			return err
 		}
 		leader, topicID := r.leaderOf(w.topic, w.partition)
-		rp, ferr := r.fetch(ctx, w, leader, topicID, pos)
+		rp, ferr := r.fetch(ctx, w, leader, topicID, pos, isolation)
 		if ferr == nil {
 			ferr = kerr.ErrorForCode(rp.ErrorCode)
 		}
@@ -128,7 +168,7 @@ copy:
 			return fmt.Errorf("fetch topic %q partition %d at offset %d from %s: %w", w.topic, w.partition, pos, r.brokerName(leader), ferr)
 		case ferr == nil:
 			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-				Offset: pos, IsolationLevel: kgo.ReadCommitted(), Topic: w.topic, Partition: w.partition,
+				Offset: pos, IsolationLevel: isolation, KeepControlRecords: w.inFlight, Topic: w.topic, Partition: w.partition,
 			}, rp, kgo.DefaultDecompressor(), nil)
 			if fp.Err != nil {
 				return fmt.Errorf("decode fetch of topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, fp.Err)
@@ -138,32 +178,16 @@ copy:
 				if rec.Offset < pos || rec.Offset >= w.end {
 					continue
 				}
-				copied++
-				copiedBytes += int64(len(rec.Key) + len(rec.Value))
-				if seg == nil {
-					if seg, err = r.openSegment(ctx, w, rec.Offset); err != nil {
+				if !w.inFlight {
+					if err := write(rec, batches); err != nil {
 						return err
 					}
+					continue
 				}
-				fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: batches.millis(rec),
-					TimestampType: format.TimestampType(max(rec.Attrs.TimestampType(), 0)), Key: rec.Key, Value: rec.Value}
-				if len(rec.Headers) > 0 {
-					fr.Headers = make([]format.Header, len(rec.Headers))
-					for i, h := range rec.Headers {
-						fr.Headers[i] = format.Header{Key: h.Key, Value: h.Value}
-					}
-				}
-				r.noteRecord(w.topic, w.partition, &fr)
-				if err := seg.sw.Write(&fr); err != nil {
-					return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
-				}
-				if seg.sw.Stats().RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && seg.sw.Stats().Records >= r.o.SegmentMaxRecords) {
-					s, err := seg.finish(r.m.BackupID)
-					seg = nil
-					if err != nil {
+				for _, kept := range tail.add(rec, batches) {
+					if err := write(kept.rec, kept.times); err != nil {
 						return err
 					}
-					r.segmentDone(w, s)
 				}
 			}
 			if next > pos {
@@ -202,6 +226,13 @@ copy:
 		case <-time.After(retryBackoff(attempts)):
 		}
 	}
+	// Records still waiting belong to transactions open at the cut: left
+	// out; those kept behind them go in.
+	for _, kept := range tail.finish() {
+		if err := write(kept.rec, kept.times); err != nil {
+			return err
+		}
+	}
 	if seg != nil {
 		s, err := seg.finish(r.m.BackupID)
 		seg = nil
@@ -225,9 +256,10 @@ func retryBackoff(attempt int) time.Duration {
 	return d - time.Duration(rand.Int64N(int64(d)/5))
 }
 
-// fetch sends one read_committed Fetch request for a single partition to
-// its leader (no fetch session: SessionEpoch -1).
-func (r *runner) fetch(ctx context.Context, w *work, leader int32, topicID [16]byte, pos int64) (*kmsg.FetchResponseTopicPartition, error) {
+// fetch sends one Fetch request (read_committed, or read_uncommitted for
+// an in-flight tail) for a single partition to its leader (no fetch
+// session: SessionEpoch -1).
+func (r *runner) fetch(ctx context.Context, w *work, leader int32, topicID [16]byte, pos int64, isolation kgo.IsolationLevel) (*kmsg.FetchResponseTopicPartition, error) {
 	if leader < 0 {
 		return nil, kerr.LeaderNotAvailable
 	}
@@ -237,6 +269,9 @@ func (r *runner) fetch(ctx context.Context, w *work, leader int32, topicID [16]b
 	req.MinBytes = 1
 	req.MaxBytes = fetchMaxBytes
 	req.IsolationLevel = 1 // read_committed
+	if isolation == kgo.ReadUncommitted() {
+		req.IsolationLevel = 0
+	}
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = w.topic, topicID

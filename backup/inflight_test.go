@@ -59,9 +59,10 @@ func repRecords(p int32, from, n int) []*kgo.Record {
 // partition's tail exactly (docs/DOMAIN.md#in-flight): partition 0 from
 // the group's committed offset, partition 1 (never committed) from the log
 // start, partition 2 from the log start because the group committed below
-// it; every tail ends at the last stable offset, and holds record for
-// record what kcat (read_committed) reads in that range. The old code
-// only counted them from the high watermark.
+// it; every tail ends at the high watermark without the records of the
+// transaction open at the cut, and holds record for record what kcat
+// (read_committed) reads in that range. The old code only counted them
+// from the high watermark.
 func TestBackupCapturesInFlightTailsOnKafka(t *testing.T) {
 	k := testkit.StartKafka(t)
 	addrs := k.Addrs()
@@ -128,7 +129,7 @@ func TestBackupCapturesInFlightTailsOnKafka(t *testing.T) {
 	type want struct{ start, end, records int64 }
 	wants := []want{
 		{3, 13, 2 + 3}, // from the committed offset 3: records 3, 4 and 9-11 (6-7 aborted)
-		{0, 5, 4},      // never committed: from the log start to the LSO before the open transaction
+		{0, 7, 4},      // never committed: from the log start to the high watermark, without the transaction open at the cut
 		{3, 7, 3},      // committed 1, below the log start 3
 	}
 	var total int64
@@ -221,5 +222,84 @@ func TestUncapturedInFlightTailIsWarned(t *testing.T) {
 	tail := backupcheck.InFlight(backupcheck.Latest(t, store, res.BackupID), rep)
 	if tail == nil || tail.PartitionCuts[0].Unread == nil || tail.PartitionCuts[0].EndOffset != 0 {
 		t.Errorf("in-flight tail %+v: want it ended at 0 with the range unread", tail)
+	}
+}
+
+// TestInFlightTailHoldsCommitsAboveTheLSO: two transactional producers and
+// an idempotent one write one repartition partition on a real Kafka 4.4
+// broker. Producer A's transaction is open at the cut (its first record at
+// offset 0 holds the last stable offset at 0); producer B committed two
+// records after it, producer C aborted one, and one record is not
+// transactional. The tail holds exactly what was committed at the cut (B's
+// two and the plain one: a read_committed tail to the LSO held none); A's
+// record, committed after the backup, is not in it: the upstream task
+// whose transaction it was never committed its input offsets before the
+// cut, so it writes it again after a restore.
+func TestInFlightTailHoldsCommitsAboveTheLSO(t *testing.T) {
+	const app = "lso-app"
+	const rep = app + "-KSTREAM-REPARTITION-0000000001-repartition"
+	k := testkit.StartKafka(t)
+	addrs := k.Addrs()
+	adm := testkit.Admin(t, addrs)
+	ctx := t.Context()
+	for _, topic := range []string{"lso-input", rep} {
+		if resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil || resp.Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, resp.Err)
+		}
+	}
+	rec := func(v string) *kgo.Record {
+		return &kgo.Record{Topic: rep, Partition: 0, Key: []byte(v), Value: []byte(v)}
+	}
+	a := testkit.Client(t, addrs, kgo.TransactionalID("producer-a"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := a.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ProduceSync(ctx, rec("a0")).FirstErr(); err != nil { // offset 0, open at the cut
+		t.Fatal(err)
+	}
+	txnProduce(t, addrs, "producer-b", true, rec("b0"), rec("b1")) // 1, 2, marker 3
+	txnProduce(t, addrs, "producer-c", false, rec("c0"))           // 4 aborted, marker 5
+	plain := testkit.Client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := plain.ProduceSync(ctx, rec("n0")).FirstErr(); err != nil { // 6
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "lso-input", Value: []byte("in")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	store, err := storage.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := backup.Run(ctx, backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(addrs...)}, Store: store,
+		ApplicationID: app, Include: []string{"lso-input"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EndTransaction(ctx, kgo.TryCommit); err != nil { // after the cut
+		t.Fatal(err)
+	}
+	m := backupcheck.Latest(t, store, res.BackupID)
+	tail := backupcheck.InFlight(m, rep)
+	if tail == nil {
+		t.Fatalf("no in-flight tail of %q", rep)
+	}
+	p := tail.PartitionCuts[0]
+	if p.StartOffset != 0 || p.EndOffset != 7 || p.HighWatermark != 7 || p.Records != 3 {
+		t.Errorf("tail [%d, %d) (high watermark %d) with %d records; want [0, 7) with 3", p.StartOffset, p.EndOffset, p.HighWatermark, p.Records)
+	}
+	var got []string
+	for _, r := range backupcheck.Records(t, store, m, rep, 0) {
+		got = append(got, fmt.Sprintf("%s@%d", r.Value, r.Offset))
+	}
+	// kcat (read_committed) now reads A's record too: it committed after the cut.
+	var want []string
+	for _, km := range testkit.KcatConsume(t, k.Bootstrap(), rep, "-X", "isolation.level=read_committed") {
+		if *km.Payload != "a0" && km.Offset < p.EndOffset {
+			want = append(want, fmt.Sprintf("%s@%d", *km.Payload, km.Offset))
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") || strings.Join(want, " ") != "b0@1 b1@2 n0@6" {
+		t.Errorf("tail holds %v; kcat reads %v without the transaction open at the cut; want b0@1 b1@2 n0@6", got, want)
 	}
 }

@@ -532,7 +532,8 @@ func inFlightTopics(decisions []topicfilter.Decision, applicationID string) []to
 // of the internal topics in inflight (docs/DOMAIN.md#in-flight), and
 // returns the work that copies them: from the group's committed offset
 // (the log start when the group never committed the partition or
-// committed below it) to the last stable offset listed with the cut.
+// committed below it) to the high watermark listed with the cut, keeping
+// the records of the transactions committed at the cut (tailFilter).
 // Tails are never chained to a parent backup. The group's offsets on them
 // get end_offset, the tail's end.
 func (r *runner) inFlightCut(inflight []topicfilter.Decision, details kadm.TopicDetails, configs map[string][]kadm.Config, starts, ends, hws kadm.ListedOffsets) []*work {
@@ -556,16 +557,22 @@ func (r *runner) inFlightCut(inflight []topicfilter.Decision, details kadm.Topic
 			so, _ := starts.Lookup(d.Topic, p)
 			eo, _ := ends.Lookup(d.Topic, p)
 			hw, _ := hws.Lookup(d.Topic, p)
+			// The tail ends at the high watermark, not the last stable
+			// offset: records another producer committed above the
+			// first record of a transaction still open at the cut are
+			// in it; the open transactions' records are left out
+			// (tailFilter).
+			end := max(hw.Offset, eo.Offset)
 			from := so.Offset
 			if g := committed[d.Topic][p]; g != nil {
 				from = max(from, g.Offset)
-				g.EndOffset = eo.Offset
+				g.EndOffset = end
 			}
-			from = min(from, eo.Offset)
+			from = min(from, end)
 			t.PartitionCuts = append(t.PartitionCuts, format.Partition{Partition: p, LogStartOffset: so.Offset, HighWatermark: hw.Offset,
-				StartOffset: from, EndOffset: eo.Offset, Segments: []format.Segment{}})
-			if from < eo.Offset {
-				todo = append(todo, &work{topic: d.Topic, partition: p, from: from, end: eo.Offset})
+				StartOffset: from, EndOffset: end, Segments: []format.Segment{}})
+			if from < end {
+				todo = append(todo, &work{topic: d.Topic, partition: p, from: from, end: end})
 			}
 		}
 		m.InFlight = append(m.InFlight, t)

@@ -48,7 +48,8 @@ type Manifest struct {
 	// "repartition"; each Partition covers [start_offset, end_offset): from
 	// the group's committed offset (the log start when the group never
 	// committed the partition, or committed below the log start) to the
-	// last stable offset at the cut. Tails are never chained: every backup
+	// high watermark at the cut, holding the records of the transactions
+	// committed at the cut (not those still open). Tails are never chained: every backup
 	// captures its own, and their segments are this backup's. Absent in
 	// manifests written before tails were captured (docs/FORMAT.md).
 	InFlight []Topic  `json:"in_flight,omitempty"`
@@ -145,8 +146,8 @@ type GroupOffset struct {
 	Metadata    string `json:"metadata,omitempty"`
 	Class       string `json:"class,omitempty"` // classification of the topic; repartition offsets cannot be restored
 	// EndOffset is, for a repartition topic, the end of its in-flight
-	// tail: the last stable offset captured with the cut (the high
-	// watermark in manifests written before Manifest.InFlight, where
+	// tail: the high watermark captured with the cut (also in manifests
+	// written before Manifest.InFlight, where
 	// EndOffset - Offset estimates the records in flight that the backup
 	// does not hold). 0 for other topics.
 	EndOffset int64 `json:"end_offset,omitempty"`

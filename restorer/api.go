@@ -68,7 +68,7 @@ type Options struct {
 	// restore (restore --skip-in-flight): the repartition topics are not
 	// created, the group's offsets on them are dropped, and the records
 	// those tails hold are lost. The plan counts them
-	// (Plan.InFlight.Records, from the last stable offset, every
+	// (Plan.InFlight.Records, the records the tails hold, every
 	// partition) and warns. By default (false) a changelog restore
 	// restores them (docs/DOMAIN.md#in-flight); the rebuild strategy never
 	// does.

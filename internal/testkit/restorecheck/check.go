@@ -464,7 +464,9 @@ func ParseStreamsResetterInternal(out string) ([]string, error) {
 // exactly the committed records the source (src) holds from the group's
 // committed offset there (srcCommitted; the log start when none, or when
 // below it) up to the tail's end at the backup's cut. Expected records come
-// from the source cluster, not from the backup or the restorer.
+// from the source cluster, not from the backup or the restorer; read now,
+// they are what was committed at the cut only if no transaction open at
+// the cut has committed since (a killed producer's are aborted or fenced).
 func InFlight(t testing.TB, src, dst []string, srcAdm, dstAdm *kadm.Client, group string, srcCommitted Offsets, m *format.Manifest) {
 	t.Helper()
 	if len(m.InFlight) == 0 {
