@@ -66,6 +66,10 @@ type runner struct {
 	leader  map[string]map[int32]int32
 	ids     map[string]kadm.TopicID
 	brokers map[int32]string // node id -> host:port, from the latest metadata
+
+	// tailTopics names the in-flight topics of the cut, whose tails end at
+	// the high watermark (set before takeCut; see hiddenCommit).
+	tailTopics map[string]bool
 }
 
 // cutHook, when set by a test (SetCutHook), is called at each step of
@@ -377,8 +381,10 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	for _, d := range selected {
 		topics = append(topics, d.Topic)
 	}
+	r.tailTopics = map[string]bool{}
 	for _, d := range inflight {
 		topics = append(topics, d.Topic)
+		r.tailTopics[d.Topic] = true
 	}
 	for _, t := range topics {
 		r.setMeta(details[t]) // the cut reads some partitions from their leaders
