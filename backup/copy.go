@@ -102,6 +102,9 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	var stalledSince time.Time // when the position last stopped moving; zero while it moves
 	attempts := 0              // fetches in a row without progress
 	var copied, copiedBytes int64
+	if err := r.seedDigest(ctx, w); err != nil {
+		return err
+	}
 copy:
 	for pos < w.end {
 		if err := r.lock.Err(); err != nil {
@@ -153,7 +156,7 @@ copy:
 						fr.Headers[i] = format.Header{Key: h.Key, Value: h.Value}
 					}
 				}
-				r.noteRecord(w.topic, w.partition, &fr)
+				r.noteRecord(w, &fr)
 				if err := seg.sw.Write(&fr); err != nil {
 					return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
 				}
