@@ -1,0 +1,113 @@
+package restorer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// rewriteManifest applies edit to the manifest of backup m in store.
+func rewriteManifest(t *testing.T, store storage.Backend, m *format.Manifest, edit func(*format.Manifest)) []byte {
+	t.Helper()
+	edit(m)
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(context.Background(), format.ManifestKey(m.BackupID), bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRestoreFailsWhenTheStateDigestDiffers: a backup whose manifest
+// records another state digest for one changelog partition than its
+// records encode makes the restore fail with a *StateDigestError naming
+// that partition, after the report (saved) says "different" for it and
+// "equal" for the others.
+func TestRestoreFailsWhenTheStateDigestDiffers(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	rewriteManifest(t, store, m, func(m *format.Manifest) {
+		for ti := range m.Topics {
+			if m.Topics[ti].Name == sample.Changelog {
+				d := m.Topics[ti].PartitionCuts[1].StateDigest
+				d.Digest = strings.Repeat("0", 63) + "1"
+			}
+		}
+	})
+	dst := testkit.StartKfake(t, 3)
+	ctx := context.Background()
+	rep, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID})
+	sde, ok := errors.AsType[*restorer.StateDigestError](err)
+	if !ok || rep == nil {
+		t.Fatalf("restore with an altered digest: report %v, err %v; want a report and a *StateDigestError", rep != nil, err)
+	}
+	if len(sde.Different) != 1 || !strings.Contains(sde.Different[0], `topic "`+sample.Changelog+`" partition 1`) {
+		t.Fatalf("differences %q, want the changelog's partition 1 alone", sde.Different)
+	}
+	results := map[string]int{}
+	for _, pr := range rep.Partitions {
+		if pr.StateDigestResult == "" {
+			continue
+		}
+		results[pr.StateDigestResult]++
+		if pr.Topic == sample.Changelog && pr.Partition == 1 && pr.StateDigestResult != format.StateDigestDifferent {
+			t.Errorf("%s/1: %q, want different", pr.Topic, pr.StateDigestResult)
+		}
+	}
+	if results[format.StateDigestDifferent] != 1 || results[format.StateDigestEqual] != 3 || len(results) != 2 {
+		t.Fatalf("results %v, want 1 different and 3 equal", results)
+	}
+	saved, err := repository.LatestReport(ctx, store, sample.AppID, "")
+	if err != nil || saved == nil || saved.RestoreID != rep.RestoreID {
+		t.Fatalf("saved report %v, %v; want restore %s's", saved, err, rep.RestoreID)
+	}
+}
+
+// TestRestoreOfABackupWithoutDigestsSaysNotRecorded: a manifest written
+// before state digests existed restores, and its report says "not
+// recorded" for every changelog partition, never "equal".
+func TestRestoreOfABackupWithoutDigestsSaysNotRecorded(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	b := rewriteManifest(t, store, m, func(m *format.Manifest) {
+		for ti := range m.Topics {
+			for pi := range m.Topics[ti].PartitionCuts {
+				m.Topics[ti].PartitionCuts[pi].StateDigest = nil
+			}
+		}
+	})
+	if strings.Contains(string(b), "state_digest") {
+		t.Fatal("the rewritten manifest still has state digests")
+	}
+	dst := testkit.StartKfake(t, 3)
+	rep, err := restorer.Run(context.Background(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, pr := range rep.Partitions {
+		isChangelog := pr.Topic == sample.Changelog || pr.Topic == sample.Customers
+		switch {
+		case isChangelog && pr.StateDigestResult != format.StateDigestNotRecorded:
+			t.Errorf("%s/%d: %q, want %q", pr.Topic, pr.Partition, pr.StateDigestResult, format.StateDigestNotRecorded)
+		case isChangelog:
+			n++
+		case pr.StateDigestResult != "" || pr.StateDigest != nil:
+			t.Errorf("%s/%d (no changelog): %q %+v, want no state digest", pr.Topic, pr.Partition, pr.StateDigestResult, pr.StateDigest)
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d changelog partitions not recorded, want 4", n)
+	}
+}
