@@ -86,3 +86,28 @@ func KcatDigest(msgs []testkit.KcatMessage) statedigest.StateDigest {
 	}
 	return d.Sum()
 }
+
+// KcatStateDigests reads every changelog partition of m that has a state
+// digest from the cluster at brokers with kcat (read_committed, an
+// implementation apart from franz-go) and asserts that its state has the
+// manifest's digest. It returns how many partitions it checked.
+func KcatStateDigests(t testing.TB, m *format.Manifest, brokers string) int {
+	t.Helper()
+	n := 0
+	for _, tp := range m.Topics {
+		if tp.Class != "changelog" && !tp.SourceChangelog {
+			continue
+		}
+		for _, p := range tp.PartitionCuts {
+			if p.StateDigest == nil {
+				continue
+			}
+			msgs := testkit.KcatConsume(t, brokers, tp.Name, "-p", fmt.Sprint(p.Partition), "-X", "isolation.level=read_committed", "-X", "fetch.wait.max.ms=10")
+			if got := KcatDigest(msgs); !got.Equal(*p.StateDigest) {
+				t.Errorf("topic %q partition %d: kcat reads state digest %+v on the target; the manifest's is %+v", tp.Name, p.Partition, got, *p.StateDigest)
+			}
+			n++
+		}
+	}
+	return n
+}
