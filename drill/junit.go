@@ -90,8 +90,9 @@ type junitSkipped struct {
 // drill did not reach is left out, never 0 or empty: rto_seconds when the
 // drill did not get to restored and verified (Report.RTOReached),
 // rpo_seconds when it did not read the backup's cut (Report.RPOKnown),
-// backup_id and restore_id when there is none. Warnings go to the suite's
-// <system-out>.
+// backup_id and restore_id when there is none. Each restored state store
+// adds a property state.<store> (Report.States: equal, different or not
+// recorded). Warnings go to the suite's <system-out>.
 func (r *Report) JUnit(w io.Writer) error {
 	classname := "drill"
 	if r.ApplicationID != "" {
@@ -120,6 +121,9 @@ func (r *Report) JUnit(w io.Writer) error {
 	prop("application_id", r.ApplicationID, r.ApplicationID != "")
 	prop("strategy", string(r.Strategy), true)
 	prop("ok", strconv.FormatBool(r.OK), true)
+	for _, st := range r.States {
+		prop("state."+st.Store, st.Result, true) // equal, different or not recorded
+	}
 	if !r.StartedAt.IsZero() {
 		s.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}
