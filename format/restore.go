@@ -210,9 +210,9 @@ type PartitionReport struct {
 	// StateDigestResult its comparison with the manifest's
 	// (partition_cuts[].state_digest): StateDigestEqual,
 	// StateDigestDifferent, StateDigestNotRecorded (the manifest has
-	// none: a backup written before digests existed) or StateDigestCut (a
-	// --to-time cut left part of the partition out). Both empty for other
-	// partitions.
+	// none: a backup written before digests existed), StateDigestCut (a
+	// --to-time cut left part of the partition out) or
+	// StateDigestLossAccepted. Both empty for other partitions.
 	StateDigest       *StateDigest `json:"state_digest,omitempty"`
 	StateDigestResult string       `json:"state_digest_result,omitempty"`
 }
@@ -223,6 +223,10 @@ const (
 	StateDigestDifferent   = "different"    // it is not: the restore failed
 	StateDigestNotRecorded = "not recorded" // the manifest holds no digest to compare with; never "equal"
 	StateDigestCut         = "cut"          // not compared: --to-time restored a prefix of the partition
+	// StateDigestLossAccepted: the state differs, and the partition had
+	// records past retention.ms restored under --retention accept-loss,
+	// which the broker may have deleted already: the loss the plan warned of.
+	StateDigestLossAccepted = "loss accepted"
 )
 
 // RestoreJournal records which topics a restore of one backup into one

@@ -37,7 +37,9 @@ func (e *StateDigestError) Error() string {
 // end), computes its state digest and compares it with the manifest's,
 // recording both in each report (PartitionReport.StateDigest,
 // StateDigestResult). A manifest without a digest gives "not recorded",
-// never "equal"; a partition cut by --to-time is not compared. It returns
+// never "equal"; a partition cut by --to-time is not compared, and one
+// whose records past retention.ms were restored under --retention
+// accept-loss that differs is "loss accepted", not a failure. It returns
 // a *StateDigestError naming every partition that differs, after filling
 // in all of them; a target that cannot be read is an error.
 func (r *restore) checkStateDigests(ctx context.Context, reports []PartitionReport) error {
@@ -71,6 +73,20 @@ func (r *restore) checkStateDigests(ctx context.Context, reports []PartitionRepo
 	if err != nil {
 		return fmt.Errorf("read the restored changelogs back from the target to check their state: %w", err)
 	}
+	// Records past retention.ms restored under --retention accept-loss may
+	// be deleted by the broker before they are read back: a state that
+	// differs there is the loss the user accepted, not a failure.
+	lossAccepted := map[string]bool{}
+	for _, tp := range r.plan.Topics {
+		if tp.Retention == nil || tp.Retention.Choice != format.RetentionAcceptLoss {
+			continue
+		}
+		for _, pp := range tp.PartitionPlans {
+			if pp.PastRetention > 0 {
+				lossAccepted[fmt.Sprintf("%s/%d", tp.Topic, pp.Partition)] = true
+			}
+		}
+	}
 	var differ []string
 	for _, i := range read {
 		pr := &reports[i]
@@ -82,6 +98,8 @@ func (r *restore) checkStateDigests(ctx context.Context, reports []PartitionRepo
 			pr.StateDigestResult = format.StateDigestNotRecorded
 		case w.StateDigest.Equal(got):
 			pr.StateDigestResult = format.StateDigestEqual
+		case lossAccepted[fmt.Sprintf("%s/%d", pr.Topic, pr.Partition)]:
+			pr.StateDigestResult = format.StateDigestLossAccepted
 		default:
 			pr.StateDigestResult = format.StateDigestDifferent
 			differ = append(differ, fmt.Sprintf("topic %q partition %d: backup %d keys %s, target %d keys %s",

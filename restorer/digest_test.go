@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/statedigest"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -109,5 +112,32 @@ func TestRestoreOfABackupWithoutDigestsSaysNotRecorded(t *testing.T) {
 	}
 	if n != 4 {
 		t.Fatalf("%d changelog partitions not recorded, want 4", n)
+	}
+}
+
+// TestRestoreWithAcceptedLossDoesNotFailOnState: a changelog partition
+// with records past retention.ms restored under --retention accept-loss
+// (the broker may delete them before they are read back) whose state
+// differs is "loss accepted", not a failed restore.
+func TestRestoreWithAcceptedLossDoesNotFailOnState(t *testing.T) {
+	now := time.Now().UnixMilli()
+	const day = int64(86_400_000)
+	store := writeBackup(t, testTopic{name: "app-store-changelog", configs: map[string]string{"retention.ms": fmt.Sprint(day), "cleanup.policy": "compact,delete"},
+		records: []format.Record{rec(now-3*day, "a", "old"), rec(now, "c", "new")}})
+	m, err := repository.Manifest(context.Background(), store, "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewriteManifest(t, store, m, func(m *format.Manifest) {
+		m.Topics[0].Class = "changelog"
+		m.Topics[0].PartitionCuts[0].StateDigest = &format.StateDigest{Algorithm: statedigest.Algorithm, Keys: 1, Digest: strings.Repeat("0", 63) + "1"}
+	})
+	dst := testkit.StartKfake(t, 1)
+	rep, err := restorer.Run(context.Background(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, Retention: restorer.RetentionAcceptLoss})
+	if err != nil {
+		t.Fatalf("restore under accept-loss: %v", err)
+	}
+	if pr := rep.Partitions[0]; pr.StateDigestResult != format.StateDigestLossAccepted || pr.StateDigest == nil || pr.StateDigest.Keys != 2 {
+		t.Fatalf("partition report %+v, want loss accepted with the target's 2 keys", pr)
 	}
 }

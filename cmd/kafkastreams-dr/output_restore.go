@@ -421,6 +421,9 @@ func stateDigestLine(prs []restorer.PartitionReport) string {
 	if k := n[format.StateDigestNotRecorded]; k > 0 {
 		parts = append(parts, fmt.Sprintf("%s not compared: the backup recorded no state digest (written before digests existed)", plural(k, "changelog partition", "changelog partitions")))
 	}
+	if k := n[format.StateDigestLossAccepted]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%s differ where --retention accept-loss let the broker delete records past retention.ms (the loss the plan warned of)", plural(k, "changelog partition", "changelog partitions")))
+	}
 	if k := n[format.StateDigestCut]; k > 0 {
 		parts = append(parts, fmt.Sprintf("%s not compared: cut by --to-time", plural(k, "changelog partition", "changelog partitions")))
 	}
