@@ -103,6 +103,17 @@ RECORDS PAST RETENTION (--retention)
                kafka-configs command that sets retention.ms back once they may go.
   accept-loss  restore as configured: the broker deletes those records.
 
+STATE CHECK
+  After the records are in, every restored changelog partition is read back from the
+  target and the digest of its state (latest value per key, tombstones remove keys)
+  compared with the one the backup recorded. The summary's state line and the report
+  (partitions[].state_digest_result) say equal, different, not recorded (a backup
+  written before digests existed: never equal) or loss accepted (--retention
+  accept-loss). A state that differs fails the restore, exit 1, after the report is
+  saved: do not start the application; verify --against-cluster tells a target that
+  something else wrote into (restore again) from a backup whose digest was altered
+  (restore an older --backup-id).
+
 BROKER LIMITS
   Preflight checks every record against the target's limits as the broker computes
   them: its record batch (61-byte header + record) against the topic's

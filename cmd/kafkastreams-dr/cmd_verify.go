@@ -56,6 +56,13 @@ fails the comparison, exit 1: without its cut and offset maps the result would b
 When the target differs after a restore that did not finish (its journal says incomplete,
 or it wrote no report), the hint is to run the same restore again: it resumes.
 
+Each restored changelog (and source-topic changelog) is also checked for its state: the
+digest of its latest value per key on the target (every record from its log start to its
+end; tombstones remove keys) against the one the backup recorded. One line per state store
+says equal, different (a problem: exit 1) or not recorded (a backup written before digests
+existed: never equal); the store is the topic less "<application.id>-" and "-changelog".
+--json: states[] per partition.
+
 Every problem names the object, topic, partition and offset concerned. A manifest that
 does not decode (truncated, damaged, of a newer format) is named too. A damaged backup
 (problems found, or its manifest unreadable) exits 2, as a restore refusing it does; a
