@@ -141,3 +141,41 @@ func TestRestoreOfAnAlteredStateDigestExits1(t *testing.T) {
 		t.Fatalf("restore of a backup with an altered state digest: exit %d, want %d with the report and the way out\n%s\n%s", code, exitError, stdout, stderr)
 	}
 }
+
+// TestRestoreEmbeddedOfAnAlteredStateDigestExits1: restore --embedded of a
+// repository whose manifest records another state digest than its records
+// prints the report with the difference and exits 1 with the way out.
+func TestRestoreEmbeddedOfAnAlteredStateDigestExits1(t *testing.T) {
+	repo := embeddedRepository(t)
+	store, err := storage.NewFilesystem(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := repository.Latest(t.Context(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	altered := false
+	for ti := range m.Topics {
+		for pi := range m.Topics[ti].PartitionCuts {
+			if d := m.Topics[ti].PartitionCuts[pi].StateDigest; d != nil && !altered {
+				d.Keys += 1000
+				altered = true
+			}
+		}
+	}
+	if !altered {
+		t.Fatal("the embedded backup records no state digest")
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(t.Context(), format.ManifestKey(m.BackupID), strings.NewReader(string(b)), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runBounded(t, "--log-level", "error", "restore", "--embedded", "--from", repo)
+	if code != exitError || !strings.Contains(stdout, "1 changelog partition DIFFERENT from the backup's state") || !strings.Contains(stderr, "do not start the application") {
+		t.Fatalf("exit %d, want %d with the difference and the way out\n%s\n%s", code, exitError, stdout, stderr)
+	}
+}
