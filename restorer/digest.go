@@ -129,10 +129,19 @@ func (r *restore) targetDigests(ctx context.Context, reports []PartitionReport, 
 	offs := map[string]map[int32]kgo.Offset{}
 	left := 0
 	out := map[int]statedigest.StateDigest{}
+	planned := map[string]int64{} // records the restored partition holds, by the plan
+	for _, tp := range r.plan.Topics {
+		for _, pp := range tp.PartitionPlans {
+			planned[fmt.Sprintf("%s/%d", tp.Topic, pp.Partition)] = pp.Records
+		}
+	}
 	for _, i := range read {
 		pr := &reports[i]
 		p := &part{i: i, d: statedigest.New(), end: pr.NewEnd}
-		if p.end <= 0 {
+		// A partition that holds no record has the empty state: an
+		// existing empty topic's log can end above 0 with nothing to
+		// read (no record at new end - 1 would ever come).
+		if n, ok := planned[fmt.Sprintf("%s/%d", pr.Topic, pr.Partition)]; p.end <= 0 || (ok && n == 0) {
 			out[i] = p.d.Sum()
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -139,5 +140,47 @@ func TestRestoreWithAcceptedLossDoesNotFailOnState(t *testing.T) {
 	}
 	if pr := rep.Partitions[0]; pr.StateDigestResult != format.StateDigestLossAccepted || pr.StateDigest == nil || pr.StateDigest.Keys != 2 {
 		t.Fatalf("partition report %+v, want loss accepted with the target's 2 keys", pr)
+	}
+}
+
+// TestStateOfAnEmptyPartitionFilledIntoALogThatEndsAbove0: a changelog
+// partition with no record restored into an existing empty topic whose
+// log ends above 0 (its records were deleted) has the empty state, read
+// without waiting for a record that never comes.
+func TestStateOfAnEmptyPartitionFilledIntoALogThatEndsAbove0(t *testing.T) {
+	ctx := context.Background()
+	store := writeBackup(t, testTopic{name: "app-s-changelog", configs: map[string]string{"cleanup.policy": "compact"},
+		records: []format.Record{rec(time.Now().UnixMilli(), "a", "1")}})
+	m, err := repository.Manifest(ctx, store, "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := statedigest.New().Sum()
+	rewriteManifest(t, store, m, func(m *format.Manifest) {
+		m.Topics[0].Class = "changelog"
+		p := &m.Topics[0].PartitionCuts[0]
+		p.Segments, p.Records, p.StartOffset, p.EndOffset, p.StateDigest = []format.Segment{}, 0, 0, 0, &empty
+	})
+	dst := testkit.StartKfake(t, 1)
+	cl := testkit.Client(t, dst.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	compact := "compact"
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, "app-s-changelog"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"x", "y", "z"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "app-s-changelog", Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dr, err := adm.DeleteRecords(ctx, kadm.Offsets{"app-s-changelog": {0: {Topic: "app-s-changelog", Partition: 0, At: 3, LeaderEpoch: -1}}}); err != nil || dr.Error() != nil {
+		t.Fatal(err, dr.Error())
+	}
+	rep, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, RetryTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("restore into the emptied topic: %v", err)
+	}
+	if pr := rep.Partitions[0]; pr.NewEnd != 3 || pr.StateDigestResult != format.StateDigestEqual || pr.StateDigest == nil || *pr.StateDigest != empty {
+		t.Fatalf("partition report %+v, want new end 3 and the empty state, equal", pr)
 	}
 }
