@@ -52,7 +52,8 @@ func TestRestoreFailsWhenTheStateDigestDiffers(t *testing.T) {
 	})
 	dst := testkit.StartKfake(t, 3)
 	ctx := context.Background()
-	rep, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID})
+	// Concurrency 1: the changelog partitions are read back one at a time.
+	rep, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID, Concurrency: 1})
 	sde, ok := errors.AsType[*restorer.StateDigestError](err)
 	if !ok || rep == nil {
 		t.Fatalf("restore with an altered digest: report %v, err %v; want a report and a *StateDigestError", rep != nil, err)

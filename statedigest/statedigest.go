@@ -22,11 +22,12 @@ import (
 )
 
 // Algorithm names the digest this package computes (StateDigest.Algorithm):
-// the sum modulo 2^256 over the live keys k with value v of
-// SHA-256(len(k) || k || len(v) || v), lengths as 4-byte big-endian
-// unsigned integers, the sum written as 64 lowercase hex digits (big-endian).
-// A digest of another algorithm is never compared with one of this.
-const Algorithm = "sha256-sum-v1"
+// the sum modulo 2^128 over the live keys k with value v of the first 16
+// bytes of SHA-256(len(k) || k || len(v) || v) read as a big-endian
+// unsigned integer, lengths as 4-byte big-endian unsigned integers, the sum
+// written as 32 lowercase hex digits (big-endian). A digest of another
+// algorithm is never compared with one of this.
+const Algorithm = "sha256-128-sum-v1"
 
 // StateDigest is the digest of one changelog partition's state, as the
 // manifest stores it (partition_cuts[].state_digest) and a restore report
@@ -34,7 +35,7 @@ const Algorithm = "sha256-sum-v1"
 type StateDigest struct {
 	Algorithm string `json:"algorithm"` // Algorithm
 	Keys      int64  `json:"keys"`      // live keys: keys whose latest record has a non-null value
-	Digest    string `json:"digest"`    // 64 lowercase hex digits
+	Digest    string `json:"digest"`    // 32 lowercase hex digits
 	// NullKeys counts the records with a null key that were skipped. A
 	// changelog record always has a key (Kafka refuses a keyless record in
 	// a compacted topic: LogValidator, "Compacted topic cannot accept
@@ -51,21 +52,23 @@ func (d StateDigest) Equal(o StateDigest) bool {
 	return d.Algorithm == o.Algorithm && d.Keys == o.Keys && d.Digest == o.Digest
 }
 
-// sum256 is an unsigned 256-bit integer, most significant limb first.
-type sum256 [4]uint64
+// sum128 is an unsigned 128-bit integer, most significant half first.
+type sum128 [2]uint64
 
-func (s *sum256) add(h *[32]byte) {
+// term is one key's term of the sum, and a key's identity in the map: 16
+// bytes of a SHA-256.
+type term [16]byte
+
+func (s *sum128) add(t *term) {
 	var c uint64
-	for i := 3; i >= 0; i-- {
-		s[i], c = bits.Add64(s[i], binary.BigEndian.Uint64(h[8*i:]), c)
-	}
+	s[1], c = bits.Add64(s[1], binary.BigEndian.Uint64(t[8:]), 0)
+	s[0], _ = bits.Add64(s[0], binary.BigEndian.Uint64(t[:8]), c)
 }
 
-func (s *sum256) sub(h *[32]byte) {
+func (s *sum128) sub(t *term) {
 	var b uint64
-	for i := 3; i >= 0; i-- {
-		s[i], b = bits.Sub64(s[i], binary.BigEndian.Uint64(h[8*i:]), b)
-	}
+	s[1], b = bits.Sub64(s[1], binary.BigEndian.Uint64(t[8:]), 0)
+	s[0], _ = bits.Sub64(s[0], binary.BigEndian.Uint64(t[:8]), b)
 }
 
 // Digester accumulates the state of one partition. Feed it the partition's
@@ -73,19 +76,22 @@ func (s *sum256) sub(h *[32]byte) {
 // far and may be called at any time. The zero value is not usable: call
 // New. A Digester is not safe for concurrent use.
 //
-// Memory: one map entry per live key, holding two 32-byte hashes (the
-// SHA-256 of the key and the key's term of the sum): 144 bytes per live key
-// measured with Go's map overhead (BenchmarkMemoryPerLiveKey, 2^20 keys),
-// whatever the keys' and values' sizes. A tombstoned key frees its entry.
+// Memory: one map entry per live key, holding two 16-byte hashes (the
+// first 16 bytes of the key's SHA-256, and the key's term of the sum): 53
+// to 80 bytes per live key with Go's map overhead, depending on how full
+// the map is (BenchmarkMemoryPerLiveKey, 0.9 to 1.6 million keys), whatever
+// the keys' and values' sizes. A tombstoned key frees its entry. Two keys
+// whose SHA-256 agree in their first 128 bits are taken for one
+// (about n^2 / 2^129 for n keys: 10^-21 for a billion).
 type Digester struct {
-	live     map[[32]byte][32]byte // SHA-256(key) -> the key's term
-	sum      sum256
+	live     map[term]term // SHA-256(key)[:16] -> the key's term
+	sum      sum128
 	nullKeys int64
 }
 
 // New returns an empty Digester: the digest of no state.
 func New() *Digester {
-	return &Digester{live: map[[32]byte][32]byte{}}
+	return &Digester{live: map[term]term{}}
 }
 
 // Add applies one record: a non-nil value (empty included: null is not
@@ -96,7 +102,8 @@ func (d *Digester) Add(key, value []byte) {
 		d.nullKeys++
 		return
 	}
-	kh := sha256.Sum256(key)
+	full := sha256.Sum256(key)
+	kh := term(full[:16])
 	if old, ok := d.live[kh]; ok {
 		d.sum.sub(&old)
 		delete(d.live, kh)
@@ -104,15 +111,15 @@ func (d *Digester) Add(key, value []byte) {
 	if value == nil {
 		return
 	}
-	t := Term(key, value)
+	t := term(Term(key, value))
 	d.sum.add(&t)
 	d.live[kh] = t
 }
 
-// Term is key's term of the sum when its latest value is value:
-// SHA-256(len(key) || key || len(value) || value), each length 4 bytes
-// big-endian.
-func Term(key, value []byte) [32]byte {
+// Term is key's term of the sum when its latest value is value: the first
+// 16 bytes of SHA-256(len(key) || key || len(value) || value), each length
+// 4 bytes big-endian.
+func Term(key, value []byte) [16]byte {
 	h := sha256.New()
 	var n [4]byte
 	binary.BigEndian.PutUint32(n[:], uint32(len(key)))
@@ -121,16 +128,15 @@ func Term(key, value []byte) [32]byte {
 	binary.BigEndian.PutUint32(n[:], uint32(len(value)))
 	h.Write(n[:])
 	h.Write(value)
-	var t [32]byte
-	h.Sum(t[:0])
-	return t
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return [16]byte(sum[:16])
 }
 
 // Sum returns the digest of the state fed so far.
 func (d *Digester) Sum() StateDigest {
-	var b [32]byte
-	for i, l := range d.sum {
-		binary.BigEndian.PutUint64(b[8*i:], l)
-	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], d.sum[0])
+	binary.BigEndian.PutUint64(b[8:], d.sum[1])
 	return StateDigest{Algorithm: Algorithm, Keys: int64(len(d.live)), Digest: hex.EncodeToString(b[:]), NullKeys: d.nullKeys}
 }
