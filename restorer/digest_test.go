@@ -78,6 +78,12 @@ func TestRestoreFailsWhenTheStateDigestDiffers(t *testing.T) {
 	if err != nil || saved == nil || saved.RestoreID != rep.RestoreID {
 		t.Fatalf("saved report %v, %v; want restore %s's", saved, err, rep.RestoreID)
 	}
+	// Running the same restore again checks again and fails again: it
+	// never says "already complete" (exit 0) for a state that differs.
+	again, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID})
+	if _, ok := errors.AsType[*restorer.StateDigestError](err); !ok || again == nil || again.Complete || again.Records != 0 {
+		t.Fatalf("the same restore again: report %+v, err %v; want the state check to fail again, nothing produced", again, err)
+	}
 }
 
 // TestRestoreOfABackupWithoutDigestsSaysNotRecorded: a manifest written

@@ -270,7 +270,9 @@ func (r *restore) restore(ctx context.Context, started time.Time) (*Report, erro
 		rep.Committed = true
 		r.o.Observer.PhaseDone("offsets", time.Since(phase))
 	}
-	r.jour.Complete = true
+	// A state that differs leaves the journal incomplete: running the
+	// same restore again checks again, and never finds it complete.
+	r.jour.Complete = digestErr == nil
 	r.jour.Committed = map[string]int64{}
 	if done.Group != nil {
 		for _, op := range done.Group.Offsets {

@@ -140,6 +140,11 @@ func TestRestoreOfAnAlteredStateDigestExits1(t *testing.T) {
 		!strings.Contains(stderr, "verify -c") {
 		t.Fatalf("restore of a backup with an altered state digest: exit %d, want %d with the report and the way out\n%s\n%s", code, exitError, stdout, stderr)
 	}
+	// The same restore again checks again: never "already complete", exit 0.
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
+	if code != exitError || strings.Contains(stdout, "already complete") || !strings.Contains(stdout, "DIFFERENT") {
+		t.Fatalf("the same restore again: exit %d, want %d and the state check again\n%s\n%s", code, exitError, stdout, stderr)
+	}
 }
 
 // TestRestoreEmbeddedOfAnAlteredStateDigestExits1: restore --embedded of a
