@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -238,4 +240,68 @@ func TestKilledBackupResumesToTheSameStateDigest(t *testing.T) {
 			t.Errorf("ledger/%d: resumed %+v, uninterrupted %+v (want equal, %d live keys)", p, got, want, liveKeys)
 		}
 	}
+}
+
+// TestUnreadRangeIsNotInTheStateDigest: a partition the broker answers
+// with empty fetches below the end is ended unread; its digest is that of
+// the records the chain holds (below the unread range), and the next
+// backup, which reads the range, records the digest of the whole state.
+func TestUnreadRangeIsNotInTheStateDigest(t *testing.T) {
+	kf, topicID := eventsKfake(t)
+	cl := manualClient(t, kf.Addrs())
+	ctx := context.Background()
+	produceKeys := func(from, to int) {
+		for p := range int32(3) {
+			var recs []*kgo.Record
+			for i := from; i < to; i++ {
+				recs = append(recs, &kgo.Record{Topic: eventsTopic, Partition: p, Key: fmt.Appendf(nil, "k%d", i%70), Value: fmt.Appendf(nil, "v%d", i)})
+			}
+			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produceKeys(0, 100)
+	store, _ := storage.NewFilesystem(t.TempDir())
+	o := eventsOptions(kf.Addrs(), store)
+	o.SourceChangelogTopics = []string{eventsTopic}
+	if _, err := backup.Run(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	produceKeys(100, 200)
+	var blocked atomic.Bool
+	blocked.Store(true)
+	kf.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		p, off, ok := fetchOf(req, topicID)
+		if !ok || p != 1 || off < 100 || !blocked.Load() {
+			return nil, nil, false
+		}
+		return emptyFetch(req, 200), nil, true
+	})
+	r2, err := backup.Run(ctx, o)
+	if err != nil || len(r2.Unread) != 1 {
+		t.Fatalf("second backup: %v, unread %+v; want partition 1 unread", err, r2)
+	}
+	m2 := backupcheck.Latest(t, store, r2.BackupID)
+	held := statedigest.New()
+	for _, r := range backupcheck.Records(t, store, m2, eventsTopic, 1) {
+		held.Add(r.Key, r.Value)
+	}
+	blocked.Store(false)
+	if got, whole := digestOf(t, m2, eventsTopic, 1), clusterDigest(t, kf.Addrs(), eventsTopic, 1); got == nil || *got != held.Sum() || got.Equal(whole) {
+		t.Errorf("partition 1 with offsets 100..199 unread: digest %+v, want the chain's %+v (not the cluster's %+v)", got, held.Sum(), whole)
+	}
+	r3, err := backup.Run(ctx, o)
+	if err != nil || len(r3.Unread) != 0 {
+		t.Fatalf("third backup: %v, unread %+v", err, r3)
+	}
+	m3 := backupcheck.Latest(t, store, r3.BackupID)
+	for p := range int32(3) {
+		if got, want := digestOf(t, m3, eventsTopic, p), clusterDigest(t, kf.Addrs(), eventsTopic, p); got == nil || *got != want {
+			t.Errorf("partition %d after the range was read: digest %+v, want the cluster's %+v", p, got, want)
+		}
+	}
+	backupcheck.MatchesCluster(t, store, m3, kf.Addrs())
 }
