@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -282,6 +283,14 @@ func runVerifyAgainstCluster(ctx context.Context, o *verifyOptions, s *iostreams
 // run the same restore again, which resumes it; otherwise restore again
 // into an empty cluster.
 func differsHint(ctx context.Context, o *verifyOptions, store storage.Backend, backupID, clusterID string, rep *restorer.Report) string {
+	if rep != nil && rep.BackupID == backupID && slices.ContainsFunc(rep.Partitions, func(pr restorer.PartitionReport) bool {
+		return pr.StateDigestResult == format.StateDigestDifferent
+	}) {
+		// Running that restore again checks again and fails again: the
+		// resume hint below would send the user round in a loop.
+		return fmt.Sprintf("restore %s found the state different too: if records above differ, something else wrote into the target: delete the restored topics and restore again (or into an empty cluster); "+
+			"if only the state differs, the digests recorded in backup %s do not match its records: restore an older backup with --backup-id and take a new backup", rep.RestoreID, backupID)
+	}
 	if clusterID != "" {
 		j, err := repository.LoadJournal(ctx, store, backupID, clusterID)
 		if err != nil {

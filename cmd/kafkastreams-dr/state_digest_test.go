@@ -140,6 +140,13 @@ func TestRestoreOfAnAlteredStateDigestExits1(t *testing.T) {
 		!strings.Contains(stderr, "verify -c") {
 		t.Fatalf("restore of a backup with an altered state digest: exit %d, want %d with the report and the way out\n%s\n%s", code, exitError, stdout, stderr)
 	}
+	// verify finds every record equal and the state different, and says
+	// what that means (not "run the same restore again").
+	code, stdout, stderr = runCLI(t, "verify", "-c", cfg, "--against-cluster")
+	if code != exitError || !strings.Contains(stdout, `state of store "customers" (topic customers, 2 partitions): different`) ||
+		!strings.Contains(stderr, "do not match its records") || strings.Contains(stderr, "run the same restore again") {
+		t.Fatalf("verify --against-cluster after the failed state check: exit %d, want %d with the state hint\n%s\n%s", code, exitError, stdout, stderr)
+	}
 	// The same restore again checks again: never "already complete", exit 0.
 	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
 	if code != exitError || strings.Contains(stdout, "already complete") || !strings.Contains(stdout, "DIFFERENT") {
