@@ -24,6 +24,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
 // Phase names, in the order a drill runs them.
@@ -234,6 +235,14 @@ type Report struct {
 	// the write failed: a warning says so).
 	DrillID        string `json:"drill_id,omitempty"`
 	DrillReportKey string `json:"drill_report_key,omitempty"`
+	// States is the state check of each restored state store
+	// (docs/FORMAT.md, "State digest"; verify.Stores): whether its
+	// changelog on the target holds the state the backup recorded (equal,
+	// different, or not recorded: a backup written before digests
+	// existed). From the verify-cluster phase, or from the restore's
+	// report when the restore itself found a state that differs. Empty when
+	// no changelog was restored or the drill did not get that far.
+	States []verify.StoreSummary `json:"states,omitempty"`
 }
 
 // RTODataRestoredReached, RTOAppRunningReached and RTOAppCaughtUpReached

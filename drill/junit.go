@@ -93,8 +93,9 @@ type junitSkipped struct {
 // restored and verified (Report.RTOReached), the application's two when it
 // did not start the application or the application did not get there,
 // rpo_seconds when it did not read the backup's cut (Report.RPOKnown),
-// backup_id and restore_id when there is none. Warnings go to the suite's
-// <system-out>.
+// backup_id and restore_id when there is none. Each restored state store
+// adds a property state.<store> (Report.States: equal, different or not
+// recorded). Warnings go to the suite's <system-out>.
 func (r *Report) JUnit(w io.Writer) error {
 	classname := "drill"
 	if r.ApplicationID != "" {
@@ -126,6 +127,9 @@ func (r *Report) JUnit(w io.Writer) error {
 	prop("application_id", r.ApplicationID, r.ApplicationID != "")
 	prop("strategy", string(r.Strategy), true)
 	prop("ok", strconv.FormatBool(r.OK), true)
+	for _, st := range r.States {
+		prop("state."+st.Store, st.Result, true) // equal, different or not recorded
+	}
 	if !r.StartedAt.IsZero() {
 		s.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}

@@ -311,6 +311,10 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 	if errors.As(err, &re) {
 		return refused(re.Reasons)
 	}
+	if _, ok := errors.AsType[*restorer.StateDigestError](err); ok && rep != nil {
+		d.rep.RestoreID = rep.RestoreID
+		d.rep.States = reportStates(rep)
+	}
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -394,6 +398,7 @@ func (d *drill) verifyCluster(ctx context.Context, p *Phase) error {
 		return fmt.Errorf("compare the drill target with backup %s: %w", d.manifest.BackupID, err)
 	}
 	d.rep.Volume.RecordsVerified = res.Records
+	d.rep.States = verify.Stores(res.States)
 	for _, pr := range res.Problems {
 		p.Problems = append(p.Problems, pr.String())
 	}
@@ -467,4 +472,23 @@ func plural(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// reportStates is the per store state check of a restore's report (its
+// partitions' state_digest_result), for a drill whose restore found a state
+// that differs.
+func reportStates(rep *restorer.Report) []verify.StoreSummary {
+	source := map[string]bool{}
+	for _, t := range rep.Topics {
+		source[t.Topic] = t.SourceChangelog
+	}
+	var states []verify.StoreState
+	for _, pr := range rep.Partitions {
+		if pr.StateDigestResult == "" || pr.StateDigestResult == format.StateDigestCut {
+			continue
+		}
+		states = append(states, verify.StoreState{Store: verify.StoreName(rep.ApplicationID, pr.Topic, source[pr.Topic]),
+			Topic: pr.Topic, Partition: pr.Partition, Result: pr.StateDigestResult, Target: pr.StateDigest})
+	}
+	return verify.Stores(states)
 }

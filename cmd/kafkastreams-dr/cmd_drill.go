@@ -66,6 +66,11 @@ the drill starts: a --junit that is a directory, or whose directory does not exi
 not created, except when it is --out), and an --out that is a file or not empty exit 2.
 A failed phase stops the drill: the phases after it are reported as skipped.
 
+The report gives each restored state store's state check (the digest of its changelog's
+latest value per key on the target against the backup's): equal, different (the
+restore or verify-cluster phase fails) or not recorded; --json: states[], JUnit:
+properties state.<store>.
+
 --embedded needs no cluster: it starts an in-process source cluster of 3 brokers
 (franz-go kfake) running the sample Streams application order-processor, backs it up
 into --out, stops the source cluster (the disaster), and restores into a second,

@@ -103,6 +103,16 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 			}
 		}
 	}
+	if len(rep.States) > 0 {
+		fmt.Fprintln(w, "\nstate of the restored stores (state digest of each changelog on the target against the backup's):")
+		for _, st := range rep.States {
+			line := fmt.Sprintf("  %s (topic %s, %s): %s", st.Store, st.Topic, plural(st.Partitions, "partition", "partitions"), st.Result)
+			if len(st.Different) > 0 {
+				line += fmt.Sprintf(" in partitions %v", st.Different)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 	if rep.WipeState {
 		bar := strings.Repeat("=", 78)
 		fmt.Fprintf(w, "\n%s\nWIPE LOCAL STATE BEFORE THE APPLICATION STARTS\n\n%s\n%s\n", bar, wrap(restorer.WipeInstruction(rep.ApplicationID), 78), bar)
