@@ -120,7 +120,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 				fr.Headers[i] = format.Header{Key: h.Key, Value: h.Value}
 			}
 		}
-		r.noteRecord(w.topic, w.partition, &fr)
+		r.noteRecord(w, &fr)
 		if err := seg.sw.Write(&fr); err != nil {
 			return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
 		}
@@ -141,6 +141,9 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	isolation := kgo.ReadCommitted()
 	if w.inFlight {
 		isolation = kgo.ReadUncommitted()
+	}
+	if err := r.seedDigest(ctx, w); err != nil {
+		return err
 	}
 copy:
 	for pos < w.end {

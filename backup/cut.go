@@ -341,12 +341,14 @@ const maxScanFetches = 20
 // marker follows data of its producer at or above the LSO, or why it could
 // not read the range; "" when no partition hides a committed record. The
 // records of transactions still open are not such records: they are
-// outside the cut, as their offsets are.
+// outside the cut, as their offsets are. The in-flight topics
+// (r.tailTopics) are not checked: their tails end at the high watermark
+// and keep exactly the transactions committed at the cut (tail.go).
 func (r *runner) hiddenCommit(ctx context.Context, res *cutResult) string {
 	var found string
 	res.ends.Each(func(e kadm.ListedOffset) {
 		hw, ok := res.hws.Lookup(e.Topic, e.Partition)
-		if found != "" || !ok || e.Offset >= hw.Offset {
+		if found != "" || !ok || e.Offset >= hw.Offset || r.tailTopics[e.Topic] {
 			return
 		}
 		found = r.scanAboveLSO(ctx, e.Topic, e.Partition, e.Offset, hw.Offset)

@@ -636,3 +636,61 @@ func TestCutWaitsForCommitMarkersOfOffsetsItRead(t *testing.T) {
 		t.Errorf("cut %+v; want proven after waiting for 1 transaction in PrepareCommit", m.Cut)
 	}
 }
+
+// TestCutProvenWhenACommittedTransactionIsAboveTheLSOOfARepartitionTopic:
+// as TestCutUnprovenWhenACommittedTransactionIsAboveTheLSO, on a
+// repartition partition instead of an output one. There the in-flight tail
+// ends at the high watermark and keeps exactly the transactions committed
+// at the cut (tail.go), so the committed record above the LSO is in the
+// backup and the cut is proven (after the merge of the cut and the tails,
+// every such cut was called unproven, and a busy application with several
+// threads got no proven cut at all).
+func TestCutProvenWhenACommittedTransactionIsAboveTheLSOOfARepartitionTopic(t *testing.T) {
+	k, ws := startCutCluster(t, 2)
+	const rep = cutApp + "-by-key-repartition"
+	adm := testkit.Admin(t, k.Addrs())
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, rep); err != nil {
+		t.Fatal(err)
+	}
+	open := testkit.Client(t, k.Addrs(), kgo.TransactionalID(cutApp+"-open"), kgo.TransactionTimeout(time.Minute))
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(t.Context(), &kgo.Record{Topic: rep, Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws[1].commit(t.Context(), &kgo.Record{Topic: rep, Partition: 0, Value: []byte("committed")}); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := storage.NewFilesystem(t.TempDir())
+	o := cutOptions(k.Addrs(), store)
+	o.CutAttempts = 2
+	done := make(chan struct{})
+	go func() {
+		// The tail is read once the open transaction ends (the LSO passes
+		// the high watermark): abort it after the cut.
+		defer close(done)
+		time.Sleep(2 * time.Second)
+		_ = open.EndTransaction(context.WithoutCancel(t.Context()), kgo.TryAbort)
+	}()
+	res, err := backup.Run(t.Context(), o)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := backupcheck.Latest(t, store, res.BackupID)
+	if c := m.Cut; c == nil || !c.Proven {
+		t.Fatalf("manifest cut %+v; want proven: the tail of %s holds the committed record above its LSO", c, rep)
+	}
+	var held int64
+	for _, tp := range m.InFlight {
+		if tp.Name == rep {
+			for _, p := range tp.PartitionCuts {
+				held += p.Records
+			}
+		}
+	}
+	if held != 1 {
+		t.Errorf("in-flight tail of %s holds %d records; want 1 (the committed one, not the open transaction's)", rep, held)
+	}
+}

@@ -281,6 +281,9 @@ func TestHelperBackupProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := tradesOptions(strings.Split(seeds, ","), slowStore{fs, 150 * time.Millisecond})
+	if os.Getenv("KDR_HELPER_OPTIONS") == "ledger" { // TestKilledBackupResumesToTheSameStateDigest
+		o = ledgerOptions(strings.Split(seeds, ","), slowStore{fs, 150 * time.Millisecond})
+	}
 	if _, err := backup.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}

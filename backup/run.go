@@ -25,6 +25,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgolog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/statedigest"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -59,13 +60,20 @@ type runner struct {
 	// can send, and null keys (refused on compacted topics). See
 	// warnUnrestorable.
 	unrestorable map[string]*unrestorable
-	progress     chan struct{}
-	result       Result
+	// undigested holds the changelog partitions ("topic/partition") whose
+	// state digest is not recorded: a segment of their chain is damaged.
+	undigested map[string]bool
+	progress   chan struct{}
+	result     Result
 
 	metaMu  sync.Mutex
 	leader  map[string]map[int32]int32
 	ids     map[string]kadm.TopicID
 	brokers map[int32]string // node id -> host:port, from the latest metadata
+
+	// tailTopics names the in-flight topics of the cut, whose tails end at
+	// the high watermark (set before takeCut; see hiddenCommit).
+	tailTopics map[string]bool
 }
 
 // cutHook, when set by a test (SetCutHook), is called at each step of
@@ -78,6 +86,9 @@ type work struct {
 	cut       *format.Partition // inside r.m; guarded by r.mu
 	from, end int64
 	inFlight  bool // the partition is an in-flight tail (r.m.InFlight)
+	// digest accumulates the partition's state digest, for changelog
+	// partitions (nil otherwise); only the goroutine copying w uses it.
+	digest *statedigest.Digester
 }
 
 func run(ctx context.Context, o Options) (*Result, error) {
@@ -200,6 +211,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		}
 		return nil, PhaseCluster, fmt.Errorf("source cluster %s: %w", seedsOf(cl), err)
 	}
+	r.digestWork(todo)
 	o.Observer.PhaseDone("cut", time.Since(cutStarted))
 	for _, w := range todo {
 		o.Observer.Planned(w.topic, w.partition, w.from, w.end)
@@ -238,6 +250,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	r.warnUnrestorable()
 	r.result.InFlightTopics, r.result.InFlightRecords = len(r.m.InFlight), r.m.InFlightRecords()
+	if err := r.setStateDigests(ctx, todo, parentCuts(scan.parent)); err != nil {
+		return &r.result, PhaseManifest, err
+	}
 	manifestStarted := time.Now()
 	defer func() { o.Observer.PhaseDone("manifest", time.Since(manifestStarted)) }()
 	r.m.State = format.StateComplete
@@ -377,8 +392,10 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	for _, d := range selected {
 		topics = append(topics, d.Topic)
 	}
+	r.tailTopics = map[string]bool{}
 	for _, d := range inflight {
 		topics = append(topics, d.Topic)
+		r.tailTopics[d.Topic] = true
 	}
 	for _, t := range topics {
 		r.setMeta(details[t]) // the cut reads some partitions from their leaders
@@ -580,6 +597,22 @@ func (r *runner) inFlightCut(inflight []topicfilter.Decision, details kadm.Topic
 	return todo
 }
 
+// parentCuts indexes the partitions of m (nil: none) by topic and
+// partition.
+func parentCuts(m *format.Manifest) map[string]*format.Partition {
+	out := map[string]*format.Partition{}
+	if m == nil {
+		return out
+	}
+	for ti := range m.Topics {
+		for pi := range m.Topics[ti].PartitionCuts {
+			p := &m.Topics[ti].PartitionCuts[pi]
+			out[partitionKey(m.Topics[ti].Name, p.Partition)] = p
+		}
+	}
+	return out
+}
+
 func findPartition(t *format.Topic, p int32) *format.Partition {
 	if t == nil {
 		return nil
@@ -682,9 +715,14 @@ type unrestorable struct {
 	nullKeyPartition       int32
 }
 
-// noteRecord counts rec of topic/partition toward the unrestorable
-// warnings. Called by the copy goroutines.
-func (r *runner) noteRecord(topic string, partition int32, rec *format.Record) {
+// noteRecord feeds rec to w's state digest (changelog partitions) and
+// counts it toward the unrestorable warnings. Called by the copy goroutine
+// of w for every record it copies, in offset order.
+func (r *runner) noteRecord(w *work, rec *format.Record) {
+	if w.digest != nil {
+		w.digest.Add(rec.Key, rec.Value)
+	}
+	topic, partition := w.topic, w.partition
 	far := !kgotime.ProducerCanSend(rec.Timestamp) // the restore refuses these (restorer.producerCanSend)
 	if !far && rec.Key != nil {
 		return

@@ -24,6 +24,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
 // Phase names, in the order a drill runs them.
@@ -34,6 +35,8 @@ const (
 	PhaseRestore          = "restore"           // restore into the drill target, which must not hold the application yet
 	PhaseVerifyCluster    = "verify-cluster"    // the target's records against the backup's, field for field
 	PhaseVerifyOffsets    = "verify-offsets"    // the group's committed offsets on the target against the restore's plan
+	PhaseAppRunning       = "app-running"       // start the application (Options.App) and wait for its group running on the target
+	PhaseAppCaughtUp      = "app-caught-up"     // wait for the group's committed offsets at the partitions' ends (lag zero)
 )
 
 // Options configures one drill.
@@ -67,6 +70,15 @@ type Options struct {
 	// Logger gets the drill's progress; it is passed to the backup and the
 	// restore when their own Logger is nil. nil: discard.
 	Logger *slog.Logger
+	// App, when set, is the application the drill starts on the drill
+	// target once the restore is verified (phases app-running and
+	// app-caught-up), and stops at the end of the drill, whatever the
+	// outcome (SIGTERM, then SIGKILL after App.StopGrace).
+	App *App
+	// NoRecord leaves the drill's measurements out of the repository;
+	// by default they are stored as drills/<drill-id>/report.json
+	// (format.DrillReport) for estimate.
+	NoRecord bool
 }
 
 // Status is the outcome of a phase.
@@ -194,7 +206,50 @@ type Report struct {
 	// Warnings of the backup and the restore, each prefixed with
 	// "backup: " or "restore: ".
 	Warnings []string `json:"warnings,omitempty"`
+
+	// The recovery time to the application (issue 11). Each figure counts
+	// from LostAt and is 0 when the drill did not get there, which the
+	// JSON report writes as null and the JUnit report leaves out
+	// (RTODataRestoredReached, RTOAppRunningReached,
+	// RTOAppCaughtUpReached):
+	//   - RTODataRestored: to the restored records verified on the target
+	//     (the end of verify-cluster). RTO is the same moment counted from
+	//     StartedAt: they differ by the backup phase when the drill took
+	//     the backup.
+	//   - RTOAppRunning: to the application running: its group Stable with
+	//     every partition of its input (classic group) or every active task
+	//     (streams group) assigned. The drill starts the application after
+	//     verify-offsets.
+	//   - RTOAppCaughtUp: to the application caught up: running, and every
+	//     committed offset of its group at its partition's last stable
+	//     offset (lag zero), and for a streams group every task offset the
+	//     members report at its end offset.
+	RTODataRestored Duration `json:"rto_data_restored_seconds"`
+	RTOAppRunning   Duration `json:"rto_app_running_seconds"`
+	RTOAppCaughtUp  Duration `json:"rto_app_caught_up_seconds"`
+	// App is what the drill saw of the application it started (Options.App).
+	App *AppReport `json:"app,omitempty"`
+	// DrillID is the id of this drill; DrillReportKey is where its
+	// measurements are stored in the repository, "" when they are not
+	// (Options.NoRecord, the drill did not read its backup's manifest, or
+	// the write failed: a warning says so).
+	DrillID        string `json:"drill_id,omitempty"`
+	DrillReportKey string `json:"drill_report_key,omitempty"`
+	// States is the state check of each restored state store
+	// (docs/FORMAT.md, "State digest"; verify.Stores): whether its
+	// changelog on the target holds the state the backup recorded (equal,
+	// different, or not recorded: a backup written before digests
+	// existed). From the verify-cluster phase, or from the restore's
+	// report when the restore itself found a state that differs. Empty when
+	// no changelog was restored or the drill did not get that far.
+	States []verify.StoreSummary `json:"states,omitempty"`
 }
+
+// RTODataRestoredReached, RTOAppRunningReached and RTOAppCaughtUpReached
+// report whether the drill measured that figure.
+func (r *Report) RTODataRestoredReached() bool { return r.RTODataRestored > 0 }
+func (r *Report) RTOAppRunningReached() bool   { return r.RTOAppRunning > 0 }
+func (r *Report) RTOAppCaughtUpReached() bool  { return r.RTOAppCaughtUp > 0 }
 
 // RTOReached reports whether the drill got to restored and verified, so
 // that RTO is measured (a passed verify-cluster phase takes time: RTO > 0).
@@ -211,9 +266,21 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	type plain Report // without this method
 	out := struct {
 		plain
-		RTO *Duration `json:"rto_seconds"`
-		RPO *Duration `json:"rpo_seconds"`
+		RTO         *Duration `json:"rto_seconds"`
+		RPO         *Duration `json:"rpo_seconds"`
+		RTOData     *Duration `json:"rto_data_restored_seconds"`
+		RTORunning  *Duration `json:"rto_app_running_seconds"`
+		RTOCaughtUp *Duration `json:"rto_app_caught_up_seconds"`
 	}{plain: plain(r)}
+	if r.RTODataRestoredReached() {
+		out.RTOData = &r.RTODataRestored
+	}
+	if r.RTOAppRunningReached() {
+		out.RTORunning = &r.RTOAppRunning
+	}
+	if r.RTOAppCaughtUpReached() {
+		out.RTOCaughtUp = &r.RTOAppCaughtUp
+	}
 	if r.RTOReached() {
 		out.RTO = &r.RTO
 	}
@@ -278,6 +345,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.App != nil {
+		if o.App.Command == "" {
+			return nil, errors.New("drill: an application without a command (Options.App.Command)")
+		}
+		a := *o.App
+		if a.Timeout <= 0 {
+			a.Timeout = DefaultAppTimeout
+		}
+		if a.StopGrace <= 0 {
+			a.StopGrace = DefaultAppStopGrace
+		}
+		o.App = &a
 	}
 	return run(ctx, o)
 }

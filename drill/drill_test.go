@@ -418,3 +418,37 @@ func TestJUnitOfAnyText(t *testing.T) {
 		t.Errorf("failure %+v", f)
 	}
 }
+
+// TestRTOFiguresAbsentWhenNotReached (DESIGN invariant 35, issue 11): a
+// figure the drill did not reach is null in JSON and absent from JUnit,
+// never 0; the ones reached are written.
+func TestRTOFiguresAbsentWhenNotReached(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rep := &drill.Report{ApplicationID: "app", StartedAt: at, FinishedAt: at.Add(time.Minute), LostAt: at,
+		RTO: drill.Duration(2 * time.Second), RTODataRestored: drill.Duration(2 * time.Second), RTOAppRunning: drill.Duration(5 * time.Second),
+		App: &drill.AppReport{StartedAt: at.Add(3 * time.Second), ExitStatus: "exit status 1"}}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"rto_data_restored_seconds":2.000`, `"rto_app_running_seconds":5.000`, `"rto_app_caught_up_seconds":null`, `"exit_status":"exit status 1"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON does not hold %s:\n%s", want, b)
+		}
+	}
+	props := parseJUnit(t, rep).props()
+	if props["rto_data_restored_seconds"] != "2.000" || props["rto_app_running_seconds"] != "5.000" {
+		t.Errorf("JUnit properties %v, want the data and running figures", props)
+	}
+	if v, ok := props["rto_app_caught_up_seconds"]; ok {
+		t.Errorf("JUnit rto_app_caught_up_seconds = %q, want absent", v)
+	}
+}
+
+// TestRunRefusesAnAppWithoutCommand: Options.App needs a command.
+func TestRunRefusesAnAppWithoutCommand(t *testing.T) {
+	_, err := drill.Run(t.Context(), drill.Options{Store: newStore(t), Restore: restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}}, App: &drill.App{}})
+	if err == nil || !strings.Contains(err.Error(), "Options.App.Command") {
+		t.Errorf("err = %v, want one naming Options.App.Command", err)
+	}
+}

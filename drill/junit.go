@@ -85,13 +85,17 @@ type junitSkipped struct {
 // JUnitSuiteName with one <testcase classname="drill.<application.id>">
 // per phase, a <failure> (message: the error or first problem; text: all
 // of them) for the failed phase, <skipped/> for the phases after it, and
-// <properties> rto_seconds, rpo_seconds, records, records_restored,
-// backup_id, restore_id, application_id, strategy and ok. A property the
-// drill did not reach is left out, never 0 or empty: rto_seconds when the
-// drill did not get to restored and verified (Report.RTOReached),
+// <properties> rto_seconds, rpo_seconds, rto_data_restored_seconds,
+// rto_app_running_seconds, rto_app_caught_up_seconds, records,
+// records_restored, backup_id, restore_id, application_id, strategy and
+// ok. A property the drill did not reach is left out, never 0 or empty:
+// rto_seconds and rto_data_restored_seconds when the drill did not get to
+// restored and verified (Report.RTOReached), the application's two when it
+// did not start the application or the application did not get there,
 // rpo_seconds when it did not read the backup's cut (Report.RPOKnown),
-// backup_id and restore_id when there is none. Warnings go to the suite's
-// <system-out>.
+// backup_id and restore_id when there is none. Each restored state store
+// adds a property state.<store> (Report.States: equal, different or not
+// recorded). Warnings go to the suite's <system-out>.
 func (r *Report) JUnit(w io.Writer) error {
 	classname := "drill"
 	if r.ApplicationID != "" {
@@ -113,6 +117,9 @@ func (r *Report) JUnit(w io.Writer) error {
 	}
 	prop("rto_seconds", seconds(time.Duration(r.RTO)), r.RTOReached())
 	prop("rpo_seconds", seconds(time.Duration(r.RPO)), r.RPOKnown())
+	prop("rto_data_restored_seconds", seconds(time.Duration(r.RTODataRestored)), r.RTODataRestoredReached())
+	prop("rto_app_running_seconds", seconds(time.Duration(r.RTOAppRunning)), r.RTOAppRunningReached())
+	prop("rto_app_caught_up_seconds", seconds(time.Duration(r.RTOAppCaughtUp)), r.RTOAppCaughtUpReached())
 	prop("records", strconv.FormatInt(r.Volume.Records, 10), true)
 	prop("records_restored", strconv.FormatInt(r.Volume.RecordsRestored, 10), true)
 	prop("backup_id", r.BackupID, r.BackupID != "")
@@ -120,6 +127,9 @@ func (r *Report) JUnit(w io.Writer) error {
 	prop("application_id", r.ApplicationID, r.ApplicationID != "")
 	prop("strategy", string(r.Strategy), true)
 	prop("ok", strconv.FormatBool(r.OK), true)
+	for _, st := range r.States {
+		prop("state."+st.Store, st.Result, true) // equal, different or not recorded
+	}
 	if !r.StartedAt.IsZero() {
 		s.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}

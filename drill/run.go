@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
@@ -25,6 +27,10 @@ type drill struct {
 	rep      *Report
 	manifest *format.Manifest
 	restored *restorer.Report
+
+	app         *appProcess // the application started by app-running
+	appClient   *kgo.Client // its group is read through this client
+	appDeadline time.Time   // the start of the application + App.Timeout
 }
 
 // phaseFunc runs one phase: an error fails it, and so does any problem it
@@ -57,6 +63,12 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		step{PhaseVerifyCluster, d.verifyCluster},
 		step{PhaseVerifyOffsets, d.verifyOffsets},
 	)
+	if o.App != nil {
+		steps = append(steps, step{PhaseAppRunning, d.appRunning}, step{PhaseAppCaughtUp, d.appCaughtUp})
+	}
+	// The application is stopped whatever happens: a failed phase, a
+	// cancelled ctx (SIGINT of the drill), a panic.
+	defer d.stopApp()
 
 	d.rep.StartedAt = time.Now()
 	d.rep.LostAt = d.rep.StartedAt
@@ -94,6 +106,11 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			d.rep.LostAt = end
 		case s.name == PhaseVerifyCluster && p.OK():
 			d.rep.RTO = Duration(end.Sub(d.rep.StartedAt))
+			d.rep.RTODataRestored = Duration(end.Sub(d.rep.LostAt))
+		case s.name == PhaseAppRunning && p.OK():
+			d.rep.RTOAppRunning = Duration(d.rep.App.RunningAt.Sub(d.rep.LostAt))
+		case s.name == PhaseAppCaughtUp && p.OK():
+			d.rep.RTOAppCaughtUp = Duration(d.rep.App.CaughtUpAt.Sub(d.rep.LostAt))
 		}
 		if !d.rep.CutAt.IsZero() {
 			d.rep.RPO = Duration(max(0, d.rep.LostAt.Sub(d.rep.CutAt)))
@@ -103,12 +120,58 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			o.OnPhase(p)
 		}
 	}
+	d.stopApp()
+	d.app, d.appClient = nil, nil
 	d.rep.FinishedAt = time.Now()
 	d.rep.OK = !failed
 	if err := ctx.Err(); err != nil {
 		return d.rep, err
 	}
+	d.record(ctx)
 	return d.rep, nil
+}
+
+// record stores the drill's measurements in the repository
+// (format.DrillReport) once it has read its backup's manifest; a write
+// that fails is a warning, not a failed drill.
+func (d *drill) record(ctx context.Context) {
+	if d.o.NoRecord || d.manifest == nil {
+		return
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	d.rep.DrillID = format.NewBackupID(d.rep.StartedAt, rnd)
+	fr := &format.DrillReport{
+		DrillID: d.rep.DrillID, ApplicationID: d.rep.ApplicationID, BackupID: d.rep.BackupID, RestoreID: d.rep.RestoreID,
+		Strategy: d.rep.Strategy, StartedAt: d.rep.StartedAt, LostAt: d.rep.LostAt, FinishedAt: d.rep.FinishedAt, OK: d.rep.OK,
+		RecordsRestored: d.rep.Volume.RecordsRestored,
+	}
+	seconds := func(reached bool, v Duration) *float64 {
+		if !reached {
+			return nil
+		}
+		s := time.Duration(v).Round(time.Millisecond).Seconds() // as the JSON report writes it
+		return &s
+	}
+	fr.RTODataRestored = seconds(d.rep.RTODataRestoredReached(), d.rep.RTODataRestored)
+	fr.RTOAppRunning = seconds(d.rep.RTOAppRunningReached(), d.rep.RTOAppRunning)
+	fr.RTOAppCaughtUp = seconds(d.rep.RTOAppCaughtUpReached(), d.rep.RTOAppCaughtUp)
+	if d.rep.App != nil {
+		fr.GroupType = d.rep.App.GroupType
+	}
+	if d.restored != nil {
+		for _, pr := range d.restored.Partitions {
+			if pr.Class == string(topicfilter.Changelog) {
+				fr.ChangelogRecords += pr.Records
+			}
+		}
+		fr.InputRecords = fr.RecordsRestored - fr.ChangelogRecords
+	}
+	if err := repository.SaveDrillReport(ctx, d.o.Store, fr); err != nil {
+		d.rep.Warnings = append(d.rep.Warnings, fmt.Sprintf("drill: its measurements are not recorded in the repository (estimate will not use them): %v", err))
+		return
+	}
+	d.rep.DrillReportKey = format.DrillReportKey(fr.DrillID)
 }
 
 // backup takes a new backup of the source into the repository.
@@ -248,6 +311,10 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 	if errors.As(err, &re) {
 		return refused(re.Reasons)
 	}
+	if _, ok := errors.AsType[*restorer.StateDigestError](err); ok && rep != nil {
+		d.rep.RestoreID = rep.RestoreID
+		d.rep.States = reportStates(rep)
+	}
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -331,6 +398,7 @@ func (d *drill) verifyCluster(ctx context.Context, p *Phase) error {
 		return fmt.Errorf("compare the drill target with backup %s: %w", d.manifest.BackupID, err)
 	}
 	d.rep.Volume.RecordsVerified = res.Records
+	d.rep.States = verify.Stores(res.States)
 	for _, pr := range res.Problems {
 		p.Problems = append(p.Problems, pr.String())
 	}
@@ -404,4 +472,23 @@ func plural(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// reportStates is the per store state check of a restore's report (its
+// partitions' state_digest_result), for a drill whose restore found a state
+// that differs.
+func reportStates(rep *restorer.Report) []verify.StoreSummary {
+	source := map[string]bool{}
+	for _, t := range rep.Topics {
+		source[t.Topic] = t.SourceChangelog
+	}
+	var states []verify.StoreState
+	for _, pr := range rep.Partitions {
+		if pr.StateDigestResult == "" || pr.StateDigestResult == format.StateDigestCut {
+			continue
+		}
+		states = append(states, verify.StoreState{Store: verify.StoreName(rep.ApplicationID, pr.Topic, source[pr.Topic]),
+			Topic: pr.Topic, Partition: pr.Partition, Result: pr.StateDigestResult, Target: pr.StateDigest})
+	}
+	return verify.Stores(states)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/statedir"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -219,7 +220,36 @@ func drillRestore(t *testing.T, dst cluster, store storage.Backend, o restorer.O
 	if !rep.Committed {
 		t.Errorf("restore report: group offsets not committed")
 	}
+	drillCheckState(t, dst, store, rep)
 	return rep
+}
+
+// drillCheckState checks that the restore proved the state of every
+// changelog partition it restored (the report says equal) and that the
+// records a franz-go consumer of the oracle reads from the target have the
+// manifest's state digest.
+func drillCheckState(t *testing.T, dst cluster, store storage.Backend, rep *restorer.Report) {
+	t.Helper()
+	m, err := repository.Manifest(context.Background(), store, rep.BackupID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := map[string]bool{}
+	for _, pr := range rep.Partitions {
+		restored[pr.Topic] = true
+	}
+	var changelogs []string
+	for _, tp := range m.Topics {
+		if (tp.Class == "changelog" || tp.SourceChangelog) && restored[tp.Name] {
+			changelogs = append(changelogs, tp.Name)
+		}
+	}
+	if len(changelogs) == 0 {
+		return // rebuild: no changelog restored
+	}
+	recs := restorecheck.ReadAll(t, dst.Addrs(), restorecheck.EndOffsets(t, admin(t, dst), changelogs...))
+	n := restorecheck.StateDigests(t, m, rep, recs)
+	t.Logf("state of %d changelog partitions proven equal to backup %s's", n, rep.BackupID)
 }
 
 // drillPollOutputs reads the output topics of want from their start with a

@@ -17,6 +17,8 @@ const (
 	restoreJournalsDir   = restoresPrefix + "journals/"
 	restoreLocksDir      = restoresPrefix + "locks/"
 	restoreReportFile    = "report.json"
+	drillsPrefix         = "drills/"
+	drillReportFile      = "report.json"
 	manifestFile         = "manifest.json"
 	progressFile         = "progress.json"
 	unknownTargetCluster = "unknown-cluster"
@@ -110,4 +112,27 @@ func RestoreLockKey(clusterID string) string {
 		clusterID = unknownTargetCluster
 	}
 	return restoreLocksDir + clusterID
+}
+
+// DrillsPrefix is the prefix under which drills keep their reports
+// (DrillReportKey): drills/.
+func DrillsPrefix() string { return drillsPrefix }
+
+// DrillReportKey is the key of the report of the drill drillID (a
+// DrillReport): drills/<drill-id>/report.json.
+func DrillReportKey(drillID string) string { return drillsPrefix + drillID + "/" + drillReportFile }
+
+// ParseDrillReportKey returns the drill id of a drill report's key
+// (DrillReportKey) and true, or "" and false for any other key, and for an
+// id that does not have the form of a backup id.
+func ParseDrillReportKey(key string) (drillID string, ok bool) {
+	rest, ok := strings.CutPrefix(key, drillsPrefix)
+	if !ok {
+		return "", false
+	}
+	id, file, _ := strings.Cut(rest, "/")
+	if file != drillReportFile || !ValidBackupID(id) {
+		return "", false
+	}
+	return id, true
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/statedigest"
 )
 
 // FormatName is the value of Manifest.Format.
@@ -183,6 +185,14 @@ type Partition struct {
 	Gaps           []Gap     `json:"gaps,omitempty"`
 	Segments       []Segment `json:"segments"`
 
+	// StateDigest is, for a changelog partition (class changelog, or a
+	// source-topic changelog), the digest of the state its records in
+	// [StartOffset, EndOffset) encode (docs/FORMAT.md, "State digest"):
+	// what the chain holds, gaps and an unread range left out. Written in
+	// manifest.json only, never in progress.json; nil for other topics and
+	// in manifests written before it existed.
+	StateDigest *StateDigest `json:"state_digest,omitempty"`
+
 	// Unread, when set, is the range [EndOffset, Unread.To) below the last
 	// stable offset at the cut that this run could not read: the broker
 	// kept answering fetches there with no records and no progress until
@@ -190,6 +200,11 @@ type Partition struct {
 	// so the next backup reads the range; it is not a Gap.
 	Unread *Gap `json:"unread,omitempty"`
 }
+
+// StateDigest is the digest of one changelog partition's state
+// (statedigest.StateDigest: its algorithm and its type live together in
+// that leaf package).
+type StateDigest = statedigest.StateDigest
 
 // UnreadRange names p's unread range as the backup's own warning does,
 // e.g. `topic "orders" partition 3 offsets 1200..1499`; "" when p has

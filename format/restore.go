@@ -249,7 +249,32 @@ type PartitionReport struct {
 	NewEnd    int64        `json:"new_end"`    // log end on the target after the restore
 	Records   int64        `json:"records"`
 	Map       *offsets.Map `json:"offset_map"`
+
+	// StateDigest is, for a restored changelog partition (class changelog
+	// or a source-topic changelog), the state digest of the partition as
+	// read back from the target after the records went in (read_committed,
+	// from its log start to NewEnd; docs/FORMAT.md, "State digest"), and
+	// StateDigestResult its comparison with the manifest's
+	// (partition_cuts[].state_digest): StateDigestEqual,
+	// StateDigestDifferent, StateDigestNotRecorded (the manifest has
+	// none: a backup written before digests existed), StateDigestCut (a
+	// --to-time cut left part of the partition out) or
+	// StateDigestLossAccepted. Both empty for other partitions.
+	StateDigest       *StateDigest `json:"state_digest,omitempty"`
+	StateDigestResult string       `json:"state_digest_result,omitempty"`
 }
+
+// Values of PartitionReport.StateDigestResult.
+const (
+	StateDigestEqual       = "equal"        // the target's state is the backup's
+	StateDigestDifferent   = "different"    // it is not: the restore failed
+	StateDigestNotRecorded = "not recorded" // the manifest holds no digest to compare with; never "equal"
+	StateDigestCut         = "cut"          // not compared: --to-time restored a prefix of the partition
+	// StateDigestLossAccepted: the state differs, and the partition had
+	// records past retention.ms restored under --retention accept-loss,
+	// which the broker may have deleted already: the loss the plan warned of.
+	StateDigestLossAccepted = "loss accepted"
+)
 
 // RestoreJournal records which topics a restore of one backup into one
 // target cluster created, so that running the same restore again resumes

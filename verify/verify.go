@@ -57,6 +57,12 @@ type Result struct {
 	Bytes    int64     `json:"bytes"`   // stored bytes read
 	Records  int64     `json:"records"` // records decoded (deep) or compared (against a cluster)
 	Problems []Problem `json:"problems"`
+	// States holds, against a cluster, one entry per changelog partition
+	// compared without a cut (class changelog, or a source-topic
+	// changelog): the state digest of the target's partition (every record
+	// from its log start to its end, read_committed) against the
+	// manifest's. A state that differs is also a Problem.
+	States []StoreState `json:"states,omitempty"`
 	// Warnings name what the backup does not hold without being damaged:
 	// each partition's unread range (partition_cuts[].unread, FORMAT.md).
 	// They do not make OK false.
@@ -241,7 +247,7 @@ func AgainstRestore(ctx context.Context, store storage.Backend, m *format.Manife
 			if maps != nil {
 				om = maps(t.Name, p.Partition)
 			}
-			if err := comparePartition(ctx, store, target, t.Name, p, end, so.Offset, eo.Offset, om, res); err != nil {
+			if err := comparePartition(ctx, store, target, m, &t, p, end, so.Offset, eo.Offset, om, res); err != nil {
 				return res, err
 			}
 		}
@@ -249,15 +255,26 @@ func AgainstRestore(ctx context.Context, store storage.Backend, m *format.Manife
 	return res, nil
 }
 
-func comparePartition(ctx context.Context, store storage.Backend, target []kgo.Opt, topic string, p format.Partition, cut, start, end int64, om *offsets.Map, res *Result) error {
+func comparePartition(ctx context.Context, store storage.Backend, target []kgo.Opt, m *format.Manifest, t *format.Topic, p format.Partition, cut, start, end int64, om *offsets.Map, res *Result) error {
+	topic := t.Name
 	problem := func(off int64, format string, args ...any) {
 		res.Problems = append(res.Problems, Problem{Topic: topic, Partition: p.Partition, Offset: off, Message: fmt.Sprintf(format, args...)})
 	}
-	got := make(chan *kgo.Record, 256)
+	rawGot := make(chan *kgo.Record, 256)
 	errc := make(chan error, 1)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { errc <- readPartition(rctx, target, topic, p.Partition, start, end, got) }()
+	go func() { errc <- readPartition(rctx, target, topic, p.Partition, start, end, rawGot) }()
+	// Every record taken from the target goes through next, which feeds
+	// the state digest of a changelog partition (digest non-nil).
+	digest := stateDigester(t, cut)
+	next := func() (*kgo.Record, bool) {
+		rec, ok := <-rawGot
+		if ok && digest != nil {
+			digest.Add(rec.Key, rec.Value)
+		}
+		return rec, ok
+	}
 
 	var n int64
 	mismatch := false
@@ -269,7 +286,7 @@ func comparePartition(ctx context.Context, store storage.Backend, target []kgo.O
 			if mismatch {
 				return nil
 			}
-			rec, ok := <-got
+			rec, ok := next()
 			if !ok {
 				problem(start+n, "missing: the target ends at offset %d; the backup's record at original offset %d (and any after it) is not there", start+n, want.Offset)
 				mismatch = true
@@ -296,15 +313,30 @@ func comparePartition(ctx context.Context, store storage.Backend, target []kgo.O
 		}
 	}
 	if !mismatch {
-		if rec, ok := <-got; ok {
+		if rec, ok := next(); ok {
 			problem(rec.Offset, "extra: the target holds a record the backup does not (key %q)", rec.Key)
 		}
 	}
-	cancel()
-	for range got {
+	if digest != nil {
+		// The state is that of every record on the target, those after a
+		// difference too.
+		for _, ok := next(); ok; _, ok = next() {
+		}
+	} else {
+		cancel()
+		for range rawGot {
+		}
 	}
 	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("read topic %q partition %d on the target: %w", topic, p.Partition, err)
+	}
+	if digest != nil {
+		st := compareState(m, t, p, digest.Sum())
+		res.States = append(res.States, st)
+		if st.Result == format.StateDigestDifferent {
+			problem(-1, "state differs: store %q holds another state on the target than in the backup (state digest %d keys %s on the target, %d keys %s in the backup)",
+				st.Store, st.Target.Keys, st.Target.Digest, st.Backup.Keys, st.Backup.Digest)
+		}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -31,10 +32,12 @@ type drillOptions struct {
 	TargetBootstrap   []string                 // --target-bootstrap-servers
 	Retention         restorer.RetentionChoice // --retention, as for restore
 	JSON              bool
-	JUnit             string // --junit FILE
-	NoDeep            bool   // verify the repository by size and SHA-256 only
-	Embedded          bool   // drill on in-process source and target clusters
-	Out               string // repository directory of --embedded; "" for a new temporary directory
+	JUnit             string        // --junit FILE
+	NoDeep            bool          // verify the repository by size and SHA-256 only
+	Embedded          bool          // drill on in-process source and target clusters
+	Out               string        // repository directory of --embedded; "" for a new temporary directory
+	AppCommand        string        // --app-command; "" falls back to drill.app.command
+	AppTimeout        time.Duration // --app-timeout; 0 falls back to drill.app.timeout
 
 	Logger *slog.Logger
 	global *globalOptions // --metrics-addr, --push-gateway, --push-job
@@ -63,21 +66,53 @@ the drill starts: a --junit that is a directory, or whose directory does not exi
 not created, except when it is --out), and an --out that is a file or not empty exit 2.
 A failed phase stops the drill: the phases after it are reported as skipped.
 
+The report gives each restored state store's state check (the digest of its changelog's
+latest value per key on the target against the backup's): equal, different (the
+restore or verify-cluster phase fails) or not recorded; --json: states[], JUnit:
+properties state.<store>.
+
 --embedded needs no cluster: it starts an in-process source cluster of 3 brokers
 (franz-go kfake) running the sample Streams application order-processor, backs it up
 into --out, stops the source cluster (the disaster), and restores into a second,
 new in-process cluster.
 
-A failed drill leaves out what it did not reach: rto_seconds and rpo_seconds are null in
---json and absent from the JUnit properties (as is an empty backup_id), never 0.
+THE APPLICATION
+With --app-command COMMAND (or drill.app.command) the drill starts the application on
+the drill target once the restore is verified, and watches its group there (phases
+app-running and app-caught-up). COMMAND is run by /bin/sh -c in a process group of its
+own, with KAFKASTREAMS_DR_BOOTSTRAP_SERVERS (the target's host:port,...) and
+KAFKASTREAMS_DR_APPLICATION_ID in its environment; start it with exec, and with an empty
+state directory (see state wipe). The drill stops it at the end, passed, failed or
+interrupted: SIGTERM, then SIGKILL after drill.app.stop_grace (30s). Its output is logged
+at debug level (--log-level debug). An application that exits by itself fails the drill
+with its exit status and last lines; one not caught up within --app-timeout (default
+drill.app.timeout, 10m) fails it too.
 
-EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed, 2 when the
+Three recovery times, each from the loss of the source (the end of the backup phase, or
+the start of a drill of an existing backup):
+  rto_data_restored  to the restored records verified on the target
+  rto_app_running    to the application running: its group Stable with every input
+                     partition (classic group) or every active task (streams group) assigned
+  rto_app_caught_up  to the application caught up: running, and every committed offset of
+                     its group at its partition's end (last stable offset): lag zero; for a
+                     streams group also every task offset at its end offset
+rto_seconds is what it always was: from the start of the drill to restored and verified.
+The drill's measurements are stored in the repository (drills/<drill-id>/report.json),
+from which estimate projects the recovery time of each strategy.
+
+A failed drill leaves out what it did not reach: rto_seconds, the three RTO figures and
+rpo_seconds are null in --json and absent from the JUnit properties (as is an empty
+backup_id), never 0.
+
+EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed (the application
+exited by itself or was not caught up within --app-timeout included), 2 when the
 restore was refused (the target is not new), when the --backup-id backup does not exist
 (see list -c FILE) or is damaged, or for usage and config errors.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.* and backup.* (as for backup),
-  storage.* (the repository), target.* (the drill target, as for restore).`
+  storage.* (the repository), target.* (the drill target, as for restore),
+  drill.app.command, drill.app.timeout, drill.app.stop_grace (the application).`
 
 func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *drillOptions, *iostreams) error) *cobra.Command {
 	o := &drillOptions{}
@@ -89,6 +124,10 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 		Long:  drillLong,
 		Example: `  kafkastreams-dr drill -c order-processor.yaml --target-bootstrap-servers kafka-drill:9092
   kafkastreams-dr drill -c order-processor.yaml --backup-id latest --junit drill-junit.xml --json
+
+  # Measure the recovery time to the application caught up (an empty state dir each time).
+  kafkastreams-dr drill -c order-processor.yaml --backup-id latest \
+    --app-command 'exec java -jar order-processor.jar --bootstrap-servers "$KAFKASTREAMS_DR_BOOTSTRAP_SERVERS" --state-dir "$(mktemp -d)"'
 
   # No cluster at hand: the whole drill on in-process clusters with a sample app.
   kafkastreams-dr drill --embedded
@@ -123,6 +162,8 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.BoolVar(&o.NoDeep, "no-deep", false, "check the backup's objects by size and SHA-256 only, without decoding their records")
 	f.BoolVar(&o.Embedded, "embedded", false, "drill a sample Streams app on in-process source and target clusters (no Kafka needed)")
 	f.StringVar(&o.Out, "out", "", "with --embedded: the repository `DIR`, empty or absent (default: a new temporary directory)")
+	f.StringVar(&o.AppCommand, "app-command", "", "start the application with the shell `COMMAND` on the drill target after the restore and measure the RTO to it caught up (default: drill.app.command)")
+	f.DurationVar(&o.AppTimeout, "app-timeout", 0, "bound the wait for the application caught up to `DURATION` from its start (default: drill.app.timeout, 10m)")
 	return cmd
 }
 
@@ -134,7 +175,7 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 		if o.ConfigFile != "" {
 			return &usageError{errors.New("--embedded drills its own sample app on in-process clusters: drop --config")}
 		}
-		for _, name := range []string{"backup-id", "target-bootstrap-servers", "strategy", "to-time", "topics", "replication-factor"} {
+		for _, name := range []string{"backup-id", "target-bootstrap-servers", "strategy", "to-time", "topics", "replication-factor", "app-command", "app-timeout"} {
 			if changed(name) {
 				return &usageError{fmt.Errorf("--%s does not go with --embedded (the embedded drill takes a new backup and restores every topic with the changelog strategy into a new 3-broker cluster)", name)}
 			}
@@ -155,6 +196,12 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 	var err error
 	if o.Strategy, o.ToTime, o.Topics, err = parseRestoreFlags(strategy, toTime, topics, o.ReplicationFactor, o.TargetBootstrap); err != nil {
 		return err
+	}
+	if changed("app-command") && strings.TrimSpace(o.AppCommand) == "" {
+		return &usageError{errors.New("--app-command is empty: give the shell command that starts the application against $KAFKASTREAMS_DR_BOOTSTRAP_SERVERS")}
+	}
+	if changed("app-timeout") && o.AppTimeout <= 0 {
+		return &usageError{fmt.Errorf("--app-timeout %s: want a duration greater than zero, e.g. 10m", o.AppTimeout)}
 	}
 	if o.JUnit != "" && (strings.HasSuffix(o.JUnit, "/") || o.JUnit == "-") {
 		return &usageError{fmt.Errorf("--junit %q: want a file name", o.JUnit)}
@@ -206,6 +253,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	ro.Retention = o.Retention
 	bo.Observer, ro.Observer = tel.backupObserver(), tel.restoreObserver()
 	do := drill.Options{Store: store, Backup: bo, BackupID: o.BackupID, Restore: ro, Shallow: o.NoDeep, Logger: o.Logger}
+	do.App = drillApp(o, cfg.Drill.App, target.BootstrapServers)
 
 	header := drillHeader(cfg.ApplicationID, strings.Join(cfg.Source.BootstrapServers, ","), o.BackupID, store.Location(), targetName)
 
@@ -215,6 +263,24 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 		return drillRunError(err, o, rep)
 	}
 	return finishDrill(s, o, rep, header, cfg.File())
+}
+
+// drillApp is the application the drill starts: --app-command over
+// drill.app.command, --app-timeout over drill.app.timeout; nil when neither
+// command is given.
+func drillApp(o *drillOptions, c config.DrillApp, bootstrap []string) *drill.App {
+	command := c.Command
+	if o.AppCommand != "" {
+		command = o.AppCommand
+	}
+	if strings.TrimSpace(command) == "" {
+		return nil
+	}
+	a := &drill.App{Command: command, BootstrapServers: bootstrap, Timeout: c.Timeout, StopGrace: c.StopGrace}
+	if o.AppTimeout > 0 {
+		a.Timeout = o.AppTimeout
+	}
+	return a
 }
 
 func (o *drillOptions) run(ctx context.Context, do drill.Options) (*drill.Report, error) {
@@ -430,6 +496,8 @@ func drillOutcome(rep *drill.Report, file string) error {
 		return withCode(exitError, err, fmt.Sprintf("check the source cluster and the repository: kafkastreams-dr topics -c %s; kafkastreams-dr backup -c %s", cfg, cfg))
 	case p.Name == drill.PhaseVerifyRepository:
 		return withCode(damageExitCode, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, then start a new chain with kafkastreams-dr backup -c %s --full", cfg, orNone(rep.BackupID), cfg))
+	case p.Name == drill.PhaseAppRunning || p.Name == drill.PhaseAppCaughtUp:
+		return withCode(exitError, err, "the restore was verified; the application did not get there: check the application command (--app-command, drill.app.command) and its output (--log-level debug), or give it longer (--app-timeout)")
 	case p.Name == drill.PhaseRestore || p.Name == drill.PhasePlan:
 		return withCode(exitError, err, "check the drill target (target.* or --target-bootstrap-servers) and the message above")
 	}

@@ -58,6 +58,9 @@ func TestDrillEmbedded(t *testing.T) {
 	if props["backup_id"] != rep.BackupID || props["restore_id"] != rep.RestoreID || props["records"] != strconv.FormatInt(rep.Volume.Records, 10) || props["rto_seconds"] == "" {
 		t.Errorf("JUnit properties %v", props)
 	}
+	if props["state.order-totals-store"] != "equal" || props["state.customers"] != "equal" || len(rep.States) != 2 {
+		t.Errorf("state of the stores: JUnit %v, --json %+v; want order-totals-store and customers equal", props, rep.States)
+	}
 
 	// The readable report, into a new temporary directory.
 	code, stdout, stderr = runCLI(t, "--log-level", "error", "drill", "--embedded")
@@ -81,6 +84,9 @@ func TestDrillEmbedded(t *testing.T) {
 		`(?m)^data +\S+: \d+ records in 8 topics`, // 6 and the 2 in-flight tails
 		`(?m)^  orders/0: committed 12 on the lost cluster -> 12 on the new one$`,
 		`(?m)^  payments/0: committed 15 on the lost cluster -> 7 on the new one$`,
+		`(?m)^state of the restored stores \(state digest of each changelog on the target against the backup's\):$`,
+		`(?m)^  order-totals-store \(topic order-processor-order-totals-store-changelog, 2 partitions\): equal$`,
+		`(?m)^  customers \(topic customers, 2 partitions\): equal$`,
 		`WIPE LOCAL STATE BEFORE THE APPLICATION STARTS`,
 		`(?m)^drill PASSED \(backup \S+, restore \S+\)$`,
 		`the repository stays in ` + regexp.QuoteMeta(m[1]),

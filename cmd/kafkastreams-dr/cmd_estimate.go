@@ -36,7 +36,12 @@ it under throughput.unreadable; a storage failure reading the reports exits 1 (r
 
 The restore is only part of the recovery time: after a changelog restore Kafka Streams
 restores its stores from the restored changelogs; after a rebuild it reprocesses the
-restored input. The table says what follows each restore. When the source cluster
+restored input. The table says what follows each restore. Below it, the recovery to the
+application caught up is projected per strategy from the drills of this application that
+started it (drill --app-command; their reports in drills/): the drill's restore rate, the
+application's start, and its rehydration (changelog) or reprocessing (rebuild) rate, scaled
+to this backup. A strategy no such drill measured is marked uncalibrated: only the tool's
+restore time is known for it (--json: recovery.seconds null). When the source cluster
 (source.bootstrap_servers) answers, the rebuild row also says how many offsets its input
 topics' logs hold now (--no-cluster skips asking).
 
@@ -95,6 +100,9 @@ func runEstimate(ctx context.Context, o *estimateOptions, s *iostreams) error {
 	}
 	for _, u := range e.Throughput.Unreadable {
 		fmt.Fprintf(s.ErrOut, "warning: skipped an unreadable restore report (the throughput is measured without it): %s\n", u)
+	}
+	for _, u := range e.UnreadableDrills {
+		fmt.Fprintf(s.ErrOut, "warning: skipped an unreadable drill report (the recovery is calibrated without it): %s\n", u)
 	}
 	return writeEstimate(s.Out, o.JSON, e, time.Now())
 }

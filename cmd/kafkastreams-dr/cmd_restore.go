@@ -118,6 +118,17 @@ RECORDS PAST RETENTION (--retention)
                kafka-configs command that sets retention.ms back once they may go.
   accept-loss  restore as configured: the broker deletes those records.
 
+STATE CHECK
+  After the records are in, every restored changelog partition is read back from the
+  target and the digest of its state (latest value per key, tombstones remove keys)
+  compared with the one the backup recorded. The summary's state line and the report
+  (partitions[].state_digest_result) say equal, different, not recorded (a backup
+  written before digests existed: never equal) or loss accepted (--retention
+  accept-loss). A state that differs fails the restore, exit 1, after the report is
+  saved: do not start the application; verify --against-cluster tells a target that
+  something else wrote into (restore again) from a backup whose digest was altered
+  (restore an older --backup-id).
+
 BROKER LIMITS
   Preflight checks every record against the target's limits as the broker computes
   them: its record batch (61-byte header + record) against the topic's
@@ -435,6 +446,13 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 	}
 	o.Logger.Info("restore starting", "repository", location, "backup_id", ro.BackupID, "target", targetName)
 	rep, err := restore(ctx, ro)
+	if sde, ok := errors.AsType[*restorer.StateDigestError](err); ok && rep != nil {
+		// The records are in and the report saved: show it, then fail.
+		if werr := writeReport(s.Out, s.ErrOut, o.JSON, rep, targetName); werr != nil {
+			return werr
+		}
+		return withCode(exitError, fmt.Errorf("restore: %w", err), stateDigestHint(o.ConfigFile, sde.BackupID))
+	}
 	if err != nil {
 		return restoreErrorOf(err, o.ConfigFile, location, noBackupHint, false)
 	}
@@ -594,4 +612,21 @@ func (v *retentionValue) Set(s string) error {
 	}
 	*v.c = c
 	return nil
+}
+
+// stateDigestHint is the way out of a restore whose changelogs, read back
+// from the target, do not hold the state backup id recorded
+// (restorer.StateDigestError, exit 1 as for a target that differs from its
+// backup): verify against the cluster tells a target written to by
+// something else (records differ: restore again into an empty cluster)
+// from a backup whose digest does not match its own records (no record
+// differs: the backup is damaged).
+func stateDigestHint(file, id string) string {
+	if file == "" {
+		file = "FILE"
+	}
+	file = quoteArgs([]string{file})[0]
+	return fmt.Sprintf("the restored changelogs do not hold the backup's state: do not start the application on them. Run kafkastreams-dr verify -c %s --against-cluster: "+
+		"if it names records that differ, something else wrote into the target: delete the restored topics and restore again (or into an empty cluster); "+
+		"if no record differs, the digests recorded in backup %s do not match its records: restore an older backup with --backup-id and take a new backup", file, id)
 }

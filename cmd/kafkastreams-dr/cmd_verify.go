@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -55,6 +56,13 @@ compared without a cut or offset maps. A restore report that cannot be listed or
 fails the comparison, exit 1: without its cut and offset maps the result would be wrong.
 When the target differs after a restore that did not finish (its journal says incomplete,
 or it wrote no report), the hint is to run the same restore again: it resumes.
+
+Each restored changelog (and source-topic changelog) is also checked for its state: the
+digest of its latest value per key on the target (every record from its log start to its
+end; tombstones remove keys) against the one the backup recorded. One line per state store
+says equal, different (a problem: exit 1) or not recorded (a backup written before digests
+existed: never equal); the store is the topic less "<application.id>-" and "-changelog".
+--json: states[] per partition.
 
 Every problem names the object, topic, partition and offset concerned. A manifest that
 does not decode (truncated, damaged, of a newer format) is named too. A damaged backup
@@ -275,6 +283,14 @@ func runVerifyAgainstCluster(ctx context.Context, o *verifyOptions, s *iostreams
 // run the same restore again, which resumes it; otherwise restore again
 // into an empty cluster.
 func differsHint(ctx context.Context, o *verifyOptions, store storage.Backend, backupID, clusterID string, rep *restorer.Report) string {
+	if rep != nil && rep.BackupID == backupID && slices.ContainsFunc(rep.Partitions, func(pr restorer.PartitionReport) bool {
+		return pr.StateDigestResult == format.StateDigestDifferent
+	}) {
+		// Running that restore again checks again and fails again: the
+		// resume hint below would send the user round in a loop.
+		return fmt.Sprintf("restore %s found the state different too: if records above differ, something else wrote into the target: delete the restored topics and restore again (or into an empty cluster); "+
+			"if only the state differs, the digests recorded in backup %s do not match its records: restore an older backup with --backup-id and take a new backup", rep.RestoreID, backupID)
+	}
 	if clusterID != "" {
 		j, err := repository.LoadJournal(ctx, store, backupID, clusterID)
 		if err != nil {

@@ -68,6 +68,12 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		return writeDryRun(s.Out, o.JSON, &rep.Plan, target)
 	}
 	rep, err := restore(ctx, ro)
+	if sde, ok := errors.AsType[*restorer.StateDigestError](err); ok && rep != nil {
+		if werr := writeReport(s.Out, s.ErrOut, o.JSON, rep, target); werr != nil {
+			return werr
+		}
+		return withCode(exitError, fmt.Errorf("restore: %w", err), stateDigestHint("", sde.BackupID))
+	}
 	if err != nil {
 		return embeddedRestoreError(err, o.From, false)
 	}

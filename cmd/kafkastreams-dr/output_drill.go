@@ -77,6 +77,7 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 	} else {
 		fmt.Fprintln(w, "RPO   -         unknown: the drill did not get to the backup's manifest")
 	}
+	printRTOToApp(w, rep)
 	if v := rep.Volume; v.Topics > 0 {
 		fmt.Fprintf(w, "data  %s: %s in %s (%s), %s, %d bytes stored",
 			orNone(rep.BackupID), plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"),
@@ -102,6 +103,16 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 			}
 		}
 	}
+	if len(rep.States) > 0 {
+		fmt.Fprintln(w, "\nstate of the restored stores (state digest of each changelog on the target against the backup's):")
+		for _, st := range rep.States {
+			line := fmt.Sprintf("  %s (topic %s, %s): %s", st.Store, st.Topic, plural(st.Partitions, "partition", "partitions"), st.Result)
+			if len(st.Different) > 0 {
+				line += fmt.Sprintf(" in partitions %v", st.Different)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 	if rep.WipeState {
 		bar := strings.Repeat("=", 78)
 		fmt.Fprintf(w, "\n%s\nWIPE LOCAL STATE BEFORE THE APPLICATION STARTS\n\n%s\n%s\n", bar, wrap(restorer.WipeInstruction(rep.ApplicationID), 78), bar)
@@ -123,6 +134,45 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 		verdict += "; JUnit XML: " + junit
 	}
 	fmt.Fprintln(w, verdict)
+}
+
+// printRTOToApp prints the three recovery times, each with its
+// definition, counted from the loss of the source; one not reached is "-".
+func printRTOToApp(w io.Writer, rep *drill.Report) {
+	lost := "the end of the backup"
+	if !rep.BackupTaken {
+		lost = "the start of the drill"
+	}
+	fmt.Fprintf(w, "\nrecovery time from the loss of the source (%s):\n", lost)
+	line := func(name string, d drill.Duration, reached bool, def string) {
+		v := "-"
+		if reached {
+			v = shortDuration(time.Duration(d))
+		}
+		fmt.Fprintf(w, "  %-18s %-9s %s\n", name, v, def)
+	}
+	line("rto_data_restored", rep.RTODataRestored, rep.RTODataRestoredReached(), "to the restored records verified on the target")
+	if rep.App == nil && !rep.RTOAppRunningReached() {
+		fmt.Fprintln(w, "  rto_app_running    -         the application was not started (--app-command, drill.app.command)")
+		fmt.Fprintln(w, "  rto_app_caught_up  -         the application was not started")
+	} else {
+		line("rto_app_running", rep.RTOAppRunning, rep.RTOAppRunningReached(), "to the application running: its group Stable, every partition (task) assigned")
+		line("rto_app_caught_up", rep.RTOAppCaughtUp, rep.RTOAppCaughtUpReached(), "to the application caught up: every committed offset of its group at its end (lag zero)")
+	}
+	if a := rep.App; a != nil {
+		how := a.Stopped
+		if a.ExitStatus != "" {
+			how = "it exited by itself (" + a.ExitStatus + ")"
+		} else if how != "" {
+			how = "stopped with " + how
+		}
+		fmt.Fprintf(w, "  application: group %s (%s), last state %s, %s, lag %d on %s; %s\n",
+			rep.GroupID, orNone(a.GroupType), orNone(a.GroupState), plural(a.Members, "member", "members"), a.Lag, plural(a.Partitions, "partition", "partitions"), orNone(how))
+	}
+	if rep.DrillReportKey != "" {
+		fmt.Fprintf(w, "  recorded in the repository as %s (estimate uses it)\n", rep.DrillReportKey)
+	}
+	fmt.Fprintln(w)
 }
 
 // shortDuration rounds d for a table: 35ms, 1.24s, 2m3s.

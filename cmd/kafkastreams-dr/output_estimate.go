@@ -8,6 +8,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/estimate"
@@ -43,5 +44,39 @@ func writeEstimate(w io.Writer, asJSON bool, e *estimate.Estimate, now time.Time
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", st.Name, len(st.Topics), st.Records, formatBytes(st.RawBytes),
 			(time.Duration(st.RestoreSeconds * float64(time.Second))).Round(time.Millisecond), then)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeRecovery(w, e)
+	return nil
+}
+
+// writeRecovery prints the projected recovery to the application caught
+// up of each strategy that has one (estimate.Recovery): calibrated by
+// drills, or why not.
+func writeRecovery(w io.Writer, e *estimate.Estimate) {
+	header := false
+	for _, st := range e.Strategies {
+		r := st.Recovery
+		if r == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nrecovery to the application caught up (from the loss of the source; calibrated by drills with --app-command):")
+			header = true
+		}
+		if !r.Calibrated {
+			fmt.Fprintf(w, "  %-10s uncalibrated  %s\n", st.Name, wrapIndent(r.Note, strings.Repeat(" ", 27)))
+			continue
+		}
+		sec := func(s float64) string { return shortDuration(time.Duration(s * float64(time.Second))) }
+		restore := r.RestoreSeconds(st.Records)
+		work := *r.Seconds - restore - r.AppStartSeconds
+		what := "state rehydration"
+		if st.Name == "rebuild" {
+			what = "reprocessing"
+		}
+		fmt.Fprintf(w, "  %-10s %-13s restore %s + application start %s + %s of %d records %s (%s, %s group)\n",
+			st.Name, sec(*r.Seconds), sec(restore), sec(r.AppStartSeconds), what, r.AppRecords, sec(work), plural(len(r.Drills), "drill", "drills"), orNone(r.GroupType))
+	}
 }

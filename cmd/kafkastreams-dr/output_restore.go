@@ -198,6 +198,9 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 		fmt.Fprintf(w, "  records      %s in %s: %d produced by this run, %d there from an earlier run\n",
 			plural64(total, "record", "records"), where, r.Records, total-r.Records)
 	}
+	if line := stateDigestLine(r.Partitions); line != "" {
+		fmt.Fprintf(w, "  state        %s\n", line)
+	}
 	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
 		fmt.Fprintf(w, "  duration     %s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
 	}
@@ -423,4 +426,39 @@ func compareOffsets(w io.Writer, g *restorer.GroupPlan, fetched kadm.OffsetRespo
 		}
 	}
 	return bad
+}
+
+// stateDigestLine sums up the state digest check of the restored changelog
+// partitions ("" when none was checked): "3 changelog partitions hold the
+// backup's state (state digest equal)", with the counts that differ, have
+// no digest in the backup ("not recorded") or were cut by --to-time.
+func stateDigestLine(prs []restorer.PartitionReport) string {
+	n := map[string]int{}
+	total := 0
+	for _, pr := range prs {
+		if pr.StateDigestResult != "" {
+			n[pr.StateDigestResult]++
+			total++
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	var parts []string
+	if k := n[format.StateDigestEqual]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%s hold the backup's state (state digest equal)", plural(k, "changelog partition", "changelog partitions")))
+	}
+	if k := n[format.StateDigestDifferent]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%s DIFFERENT from the backup's state", plural(k, "changelog partition", "changelog partitions")))
+	}
+	if k := n[format.StateDigestNotRecorded]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%s not compared: the backup recorded no state digest (written before digests existed)", plural(k, "changelog partition", "changelog partitions")))
+	}
+	if k := n[format.StateDigestLossAccepted]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%s differ where --retention accept-loss let the broker delete records past retention.ms (the loss the plan warned of)", plural(k, "changelog partition", "changelog partitions")))
+	}
+	if k := n[format.StateDigestCut]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%s not compared: cut by --to-time", plural(k, "changelog partition", "changelog partitions")))
+	}
+	return strings.Join(parts, "; ")
 }

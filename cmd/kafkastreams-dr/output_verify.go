@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/verify"
 )
 
@@ -36,6 +37,7 @@ func writeVerifyResult(w io.Writer, asJSON bool, backupID, location string, deep
 		}
 		fmt.Fprintln(w)
 	}
+	printStoreStates(w, res.States)
 	if res.OK() {
 		fmt.Fprintln(w, "OK")
 	} else {
@@ -48,4 +50,20 @@ func writeVerifyResult(w io.Writer, asJSON bool, backupID, location string, deep
 		fmt.Fprintf(w, "warning: %s\n", x)
 	}
 	return nil
+}
+
+// printStoreStates prints, per state store, whether the target's changelog
+// holds the state the backup recorded (verify.Stores): "state of store
+// "counts" (topic app-counts-changelog, 2 partitions): equal".
+func printStoreStates(w io.Writer, states []verify.StoreState) {
+	for _, st := range verify.Stores(states) {
+		line := fmt.Sprintf("state of store %q (topic %s, %s): %s", st.Store, st.Topic, plural(st.Partitions, "partition", "partitions"), st.Result)
+		switch st.Result {
+		case format.StateDigestDifferent:
+			line += fmt.Sprintf(" (partitions %v differ from the backup's state digest)", st.Different)
+		case format.StateDigestNotRecorded:
+			line += " (the backup recorded no state digest: a backup written before digests existed; records are compared all the same)"
+		}
+		fmt.Fprintln(w, line)
+	}
 }

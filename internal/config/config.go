@@ -109,6 +109,8 @@ type Config struct {
 	Storage Storage `yaml:"storage"`
 	// Backup holds the settings of a backup run.
 	Backup Backup `yaml:"backup"`
+	// Drill holds the settings of a drill.
+	Drill Drill `yaml:"drill"`
 
 	file     string
 	lines    map[string]int
@@ -242,6 +244,38 @@ type Backup struct {
 	// (30s). In the file: a Go duration such as "30s".
 	CutTimeout time.Duration `yaml:"cut_timeout"`
 }
+
+// Drill holds the settings of `drill`.
+type Drill struct {
+	// App is the application the drill starts on the drill target after
+	// the restore, to measure the recovery time to the application.
+	App DrillApp `yaml:"app"`
+}
+
+// DrillApp is the application a drill starts and watches (drill.App).
+type DrillApp struct {
+	// Command is a shell command (run as /bin/sh -c COMMAND) that starts
+	// the application against the drill target, whose bootstrap servers
+	// it gets as $KAFKASTREAMS_DR_BOOTSTRAP_SERVERS and the application.id
+	// as $KAFKASTREAMS_DR_APPLICATION_ID. Write them without braces: this
+	// file expands ${VAR} when it is read ($${VAR} is a literal ${VAR}).
+	// The application must start with an empty state directory. Optional:
+	// without it (and without --app-command) the drill ends at restored
+	// and verified. Required when drill.app is present.
+	Command string `yaml:"command"`
+	// Timeout bounds the wait from the command's start to the application
+	// caught up; default 10m. A Go duration ("10m", "90s").
+	Timeout time.Duration `yaml:"timeout"`
+	// StopGrace is how long the drill waits after SIGTERM before SIGKILL
+	// when it stops the application at the end; default 30s.
+	StopGrace time.Duration `yaml:"stop_grace"`
+}
+
+// Defaults of DrillApp, applied when the key is absent.
+const (
+	DefaultDrillAppTimeout   = 10 * time.Minute
+	DefaultDrillAppStopGrace = 30 * time.Second
+)
 
 // Load reads and parses the config file at path. See Parse. It does not
 // read the files the config names; see LoadAndCheckFiles. Only a regular

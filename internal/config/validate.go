@@ -159,7 +159,23 @@ func (v *validator) validate() {
 	}
 	v.storage()
 	v.backup()
+	v.drill()
 	v.emptyEnvWarnings()
+}
+
+// drill checks drill.app: a command is required once the section is
+// there (a timeout without one would silently measure nothing).
+func (v *validator) drill() {
+	a := &v.c.Drill.App
+	if v.has("drill.app") && strings.TrimSpace(a.Command) == "" && !v.bad["drill.app.command"] {
+		v.errf("drill.app.command", "drill.app.command is required with drill.app: the shell command that starts the application against $KAFKASTREAMS_DR_BOOTSTRAP_SERVERS (or remove drill.app)")
+	}
+	if !v.has("drill.app.timeout") || v.bad["drill.app.timeout"] {
+		a.Timeout = DefaultDrillAppTimeout
+	}
+	if !v.has("drill.app.stop_grace") || v.bad["drill.app.stop_grace"] {
+		a.StopGrace = DefaultDrillAppStopGrace
+	}
 }
 
 // emptyEnvWarnings warns about each ${VAR} that was set but empty, in line

@@ -19,6 +19,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/statedigest"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -172,7 +173,33 @@ func MatchesCluster(t testing.TB, store storage.Backend, m *format.Manifest, see
 			if p.Records != int64(len(all)) {
 				t.Errorf("topic %q partition %d: manifest records %d, segments hold %d", tp.Name, p.Partition, p.Records, len(all))
 			}
+			checkStateDigest(t, m, &tp, &p, all)
 		}
+	}
+}
+
+// checkStateDigest asserts that a complete manifest records, for every
+// partition of a changelog (class changelog, or a source-topic
+// changelog), the state digest of the records its chain holds (all, gaps
+// and an unread range left out, as docs/FORMAT.md says), and none for
+// other topics.
+func checkStateDigest(t testing.TB, m *format.Manifest, tp *format.Topic, p *format.Partition, all []format.Record) {
+	t.Helper()
+	if tp.Class != "changelog" && !tp.SourceChangelog {
+		if p.StateDigest != nil {
+			t.Errorf("topic %q partition %d (class %s): state digest %+v, want none", tp.Name, p.Partition, tp.Class, p.StateDigest)
+		}
+		return
+	}
+	if m.State != format.StateComplete {
+		return
+	}
+	d := statedigest.New()
+	for _, r := range all {
+		d.Add(r.Key, r.Value)
+	}
+	if want := d.Sum(); p.StateDigest == nil || *p.StateDigest != want {
+		t.Errorf("topic %q partition %d: manifest's state digest %+v, the chain's records have %+v", tp.Name, p.Partition, p.StateDigest, want)
 	}
 }
 

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/estimate"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+)
+
+// calibrationTolerance is how far estimate's projected recovery may be
+// from the drill's measured rto_app_caught_up (issue 11): a factor of 1.5
+// either way.
+const calibrationTolerance = 1.5
+
+// TestDrillStreamsAppRTO drills the real Kafka Streams drill application
+// (e2e/streams-app, exactly_once_v2) on real Kafka 4.4 with
+// --app-command: a backup of the app after it processed its input on a
+// source broker, then, with the source gone, a changelog drill and a
+// rebuild drill each into a new broker, each starting the app with an
+// empty state dir. Each reports the three RTO figures (JSON and JUnit), in
+// order; and estimate, calibrated by them, projects each strategy's
+// recovery within a factor of 1.5 of the drill's rto_app_caught_up.
+func TestDrillStreamsAppRTO(t *testing.T) {
+	const events = 3000
+	repo, dir := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(dir, "drill-app.yaml")
+	t.Run("source", func(t *testing.T) {
+		src := testkit.StartKafka(t)
+		testkit.CreateStreamsAppTopics(t, src.Bootstrap(), 3)
+		cl := testkit.Client(t, src.Addrs())
+		base := time.Now().Add(-30 * time.Minute).Truncate(time.Minute)
+		var recs []*kgo.Record
+		cats := []string{"books", "games", "music", "garden", "food"}
+		for i, c := range cats {
+			recs = append(recs, &kgo.Record{Topic: testkit.StreamsAppCategoriesTopic, Key: []byte(c), Value: []byte(strings.ToUpper(c[:1]) + c[1:]), Timestamp: base.Add(time.Duration(i) * time.Millisecond)})
+		}
+		for i := range events {
+			recs = append(recs, &kgo.Record{Topic: testkit.StreamsAppEventsTopic, Key: fmt.Appendf(nil, "u%02d", i%30),
+				Value: fmt.Appendf(nil, "%s:%d", cats[i%len(cats)], i), Timestamp: base.Add(time.Minute + time.Duration(i)*100*time.Millisecond)})
+		}
+		if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		app := testkit.StartStreamsApp(t, src.Bootstrap())
+		waitGroupAtEnd(t, testkit.Admin(t, src.Addrs()), testkit.StreamsAppDefaultID, testkit.StreamsAppEventsTopic, 3*time.Minute)
+		app.Stop(t)
+		writeFileIn(t, dir, "drill-app.yaml", fmt.Sprintf(`application_id: %s
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [%s, "%s-*"]
+storage:
+  backend: filesystem
+  path: %s
+`, testkit.StreamsAppDefaultID, src.Bootstrap(), strings.Join(testkit.StreamsAppTopics, ", "), testkit.StreamsAppDefaultID, repo))
+		if code, _, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg); code != exitOK {
+			t.Fatalf("backup: exit %d\n%s", code, stderr)
+		}
+		// The end of this subtest stops the source broker: the disaster.
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	for _, tt := range []struct {
+		name, strategy string
+		opts           []testkit.StreamsAppOpt
+		groupType      string
+	}{
+		{"changelog", "changelog", nil, "classic"},
+		{"rebuild", "rebuild", nil, "classic"},
+		{"changelog-streams-group", "changelog", []testkit.StreamsAppOpt{testkit.StreamsAppProperty("group.protocol", "streams")}, "streams"},
+	} {
+		strategy := tt.strategy
+		t.Run(tt.name, func(t *testing.T) {
+			dst := testkit.StartKafka(t)
+			stateDir := t.TempDir() // empty: the app starts with no local state
+			app := testkit.StreamsAppCommand(t, tt.opts, "--bootstrap-servers", `"$KAFKASTREAMS_DR_BOOTSTRAP_SERVERS"`,
+				"--application-id", `"$KAFKASTREAMS_DR_APPLICATION_ID"`, "--state-dir", stateDir)
+			junit := filepath.Join(t.TempDir(), "drill.xml")
+			code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest", "--strategy", strategy,
+				"--target-bootstrap-servers", dst.Bootstrap(), "--app-command", app, "--app-timeout", "4m", "--json", "--junit", junit)
+			if code != exitOK {
+				t.Fatalf("drill: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			d := decodeDrillJSON(t, stdout)
+			if d.RTODataRestored == nil || d.RTOAppRunning == nil || d.RTOAppCaughtUp == nil {
+				t.Fatalf("RTO figures: data %v, running %v, caught up %v; want all three\n%s", d.RTODataRestored, d.RTOAppRunning, d.RTOAppCaughtUp, stdout)
+			}
+			if !(*d.RTODataRestored > 0 && *d.RTODataRestored < *d.RTOAppRunning && *d.RTOAppRunning <= *d.RTOAppCaughtUp) {
+				t.Errorf("want 0 < data restored < running <= caught up: %.3f, %.3f, %.3f", *d.RTODataRestored, *d.RTOAppRunning, *d.RTOAppCaughtUp)
+			}
+			if d.App == nil || d.App.Lag != 0 || d.App.Partitions == 0 || d.App.Stopped == "" || d.App.GroupType != tt.groupType {
+				t.Errorf("app report %+v: want a %s group, lag 0 on its partitions, stopped by the drill", d.App, tt.groupType)
+			}
+			props := map[string]string{}
+			for _, p := range readJUnit(t, junit).Properties {
+				props[p.Name] = p.Value
+			}
+			if v, err := strconv.ParseFloat(props["rto_app_caught_up_seconds"], 64); err != nil || fmt.Sprintf("%.3f", v) != fmt.Sprintf("%.3f", *d.RTOAppCaughtUp) {
+				t.Errorf("JUnit rto_app_caught_up_seconds %q, --json %.3f", props["rto_app_caught_up_seconds"], *d.RTOAppCaughtUp)
+			}
+			t.Logf("%s drill: rto_data_restored %.3fs, rto_app_running %.3fs, rto_app_caught_up %.3fs (app %+v)",
+				strategy, *d.RTODataRestored, *d.RTOAppRunning, *d.RTOAppCaughtUp, d.App)
+
+			code, stdout, stderr = runCLI(t, "estimate", "-c", cfg, "--no-cluster", "--json")
+			if code != exitOK {
+				t.Fatalf("estimate: exit %d\n%s", code, stderr)
+			}
+			var e estimate.Estimate
+			if err := json.Unmarshal([]byte(stdout), &e); err != nil {
+				t.Fatal(err)
+			}
+			var st *estimate.Strategy
+			for i := range e.Strategies {
+				if e.Strategies[i].Name == strategy {
+					st = &e.Strategies[i]
+				}
+			}
+			if st == nil || st.Recovery == nil || !st.Recovery.Calibrated || st.Recovery.Seconds == nil {
+				t.Fatalf("estimate of %s: %+v, want a calibrated recovery", strategy, st)
+			}
+			ratio := *st.Recovery.Seconds / *d.RTOAppCaughtUp
+			t.Logf("estimate %s: recovery %.3fs (tool restore alone %.3fs), drill measured %.3fs: ratio %.2f; %s",
+				strategy, *st.Recovery.Seconds, st.RestoreSeconds, *d.RTOAppCaughtUp, ratio, st.Recovery.Note)
+			if ratio > calibrationTolerance || ratio < 1/calibrationTolerance {
+				t.Errorf("estimate projects %.3fs for %s, the drill measured %.3fs: outside a factor of %.1f", *st.Recovery.Seconds, strategy, *d.RTOAppCaughtUp, calibrationTolerance)
+			}
+		})
+	}
+}
+
+// waitGroupAtEnd waits until group's committed offsets on every partition
+// of topic are at the partition's end, for at most timeout.
+func waitGroupAtEnd(t *testing.T, adm *kadm.Client, group, topic string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ends, err := adm.ListCommittedOffsets(t.Context(), topic)
+		fetched, ferr := adm.FetchOffsets(t.Context(), group)
+		done := err == nil && ferr == nil && len(ends[topic]) > 0
+		if done {
+			ends.Each(func(e kadm.ListedOffset) {
+				if o, ok := fetched.Lookup(e.Topic, e.Partition); !ok || o.At < e.Offset {
+					done = false
+				}
+			})
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s did not commit the end of %s within %s", group, topic, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

@@ -1,0 +1,83 @@
+package repository
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// This file reads and writes the reports drills keep under drills/
+// (docs/FORMAT.md, "Drill reports"): what each drill measured. The drill
+// writes them; estimate reads them to project a recovery.
+
+// SaveDrillReport stores rep as drills/<rep.DrillID>/report.json
+// (format.DrillReportKey), indented JSON, in one atomic put. A storage
+// error is returned as "write drill report <key>: ..."
+// (storage.ErrTransient stays testable).
+func SaveDrillReport(ctx context.Context, store storage.Backend, rep *format.DrillReport) error {
+	if !format.ValidBackupID(rep.DrillID) {
+		return fmt.Errorf("write drill report: drill id %q does not have the form of a backup id", rep.DrillID)
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	key := format.DrillReportKey(rep.DrillID)
+	if err := store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("write drill report %s: %w", key, err)
+	}
+	return nil
+}
+
+// ErrUnreadableDrillReport is wrapped by LoadDrillReport's error when the
+// report was read in full but does not decode (truncated, overwritten).
+// Test with errors.Is. A storage failure reading it never wraps it.
+var ErrUnreadableDrillReport = errors.New("unreadable drill report")
+
+// LoadDrillReport reads the report of the drill drillID. A storage error
+// is returned as "read <key>: ..." (storage.ErrNotFound and
+// storage.ErrTransient stay testable), a report that does not decode as
+// "decode <key>: ..." wrapping ErrUnreadableDrillReport.
+func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string) (*format.DrillReport, error) {
+	key := format.DrillReportKey(drillID)
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	var rep format.DrillReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("decode %s: %w: %w", key, ErrUnreadableDrillReport, err)
+	}
+	return &rep, nil
+}
+
+// DrillReportIDs returns the ids of the repository's drill reports, newest
+// (greatest) first. It lists drills/ and reads nothing; keys that are not
+// a report (format.ParseDrillReportKey) are left out. A listing error is
+// returned as "list drill reports in <location>: ...".
+func DrillReportIDs(ctx context.Context, store storage.Backend) ([]string, error) {
+	var ids []string
+	err := store.List(ctx, format.DrillsPrefix(), func(oi storage.ObjectInfo) error {
+		if id, ok := format.ParseDrillReportKey(oi.Key); ok {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list drill reports in %s: %w", store.Location(), err)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
