@@ -36,6 +36,14 @@ const (
 	StreamsAppDefaultID = "drill-app"
 )
 
+// StreamsAppSlowDownstreamMs is the drill app's own property (for
+// StreamsAppProperty) that slows its downstream sub-topology: the count per
+// category behind the by-category repartition topic sleeps that many
+// milliseconds per record it reads, default 0. The repartition topic's lag
+// (records committed upstream, not yet counted) is then large at any moment;
+// the topology and the outputs are the same.
+const StreamsAppSlowDownstreamMs = "drill.slow.downstream.ms"
+
 // StreamsAppTopics are the drill app's input and output topics, which the
 // app does not create itself (its internal topics it does create).
 var StreamsAppTopics = []string{
@@ -93,8 +101,11 @@ func StreamsAppStateDir(dir string) StreamsAppOpt {
 // StreamsAppProperty sets any Kafka Streams setting (the app's --prop
 // KEY=VALUE), over the app's defaults: processing.guarantee=exactly_once_v2,
 // commit.interval.ms=200, consumer session.timeout.ms=10000. For example
-// StreamsAppProperty("topology.optimization", "all") or
-// StreamsAppProperty("num.standby.replicas", "1").
+// StreamsAppProperty("topology.optimization", "all"),
+// StreamsAppProperty("num.standby.replicas", "1") or
+// StreamsAppProperty("group.protocol", "streams") (a streams group, KIP-1071;
+// the testkit's Kafka 4.4 broker serves it with its default
+// group.coordinator.rebalance.protocols).
 func StreamsAppProperty(key, value string) StreamsAppOpt {
 	return func(c *streamsAppConfig) { c.props = append(c.props, key+"="+value) }
 }
@@ -250,7 +261,9 @@ func (a *StreamsApp) Stop(t testing.TB) {
 
 // Kill kills the app's JVM with SIGKILL, as a crash would, and waits for it:
 // no close, the member stays in its group until its session times out
-// (10 s), an open transaction is left to time out.
+// (10 s, the app's consumer session.timeout.ms; in a streams group,
+// group.protocol=streams, the broker's group.streams.session.timeout.ms,
+// 45 s by default), an open transaction is left to time out.
 func (a *StreamsApp) Kill(t testing.TB) {
 	t.Helper()
 	select {

@@ -45,6 +45,35 @@ func TestStreamsAppTopologyMatchesFile(t *testing.T) {
 	}
 }
 
+// drill.slow.downstream.ms slows the count without changing the topology,
+// and a value that is not a whole number of milliseconds >= 0 is refused
+// with exit status 2, naming the property.
+func TestStreamsAppSlowDownstream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JVM")
+	}
+	want, err := os.ReadFile(streamsAppTopologyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := StreamsAppTopology(t, StreamsAppProperty(StreamsAppSlowDownstreamMs, "25")); got != string(want) {
+		t.Errorf("--describe with %s=25 differs from %s:\n%s", StreamsAppSlowDownstreamMs, streamsAppTopologyFile, got)
+	}
+	for _, bad := range []string{"-1", "soon", "1.5"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := streamsAppCmd(ctx, t, streamsAppConfig{props: []string{StreamsAppSlowDownstreamMs + "=" + bad}}, "--describe")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		code := 0
+		if err != nil {
+			code = cmd.ProcessState.ExitCode()
+		}
+		if code != 2 || !strings.Contains(string(out), StreamsAppSlowDownstreamMs+" wants milliseconds") {
+			t.Errorf("%s=%s: exit %d, output:\n%s\nwant exit 2 naming the property", StreamsAppSlowDownstreamMs, bad, code, out)
+		}
+	}
+}
+
 // drillCategories are the drill's categories and their labels.
 var drillCategories = map[string]string{"books": "Books", "games": "Games", "music": "Music", "garden": "Garden", "food": "Food"}
 

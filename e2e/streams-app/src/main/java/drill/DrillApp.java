@@ -34,6 +34,8 @@ public final class DrillApp {
             "",
             "Settings: processing.guarantee=exactly_once_v2, commit.interval.ms=200,",
             "consumer session.timeout.ms=10000, String serdes; --prop overrides any of them.",
+            "--prop drill.slow.downstream.ms=MS makes the count per category (the sub-topology",
+            "behind the by-category repartition topic) sleep MS ms per record, default 0.",
             "");
 
     private DrillApp() {}
@@ -82,7 +84,12 @@ public final class DrillApp {
             }
         }
 
-        Topology topology = DrillTopology.build(props);
+        Topology topology = null;
+        try {
+            topology = DrillTopology.build(props);
+        } catch (IllegalArgumentException e) {
+            usageError(e.getMessage());
+        }
         if (describe) {
             System.out.print(topology.describe());
             System.out.flush();

@@ -68,8 +68,19 @@ public final class DrillTopology {
 
     private DrillTopology() {}
 
-    /** Builds the topology; props matter only for topology.optimization. */
+    /**
+     * SLOW_DOWNSTREAM_MS is the property that slows the downstream sub-topology (the counts behind
+     * the by-category repartition topic): milliseconds the count per category sleeps for every
+     * record it reads from the repartition topic, default 0 (no sleep). With it the repartition
+     * topic's lag (records committed by the upstream task, not yet counted) is large at any
+     * moment, as in a busy application whose downstream task is the bottleneck. It does not
+     * change the topology (Topology#describe is the same) nor any output value.
+     */
+    public static final String SLOW_DOWNSTREAM_MS = "drill.slow.downstream.ms";
+
+    /** Builds the topology; props matter only for topology.optimization and SLOW_DOWNSTREAM_MS. */
     public static Topology build(Properties props) {
+        long slowMs = slowDownstreamMs(props);
         Serde<String> str = Serdes.String();
         StreamsBuilder builder = new StreamsBuilder();
 
@@ -81,7 +92,13 @@ public final class DrillTopology {
                 .filter((user, event) -> category(event) != null)
                 .groupBy((user, event) -> category(event), Grouped.with("by-category", str, str));
 
-        KTable<String, Long> counts = byCategory.count(
+        // count() with an aggregator that can sleep: the same processor and store as count().
+        KTable<String, Long> counts = byCategory.aggregate(
+                () -> 0L,
+                (category, event, count) -> {
+                    sleep(slowMs);
+                    return count + 1;
+                },
                 Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts-store")
                         .withKeySerde(str).withValueSerde(Serdes.Long()));
         counts.toStream()
@@ -112,6 +129,35 @@ public final class DrillTopology {
                 .to(LABELED, Produced.with(str, str));
 
         return builder.build(props);
+    }
+
+    /** The value of SLOW_DOWNSTREAM_MS in props: a non-negative number of milliseconds, 0 if unset. */
+    static long slowDownstreamMs(Properties props) {
+        Object v = props.get(SLOW_DOWNSTREAM_MS);
+        if (v == null) {
+            return 0;
+        }
+        long ms;
+        try {
+            ms = Long.parseLong(v.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(SLOW_DOWNSTREAM_MS + " wants milliseconds (a whole number >= 0), got " + v);
+        }
+        if (ms < 0) {
+            throw new IllegalArgumentException(SLOW_DOWNSTREAM_MS + " wants milliseconds (a whole number >= 0), got " + v);
+        }
+        return ms;
+    }
+
+    private static void sleep(long ms) {
+        if (ms <= 0) {
+            return;
+        }
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** The category of an event "category:amount" (all of it without a colon); null if empty. */
