@@ -151,7 +151,7 @@ copy:
 			return err
 		}
 		leader, topicID := r.leaderOf(w.topic, w.partition)
-		rp, ferr := r.fetch(ctx, w, leader, topicID, pos, isolation)
+		rp, ferr := r.fetch(ctx, w.topic, w.partition, leader, topicID, pos, isolation, fetchMaxWait)
 		if ferr == nil {
 			ferr = kerr.ErrorForCode(rp.ErrorCode)
 		}
@@ -259,16 +259,16 @@ func retryBackoff(attempt int) time.Duration {
 	return d - time.Duration(rand.Int64N(int64(d)/5))
 }
 
-// fetch sends one Fetch request (read_committed, or read_uncommitted for
-// an in-flight tail) for a single partition to its leader (no fetch
-// session: SessionEpoch -1).
-func (r *runner) fetch(ctx context.Context, w *work, leader int32, topicID [16]byte, pos int64, isolation kgo.IsolationLevel) (*kmsg.FetchResponseTopicPartition, error) {
+// fetch sends one Fetch request for a single partition to its leader (no
+// fetch session: SessionEpoch -1), read_committed or read_uncommitted as
+// isolation says, waiting at most maxWait for records to arrive.
+func (r *runner) fetch(ctx context.Context, topic string, partition, leader int32, topicID [16]byte, pos int64, isolation kgo.IsolationLevel, maxWait time.Duration) (*kmsg.FetchResponseTopicPartition, error) {
 	if leader < 0 {
 		return nil, kerr.LeaderNotAvailable
 	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(fetchMaxWait / time.Millisecond)
+	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = fetchMaxBytes
 	req.IsolationLevel = 1 // read_committed
@@ -277,9 +277,9 @@ func (r *runner) fetch(ctx context.Context, w *work, leader int32, topicID [16]b
 	}
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = w.topic, topicID
+	rt.Topic, rt.TopicID = topic, topicID
 	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition = w.partition
+	rp.Partition = partition
 	rp.FetchOffset = pos
 	rp.PartitionMaxBytes = fetchPartitionMaxBytes
 	rp.CurrentLeaderEpoch = -1
@@ -295,12 +295,12 @@ func (r *runner) fetch(ctx context.Context, w *work, leader int32, topicID [16]b
 	}
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
-			if p := &resp.Topics[i].Partitions[j]; p.Partition == w.partition {
+			if p := &resp.Topics[i].Partitions[j]; p.Partition == partition {
 				return p, nil
 			}
 		}
 	}
-	return nil, fmt.Errorf("fetch response has no data for topic %q partition %d", w.topic, w.partition)
+	return nil, fmt.Errorf("fetch response has no data for topic %q partition %d", topic, partition)
 }
 
 // outOfRange handles OFFSET_OUT_OF_RANGE at pos: when retention or

@@ -365,7 +365,7 @@ func (r *runner) scanAboveLSO(ctx context.Context, topic string, p int32, lso, h
 			return ""
 		}
 		leader, id := r.leaderOf(topic, p)
-		rp, err := r.fetchUncommitted(ctx, topic, id, p, leader, pos)
+		rp, err := r.fetch(ctx, topic, p, leader, id, pos, kgo.ReadUncommitted(), 0)
 		if err == nil {
 			err = kerr.ErrorForCode(rp.ErrorCode)
 		}
@@ -405,36 +405,4 @@ func (r *runner) scanAboveLSO(ctx context.Context, topic string, p int32, lso, h
 		return ""
 	}
 	return fmt.Sprintf("%s has more than %d fetches of records above its last stable offset %d; not checked", where, maxScanFetches, lso)
-}
-
-// fetchUncommitted sends one read_uncommitted Fetch for a single partition
-// to its leader, without waiting for new records.
-func (r *runner) fetchUncommitted(ctx context.Context, topic string, id [16]byte, p, leader int32, pos int64) (*kmsg.FetchResponseTopicPartition, error) {
-	if leader < 0 {
-		return nil, kerr.LeaderNotAvailable
-	}
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, fetchMaxBytes
-	req.IsolationLevel, req.SessionEpoch = 0, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, id
-	rq := kmsg.NewFetchRequestTopicPartition()
-	rq.Partition, rq.FetchOffset, rq.PartitionMaxBytes, rq.CurrentLeaderEpoch, rq.LogStartOffset = p, pos, fetchPartitionMaxBytes, -1, -1
-	rt.Partitions = append(rt.Partitions, rq)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, r.cl.Broker(int(leader)))
-	if err != nil {
-		return nil, err
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, err
-	}
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			if rp := &resp.Topics[i].Partitions[j]; rp.Partition == p {
-				return rp, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("fetch response has no data for topic %q partition %d", topic, p)
 }
