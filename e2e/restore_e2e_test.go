@@ -69,6 +69,13 @@ type restoreSource struct {
 	recs      restorecheck.Records                      // committed records of each backed-up topic
 	committed restorecheck.Offsets                      // the application.id group's offsets on the source
 	pitr      time.Time                                 // the clicks cut
+	// The in-flight tails (docs/DOMAIN.md#in-flight): the repartition
+	// and FK-subscription topics of the application, which a changelog
+	// restore creates, fills with the records the downstream task had not
+	// consumed at the cut, and commits the group's offsets on.
+	inFlight map[string]int       // partition count of each in-flight topic on the source
+	tails    restorecheck.Records // committed records of each in-flight partition on the source from tailFrom to the cut
+	tailFrom restorecheck.Offsets // where each tail starts on the source: the group's offset, else the log start
 }
 
 // prepareSource seeds c with the sample application (franz-go and kcat),
@@ -129,7 +136,79 @@ func prepareSource(t *testing.T, c cluster, compact func()) *restoreSource {
 			}
 		}
 	}
+	readTails(t, s, adm)
 	return s
+}
+
+// readTails reads from the source the in-flight tails a changelog restore
+// brings back: every partition of the application's repartition and
+// FK-subscription topics, from the group's committed offset (else the log
+// start) to the cut, which is the source's log end (nothing writes after
+// the backup).
+func readTails(t *testing.T, s *restoreSource, adm *kadm.Client) {
+	t.Helper()
+	var names []string
+	for _, tp := range s.m.InFlight {
+		names = append(names, tp.Name)
+	}
+	if want := []string{sample.Repartition, sample.FKTopic}; !slices.Equal(names, want) {
+		t.Fatalf("in-flight topics of the backup %v, want the application's repartition and FK-subscription topics %v", names, want)
+	}
+	all := restorecheck.Topics(t, adm)
+	s.inFlight = map[string]int{}
+	for _, name := range names {
+		s.inFlight[name] = all[name]
+	}
+	ends := restorecheck.EndOffsets(t, adm, names...)
+	starts := restorecheck.StartOffsets(t, adm, names...)
+	recs := restorecheck.ReadAll(t, s.c.Addrs(), ends)
+	s.tails, s.tailFrom = restorecheck.Records{}, restorecheck.Offsets{}
+	n := 0
+	for _, tp := range s.m.InFlight {
+		s.tails[tp.Name] = map[int32][]format.Record{}
+		for _, p := range tp.PartitionCuts {
+			if p.EndOffset != ends[tp.Name][p.Partition] {
+				t.Fatalf("in-flight topic %q partition %d: the cut is at %d, the source now ends at %d (did the source change after the backup?)", tp.Name, p.Partition, p.EndOffset, ends[tp.Name][p.Partition])
+			}
+			from := starts[tp.Name][p.Partition]
+			if c, ok := s.committed[tp.Name][p.Partition]; ok {
+				from = max(from, c)
+			}
+			s.tailFrom.Set(tp.Name, p.Partition, from)
+			var tail []format.Record
+			for _, r := range recs[tp.Name][p.Partition] {
+				if r.Offset >= from {
+					tail = append(tail, r)
+				}
+			}
+			s.tails[tp.Name][p.Partition] = tail
+			n += len(tail)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no record in flight on the source (tails from %v): the restore of the tails would test nothing", s.tailFrom)
+	}
+	t.Logf("in flight on the source: %d records, tails from %v", n, s.tailFrom)
+}
+
+// restoredTopics are the topics a changelog restore of s leaves on the
+// target, with the source's partition counts: the backed-up topics and the
+// in-flight ones.
+func (s *restoreSource) restoredTopics() map[string]int {
+	out := maps.Clone(s.parts)
+	maps.Copy(out, s.inFlight)
+	return out
+}
+
+// sourceRecords are the source records the restore brings back into topic
+// partition p (the whole backed-up partition, or the in-flight tail) and
+// the offset the group resumes from on the source (its committed offset,
+// or the tail's start where it never committed one).
+func (s *restoreSource) sourceRecords(topic string, p int32) ([]format.Record, int64) {
+	if _, ok := s.inFlight[topic]; ok {
+		return s.tails[topic][p], s.tailFrom[topic][p]
+	}
+	return s.recs[topic][p], s.committed[topic][p]
 }
 
 // seedExtras adds eventsTopic and clicksTopic, and records to customers
@@ -392,18 +471,26 @@ func refused(t *testing.T, err error) *restorer.RefusedError {
 
 // checkRestored checks a changelog-strategy restore of the whole backup into
 // dst against the source: topics, partition counts, configs, every record
-// (franz-go and kcat), record counts, group offsets and the report. It
+// (franz-go and kcat), the in-flight tails (restorecheck.InFlight: topics,
+// records, offsets), record counts, group offsets and the report. It
 // returns the restored records and the expected group offsets.
 func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Report) (restorecheck.Records, restorecheck.Offsets) {
 	t.Helper()
 	adm := admin(t, dst)
 
-	// Exactly the backed-up topics, with the source's partition counts:
-	// no repartition, FK-join or other application's topic (field cases 01
-	// broker-internal topics, 03 internal topics, 05 partition counts).
-	if got := restorecheck.Topics(t, adm); !maps.Equal(got, s.parts) {
-		t.Errorf("topics on the target %v, want the backed-up topics %v", got, s.parts)
+	// Exactly the backed-up topics and the in-flight ones (the
+	// application's repartition and FK-subscription topics, invariant 38),
+	// with the source's partition counts: no other application's topic
+	// (field cases 01 broker-internal topics, 03 internal topics, 05
+	// partition counts).
+	if got, want := restorecheck.Topics(t, adm), s.restoredTopics(); !maps.Equal(got, want) {
+		t.Errorf("topics on the target %v, want the backed-up and in-flight topics %v", got, want)
 	}
+	// Each in-flight tail: the records the source held in [committed
+	// offset, cut) (or from the log start where the group never
+	// committed), the group's offset on the target at the first restored
+	// one, the topic configured as Kafka Streams would create it.
+	restorecheck.InFlight(t, s.c.Addrs(), dst.Addrs(), admin(t, s.c), adm, sample.AppID, s.committed, s.m)
 
 	// Every topic-level config of the source and the manifest, equal
 	// (field case 08, topic configs).
@@ -462,6 +549,30 @@ func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Re
 			total += p.Records
 		}
 	}
+	var inFlight []string
+	for _, tp := range s.m.InFlight {
+		inFlight = append(inFlight, tp.Name)
+	}
+	tailEnds := restorecheck.EndOffsets(t, adm, inFlight...)
+	tailRecs := restorecheck.ReadAll(t, dst.Addrs(), tailEnds)
+	for topic, parts := range s.tails {
+		for p, tail := range parts {
+			what := fmt.Sprintf("in-flight topic %q partition %d", topic, p)
+			n := int64(len(tail))
+			if got := int64(len(tailRecs[topic][p])); got != n || tailEnds[topic][p] != n {
+				t.Errorf("%s: %d records restored, log end %d; the source's tail has %d", what, got, tailEnds[topic][p], n)
+			}
+			pr, ok := reports[fmt.Sprintf("%s/%d", topic, p)]
+			if !ok {
+				t.Errorf("%s: not in the report", what)
+				continue
+			}
+			if pr.Records != n || pr.NewEnd != tailEnds[topic][p] {
+				t.Errorf("%s: report says %d records, new end %d; want %d, %d", what, pr.Records, pr.NewEnd, n, tailEnds[topic][p])
+			}
+			total += n
+		}
+	}
 	if rep.Records != total {
 		t.Errorf("report: %d records restored, want %d", rep.Records, total)
 	}
@@ -485,8 +596,10 @@ func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Re
 
 	// Group offsets, translated by the rule, computed here from the records
 	// (field cases 07 empty partitions, 14 transactions, 16 offsets past the
-	// end, 17 offsets really committed). Only the offsets the source group had; no
-	// changelog, repartition or invented offsets.
+	// end, 17 offsets really committed). The offsets the source group had
+	// on the backed-up topics, and on every in-flight partition the first
+	// restored record of its tail (invariant 38: also where the group never
+	// committed on the source); no changelog or invented offsets.
 	want := restorecheck.Offsets{}
 	for topic, parts := range s.committed {
 		if _, restored := s.parts[topic]; !restored {
@@ -494,6 +607,11 @@ func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Re
 		}
 		for p, c := range parts {
 			want.Set(topic, p, restorecheck.Translate(s.recs[topic][p], c, recs[topic][p], ends[topic][p]))
+		}
+	}
+	for topic, parts := range s.tails {
+		for p, tail := range parts {
+			want.Set(topic, p, restorecheck.Translate(tail, s.tailFrom[topic][p], tailRecs[topic][p], tailEnds[topic][p]))
 		}
 	}
 	if got := restorecheck.GroupOffsets(t, adm, sample.AppID); !reflect.DeepEqual(got, want) {
@@ -507,9 +625,12 @@ func checkRestored(t *testing.T, s *restoreSource, dst cluster, rep *restorer.Re
 }
 
 // checkGroupPlan checks the report's group plan: every committed offset of
-// the source once, repartition offsets dropped, the rest committed with the
-// expected translation (field case 17 A5: repartition offsets dropped;
-// field case 16 A4: a commit below the log start is named).
+// the source once, and every in-flight partition the group never committed
+// on the source at its log start; all committed with the expected
+// translation, none dropped (invariant 38: the in-flight tails are restored
+// and the group resumes them at their first restored record, where before
+// issue 11 field case 17 A5 dropped the repartition offsets; field case 16
+// A4: a commit below the log start is named).
 func checkGroupPlan(t *testing.T, rep *restorer.Report, s *restoreSource, want restorecheck.Offsets) {
 	t.Helper()
 	if rep.Group == nil || rep.Group.GroupID != sample.AppID {
@@ -521,6 +642,12 @@ func checkGroupPlan(t *testing.T, rep *restorer.Report, s *restoreSource, want r
 	seen := restorecheck.Offsets{}
 	for _, op := range rep.Group.Offsets {
 		seen.Set(op.Topic, op.Partition, op.Committed)
+		if _, inFlight := s.inFlight[op.Topic]; inFlight {
+			if w := want[op.Topic][op.Partition]; op.Action != "commit" || op.Translated != w || !strings.Contains(op.Note, "in-flight tail restored") {
+				t.Errorf("report: offset of %s/%d (an in-flight tail): action %q translated %d note %q; want commit %d and a note saying the tail is restored", op.Topic, op.Partition, op.Action, op.Translated, op.Note, w)
+			}
+			continue
+		}
 		if _, restored := s.parts[op.Topic]; !restored {
 			if op.Action != "drop" || op.Translated != -1 || op.Note == "" {
 				t.Errorf("report: offset of %s/%d (a topic not restored): action %q translated %d note %q; want drop, -1 and a reason", op.Topic, op.Partition, op.Action, op.Translated, op.Note)
@@ -531,17 +658,30 @@ func checkGroupPlan(t *testing.T, rep *restorer.Report, s *restoreSource, want r
 			t.Errorf("report: offset of %s/%d: action %q translated %d, want commit %d", op.Topic, op.Partition, op.Action, op.Translated, w)
 		}
 	}
-	if !reflect.DeepEqual(seen, s.committed) {
-		t.Errorf("report: group plan covers %v, the source group had %v", seen, s.committed)
+	covered := restorecheck.Offsets{}
+	for topic, parts := range s.committed {
+		for p, c := range parts {
+			covered.Set(topic, p, c)
+		}
+	}
+	for topic, parts := range s.tailFrom {
+		for p, from := range parts {
+			if _, ok := s.committed[topic][p]; !ok {
+				covered.Set(topic, p, from) // never committed: the tail starts at the log start
+			}
+		}
+	}
+	if !reflect.DeepEqual(seen, covered) {
+		t.Errorf("report: group plan covers %v, want the source group's %v and the in-flight partitions it never committed at their log start", seen, covered)
 	}
 	var dropped []string
 	for _, op := range rep.Group.Offsets {
 		if op.Action == "drop" {
-			dropped = append(dropped, op.Topic)
+			dropped = append(dropped, fmt.Sprintf("%s/%d", op.Topic, op.Partition))
 		}
 	}
-	if !slices.Equal(dropped, []string{sample.Repartition}) {
-		t.Errorf("report: dropped offsets of %v, want those of the repartition topic %s only", dropped, sample.Repartition)
+	if len(dropped) > 0 {
+		t.Errorf("report: dropped offsets of %v, want none (every offset of the source group is on a backed-up or in-flight topic)", dropped)
 	}
 	for _, op := range rep.Group.Offsets {
 		if op.Topic == clicksTopic && op.Partition == 1 && !strings.Contains(op.Note, "before") {
@@ -615,7 +755,8 @@ func checkGroupConsumer(t *testing.T, s *restoreSource, dst cluster, want restor
 	atEnd := map[tp]bool{}
 	for topic, parts := range want {
 		for p := range parts {
-			if r, ok := restorecheck.FirstAtOrAfter(s.recs[topic][p], s.committed[topic][p]); ok {
+			src, from := s.sourceRecords(topic, p)
+			if r, ok := restorecheck.FirstAtOrAfter(src, from); ok {
 				next[tp{topic, p}] = r
 			} else {
 				atEnd[tp{topic, p}] = true
@@ -652,7 +793,8 @@ func checkGroupConsumer(t *testing.T, s *restoreSource, dst cluster, want restor
 			t.Errorf("group consumer: read nothing from %s/%d in 60s; want %s", k.topic, k.p, restorecheck.Describe(w))
 			continue
 		}
-		restorecheck.SameRecords(t, fmt.Sprintf("group consumer's first record of %s/%d (committed %d on the source)", k.topic, k.p, s.committed[k.topic][k.p]),
+		_, from := s.sourceRecords(k.topic, k.p)
+		restorecheck.SameRecords(t, fmt.Sprintf("group consumer's first record of %s/%d (from %d on the source)", k.topic, k.p, from),
 			[]format.Record{g}, []format.Record{w}, s.logAppend[k.topic])
 	}
 	for k, g := range first {
@@ -700,7 +842,8 @@ func TestRestoreKfake(t *testing.T) {
 		// produces nothing and commits
 		// the same offsets.
 		adm := admin(t, dst)
-		ends := restorecheck.EndOffsets(t, adm, s.topics...)
+		all := slices.Sorted(maps.Keys(s.restoredTopics()))
+		ends := restorecheck.EndOffsets(t, adm, all...)
 		again, err := restorer.Run(ctx, restoreOptions(dst, s))
 		if err != nil {
 			t.Fatalf("the same restore again: %v", err)
@@ -713,7 +856,7 @@ func TestRestoreKfake(t *testing.T) {
 				t.Errorf("the same restore again: topic %q action %q, want resume", tp.Topic, tp.Action)
 			}
 		}
-		if got := restorecheck.EndOffsets(t, adm, s.topics...); !reflect.DeepEqual(got, ends) {
+		if got := restorecheck.EndOffsets(t, adm, all...); !reflect.DeepEqual(got, ends) {
 			t.Errorf("the same restore again changed the end offsets: %v, before %v", got, ends)
 		}
 		if got := restorecheck.GroupOffsets(t, adm, sample.AppID); !reflect.DeepEqual(got, want) {
@@ -905,7 +1048,7 @@ func TestRestoreKfake(t *testing.T) {
 		if err != nil {
 			t.Fatalf("restore with replication factor 1: %v", err)
 		}
-		for topic, rf := range restorecheck.ReplicationFactors(t, adm, s.topics...) {
+		for topic, rf := range restorecheck.ReplicationFactors(t, adm, slices.Sorted(maps.Keys(s.restoredTopics()))...) {
 			if rf != 1 {
 				t.Errorf("topic %q created with replication factor %d, want 1", topic, rf)
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
 )
 
 // runbookDoc is the document whose commands TestRunbook runs.
@@ -263,6 +265,70 @@ func runbookRecords(t *testing.T, addrs []string, topic string) []format.Record 
 	return recs
 }
 
+// runbookTails reads from the cluster at addrs the in-flight tails a
+// changelog restore brings back (docs/DOMAIN.md#in-flight): every
+// partition of the sample's repartition and FK-subscription topics, from
+// the group's committed offset in committed ("topic/partition" -> offset),
+// else the log start, to the log end; keyed "topic/partition". parts are
+// the topics' partition counts.
+func runbookTails(t *testing.T, addrs []string, committed map[string]int64) (tails map[string][]format.Record, parts map[string]int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := testkit.Admin(t, addrs)
+	topics := []string{sample.Repartition, sample.FKTopic}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tails, parts = map[string][]format.Record{}, runbookPartitions(t, addrs, topics...)
+	n := 0
+	for _, topic := range topics {
+		recs := runbookRecords(t, addrs, topic)
+		for p := range int32(parts[topic]) {
+			key := fmt.Sprintf("%s/%d", topic, p)
+			from := int64(0)
+			if so, ok := starts.Lookup(topic, p); ok {
+				from = so.Offset
+			}
+			if c, ok := committed[key]; ok {
+				from = max(from, c)
+			}
+			tails[key] = []format.Record{}
+			for _, r := range recs {
+				if r.Partition == p && r.Offset >= from {
+					tails[key] = append(tails[key], r)
+				}
+			}
+			n += len(tails[key])
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no record in flight in %v on the source: the restore of the tails would test nothing", topics)
+	}
+	return tails, parts
+}
+
+// runbookPartitions returns the partition count of each of topics on the
+// cluster at addrs.
+func runbookPartitions(t *testing.T, addrs []string, topics ...string) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	td, err := testkit.Admin(t, addrs).ListTopics(ctx, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for name, d := range td {
+		out[name] = len(d.Partitions)
+	}
+	return out
+}
+
 // runbookTopics returns the topics on the cluster at addrs (without the
 // broker's own).
 func runbookTopics(t *testing.T, addrs []string) []string {
@@ -357,6 +423,10 @@ func TestRunbook(t *testing.T) {
 		t.Fatalf("backup --json: no backup_id (%v):\n%s", err, out)
 	}
 
+	// What was in flight when the last backup was taken (nothing writes
+	// after it).
+	srcTails, tailParts := runbookTails(t, src.Addrs(), srcOffsets)
+
 	// The disaster.
 	src.Close()
 
@@ -368,21 +438,46 @@ func TestRunbook(t *testing.T) {
 		r.run("assess", blocks["assess"], v)
 		r.run("changelog", blocks["changelog"], v)
 
-		if got, want := runbookTopics(t, dst.Addrs()), slices.Sorted(slices.Values(sample.BackedUp)); !slices.Equal(got, want) {
-			t.Errorf("topics on the new cluster: %v, want the backed-up %v", got, want)
+		// The backed-up topics and the in-flight ones (the repartition
+		// and FK-subscription topics, invariant 38).
+		if got, want := runbookTopics(t, dst.Addrs()), slices.Sorted(slices.Values(append(slices.Clone(sample.BackedUp), sample.Repartition, sample.FKTopic))); !slices.Equal(got, want) {
+			t.Errorf("topics on the new cluster: %v, want the backed-up and in-flight %v", got, want)
 		}
 		// The group's offsets, translated: orders has no holes (same
 		// offsets); payments lost its first 8 records before the backup
-		// (15 -> 7); the repartition offset is dropped.
+		// (15 -> 7); every in-flight partition (committed on the lost
+		// cluster or not) at the first restored record of its tail, which
+		// holds the lost cluster's records from the committed offset (else
+		// the log start) to the cut.
 		got := runbookGroupOffsets(t, dst.Addrs())
+		for topic, n := range tailParts {
+			recs := runbookRecords(t, dst.Addrs(), topic)
+			for p := range int32(n) {
+				key := fmt.Sprintf("%s/%d", topic, p)
+				var restored []format.Record
+				for _, r := range recs {
+					if r.Partition == p {
+						restored = append(restored, r)
+					}
+				}
+				restorecheck.SameRecords(t, "in-flight "+key+" on the new cluster", restored, srcTails[key], false)
+				first := int64(len(restored)) // the log end when nothing was in flight
+				if len(restored) > 0 {
+					first = restored[0].Offset
+				}
+				if o, ok := got[key]; !ok || o != first {
+					t.Errorf("group offset of %s on the new cluster: %d (committed %v), want %d, the first restored record of the tail (%v on the lost cluster)", key, o, ok, first, srcOffsets[key])
+				}
+			}
+		}
+		if dstParts := runbookPartitions(t, dst.Addrs(), sample.Repartition, sample.FKTopic); !maps.Equal(dstParts, tailParts) {
+			t.Errorf("in-flight topics on the new cluster with partitions %v, the lost cluster had %v", dstParts, tailParts)
+		}
 		for tp, o := range srcOffsets {
 			want := o
 			switch {
-			case strings.HasSuffix(tp, "-repartition/0"):
-				if _, ok := got[tp]; ok {
-					t.Errorf("group offset of %s restored: %d, want none (repartition topics are not restored)", tp, got[tp])
-				}
-				continue
+			case strings.HasPrefix(tp, sample.Repartition+"/"), strings.HasPrefix(tp, sample.FKTopic+"/"):
+				continue // in flight: above
 			case tp == sample.Payments+"/0":
 				want = o - 8
 			case strings.HasPrefix(tp, sample.Customers+"/"):

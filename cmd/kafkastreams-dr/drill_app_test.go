@@ -139,17 +139,25 @@ func groupRunning(pgid int) []int {
 
 // TestDrillAppCommand drills the sample application's backup on kfake
 // with an application command: kcat as the group's only consumer
-// (librdkafka, the consumer protocol), which reads the input topics from
-// the translated offsets and commits: the drill reports the three RTO
-// figures in order in --json and JUnit, stores its measurements in the
-// repository, and the process is gone after the drill.
+// (librdkafka, the consumer protocol), which reads the topics a Kafka
+// Streams instance of the sample subscribes to (the input topics, and the
+// repartition and FK-subscription topics whose in-flight tails the
+// restore brought back, invariant 38) from the committed offsets and
+// commits: the drill reports the three RTO figures in order in --json and
+// JUnit, stores its measurements in the repository, and the process is
+// gone after the drill.
 func TestDrillAppCommand(t *testing.T) {
 	cfg, repo := drillAppRepo(t, "")
 	target := testkit.StartKfake(t, 1)
 	junit := filepath.Join(t.TempDir(), "drill.xml")
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	app := fmt.Sprintf(`echo $$ > %s; exec %s -q -b "$KAFKASTREAMS_DR_BOOTSTRAP_SERVERS" -G "$KAFKASTREAMS_DR_APPLICATION_ID" -X auto.commit.interval.ms=100 -X auto.offset.reset=earliest -X isolation.level=read_committed orders customers payments`,
-		pidFile, testkit.KcatPath(t))
+	// A Streams app's consumer subscribes to its source topics, the
+	// repartition topics included (StreamThread; its classic-protocol
+	// assignment names their partitions): the drill's app-running phase
+	// waits for every partition the restore committed on to be assigned.
+	subscribed := []string{sample.Orders, sample.Customers, sample.Payments, sample.Repartition, sample.FKTopic}
+	app := fmt.Sprintf(`echo $$ > %s; exec %s -q -b "$KAFKASTREAMS_DR_BOOTSTRAP_SERVERS" -G "$KAFKASTREAMS_DR_APPLICATION_ID" -X auto.commit.interval.ms=100 -X auto.offset.reset=earliest -X isolation.level=read_committed %s`,
+		pidFile, testkit.KcatPath(t), strings.Join(subscribed, " "))
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest",
 		"--target-bootstrap-servers", target.Bootstrap(), "--app-command", app, "--app-timeout", "2m", "--json", "--junit", junit)
 	if code != exitOK {
@@ -167,8 +175,10 @@ func TestDrillAppCommand(t *testing.T) {
 	if *d.RTO != *d.RTODataRestored {
 		t.Errorf("rto_seconds %.3f, rto_data_restored_seconds %.3f: want equal for a drill of an existing backup", *d.RTO, *d.RTODataRestored)
 	}
-	if d.App == nil || d.App.Lag != 0 || d.App.Partitions != 6 || d.App.Stopped != "SIGTERM" || d.App.ExitStatus != "" {
-		t.Errorf("app report: %+v, want lag 0 on the 6 input partitions, stopped with SIGTERM", d.App)
+	// 6 input partitions (orders 3, customers 2, payments 1) and the 4 of
+	// the in-flight topics (repartition 3, FK subscription 1).
+	if d.App == nil || d.App.Lag != 0 || d.App.Partitions != 10 || d.App.Stopped != "SIGTERM" || d.App.ExitStatus != "" {
+		t.Errorf("app report: %+v, want lag 0 on the 6 input and 4 in-flight partitions, stopped with SIGTERM", d.App)
 	}
 	props := map[string]string{}
 	for _, p := range readJUnit(t, junit).Properties {
