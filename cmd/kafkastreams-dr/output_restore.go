@@ -106,7 +106,7 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 		line += fmt.Sprintf("; %s already on the target from an earlier run", plural64(already, "record is", "records are"))
 	}
 	fmt.Fprintln(w, line)
-	printInFlight(w, p.InFlight, "will be")
+	printInFlight(w, p.InFlight, p.Skipped, "will be")
 
 	if len(p.Topics) > 0 {
 		fmt.Fprintln(w)
@@ -204,7 +204,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
 		fmt.Fprintf(w, "  duration     %s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
 	}
-	printInFlight(w, r.InFlight, "were")
+	printInFlight(w, r.InFlight, r.Skipped, "were")
 
 	if len(r.Topics) > 0 {
 		fmt.Fprintln(w)
@@ -283,8 +283,10 @@ func topicClass(class string, sourceChangelog bool) string {
 
 // printInFlight prints the records in flight at the backup's cut and what
 // the restore does with them ("will be" or "were" restored or lost), one
-// line per repartition topic below the total when they are lost.
-func printInFlight(w io.Writer, p *format.InFlightPlan, tense string) {
+// line per repartition topic below the total when they are lost. Their
+// cause is --topics when skipped names a tail it did not match, else
+// --skip-in-flight.
+func printInFlight(w io.Writer, p *format.InFlightPlan, skipped []format.SkippedTopic, tense string) {
 	if p == nil {
 		return
 	}
@@ -295,7 +297,13 @@ func printInFlight(w io.Writer, p *format.InFlightPlan, tense string) {
 	case p.Restored:
 		fmt.Fprintf(w, "  in flight    %s: %s restored, and the group's offsets on them committed to each tail's first record\n", what, tense)
 	default:
-		fmt.Fprintf(w, "  in flight    %s: NOT all restored (--skip-in-flight, or left out by --topics): %s lost\n", what, plural64(p.Lost(), "record", "records"))
+		cause := "--skip-in-flight"
+		for _, sk := range skipped {
+			if slices.ContainsFunc(p.Topics, func(t format.InFlightTopicPlan) bool { return t.Topic == sk.Topic && !t.Restored }) {
+				cause = "left out by --topics"
+			}
+		}
+		fmt.Fprintf(w, "  in flight    %s: NOT all restored (%s): %s lost\n", what, cause, plural64(p.Lost(), "record", "records"))
 	}
 	if p.Lost() > 0 {
 		tw := newTable(w)
