@@ -132,6 +132,20 @@ storage:
 // them.
 func oldManifestFile(t *testing.T, dir, id string, fields ...string) {
 	t.Helper()
+	editManifestFile(t, dir, id, func(raw map[string]json.RawMessage) {
+		for _, f := range fields {
+			if _, ok := raw[f]; !ok {
+				t.Fatalf("manifest of backup %s has no %q to remove", id, f)
+			}
+			delete(raw, f)
+		}
+	})
+}
+
+// editManifestFile rewrites the manifest of backup id in the filesystem
+// repository dir with edit applied to its top-level JSON fields.
+func editManifestFile(t *testing.T, dir, id string, edit func(map[string]json.RawMessage)) {
+	t.Helper()
 	path := filepath.Join(dir, filepath.FromSlash(format.ManifestKey(id)))
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -141,12 +155,7 @@ func oldManifestFile(t *testing.T, dir, id string, fields ...string) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range fields {
-		if _, ok := raw[f]; !ok {
-			t.Fatalf("manifest %s has no %q to remove", path, f)
-		}
-		delete(raw, f)
-	}
+	edit(raw)
 	if b, err = json.Marshal(raw); err != nil {
 		t.Fatal(err)
 	}
