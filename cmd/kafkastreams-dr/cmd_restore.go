@@ -598,12 +598,31 @@ func damageHint(e *restorer.DamageError, file string) string {
 	file = quoteArgs([]string{file})[0]
 	h := fmt.Sprintf("the backup is damaged: the same restore fails again. See every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, "+
 		"and restore an older backup with --backup-id (kafkastreams-dr list -c %s shows them)", file, id, file)
+	var tails []string
+	for _, d := range e.Damaged {
+		if !d.InFlight {
+			tails = nil
+			break
+		}
+		if !slices.Contains(tails, d.Topic) {
+			tails = append(tails, d.Topic)
+		}
+	}
+	if len(tails) > 0 {
+		h += "; " + inFlightDamageWayOut(tails)
+	}
 	if e.Written {
 		h += "; the target holds part of this restore: delete its restored topics first (or restore into an empty cluster)"
 	} else {
 		h += "; nothing was written"
 	}
 	return h
+}
+
+// inFlightDamageWayOut is the way past damage found only in the in-flight
+// tails of topics: --skip-in-flight does not read them, at their cost.
+func inFlightDamageWayOut(topics []string) string {
+	return fmt.Sprintf("the damage is only in the in-flight tails of %s: restore --skip-in-flight restores everything else (the records in flight in those tails are lost, exit 3)", strings.Join(topics, ", "))
 }
 
 // listBackupsHint tells how to see which backups a repository holds (a

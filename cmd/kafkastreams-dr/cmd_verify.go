@@ -136,11 +136,29 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		return err
 	}
 	if !res.OK() {
-		return withCode(damageExitCode, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")),
-			fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
-				"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile))
+		hint := fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
+			"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile)
+		if tails := inFlightOnly(m, res.Problems); len(tails) > 0 {
+			hint += "; " + inFlightDamageWayOut(tails)
+		}
+		return withCode(damageExitCode, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
 	}
 	return nil
+}
+
+// inFlightOnly returns the topics of problems when every one is in an
+// in-flight tail of m (Manifest.InFlight), else nil.
+func inFlightOnly(m *format.Manifest, problems []verify.Problem) []string {
+	var tails []string
+	for _, p := range problems {
+		if !slices.ContainsFunc(m.InFlight, func(t format.Topic) bool { return t.Name == p.Topic }) {
+			return nil
+		}
+		if !slices.Contains(tails, p.Topic) {
+			tails = append(tails, p.Topic)
+		}
+	}
+	return tails
 }
 
 // verifyManifest loads the manifest of backup id ("latest": the newest
