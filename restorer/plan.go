@@ -235,11 +235,11 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 			if committed[fmt.Sprintf("%s/%d", t.Name, p.Partition)] {
 				continue
 			}
-			op := OffsetPlan{Topic: t.Name, Partition: p.Partition, Committed: p.StartOffset, Current: -1}
+			op := OffsetPlan{Topic: t.Name, Partition: p.Partition, Committed: p.StartOffset, Current: -1, NeverCommitted: true}
 			if err := commitTail(&op, t, p, translate); err != nil {
 				return nil, err
 			}
-			op.Note += fmt.Sprintf(" (never committed on the source: the tail starts at the log start %d)", p.StartOffset)
+			op.Note += fmt.Sprintf(" (never committed on the lost cluster: the tail starts at the log start %d)", p.StartOffset)
 			g.Offsets = append(g.Offsets, op)
 		}
 	}

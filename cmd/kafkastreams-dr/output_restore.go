@@ -376,7 +376,10 @@ func printOffsets(w io.Writer, offs []restorer.OffsetPlan, onTarget bool) {
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tTRANSLATED\tACTION\tNOTE")
 	}
 	for _, op := range offs {
-		tr, cur := "-", "-"
+		tr, cur, committed := "-", "-", "-"
+		if !op.NeverCommitted {
+			committed = strconv.FormatInt(op.Committed, 10)
+		}
 		if op.Translated >= 0 {
 			tr = strconv.FormatInt(op.Translated, 10)
 		}
@@ -384,9 +387,9 @@ func printOffsets(w io.Writer, offs []restorer.OffsetPlan, onTarget bool) {
 			cur = strconv.FormatInt(op.Current, 10)
 		}
 		if onTarget {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", op.Topic, op.Partition, op.Committed, tr, cur, op.Action, op.Note)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", op.Topic, op.Partition, committed, tr, cur, op.Action, op.Note)
 		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", op.Topic, op.Partition, op.Committed, tr, op.Action, op.Note)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", op.Topic, op.Partition, committed, tr, op.Action, op.Note)
 		}
 	}
 	tw.Flush()
@@ -416,24 +419,36 @@ func compareOffsets(w io.Writer, g *restorer.GroupPlan, fetched kadm.OffsetRespo
 		got, ok := fetched.Lookup(op.Topic, op.Partition)
 		have := ok && got.Err == nil && got.At >= 0
 		tp := fmt.Sprintf("%s/%d", op.Topic, op.Partition)
+		was := committedOnTheLostCluster(op.Committed, op.NeverCommitted)
 		switch {
 		case op.Action == format.OffsetCommit && have:
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one\n", tp, op.Committed, got.At)
+			fmt.Fprintf(w, "  %s: %s -> %d on the new one\n", tp, was, got.At)
 			if got.At != op.Translated {
 				bad = append(bad, fmt.Sprintf("%s is %d, the plan says %d", tp, got.At, op.Translated))
 			}
 		case op.Action == format.OffsetCommit:
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> MISSING on the new one\n", tp, op.Committed)
+			fmt.Fprintf(w, "  %s: %s -> MISSING on the new one\n", tp, was)
 			bad = append(bad, fmt.Sprintf("%s was not committed (the plan says %d)", tp, op.Translated))
 		case have:
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one, but the plan drops it\n", tp, op.Committed, got.At)
+			fmt.Fprintf(w, "  %s: %s -> %d on the new one, but the plan drops it\n", tp, was, got.At)
 			bad = append(bad, fmt.Sprintf("%s is %d, the plan drops it", tp, got.At))
 		default:
 			why, _, _ := strings.Cut(op.Note, ":")
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> none on the new one (dropped: %s)\n", tp, op.Committed, why)
+			fmt.Fprintf(w, "  %s: %s -> none on the new one (dropped: %s)\n", tp, was, why)
 		}
 	}
 	return bad
+}
+
+// committedOnTheLostCluster is a group offset as the lost cluster had it:
+// "committed 12 on the lost cluster", or "never committed on the lost
+// cluster" for a restored in-flight partition the group never committed
+// (format.OffsetPlan.NeverCommitted; the plan's note says the same).
+func committedOnTheLostCluster(committed int64, never bool) string {
+	if never {
+		return "never committed on the lost cluster"
+	}
+	return fmt.Sprintf("committed %d on the lost cluster", committed)
 }
 
 // stateDigestLine sums up the state digest check of the restored changelog

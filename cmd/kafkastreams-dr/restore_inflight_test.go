@@ -102,8 +102,24 @@ storage:
 
 	restored := testkit.StartKfake(t, 3)
 	cfg = restoreConfig(t, restored.Addrs(), dir)
-	if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes"); code != exitOK || !strings.Contains(stdout, "in flight    8 records in 2 repartition topics: were restored") {
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
+	if code != exitOK || !strings.Contains(stdout, "in flight    8 records in 2 repartition topics: were restored") {
 		t.Fatalf("restore: exit %d, want 0 with the 8 records in flight restored\n%s\n%s", code, stdout, stderr)
+	}
+	// The in-flight partitions the group never committed say so, in the
+	// same words in the report's group table and offsets translate (and
+	// the drill's group section, TestDrillEmbedded); not "committed 0".
+	for _, want := range []string{
+		`(?m)^` + regexp.QuoteMeta(sample.Repartition) + `\s+1\s+-\s+\d+\s+.*\(never committed on the lost cluster: the tail starts at the log start 0\)$`,
+		`(?m)^` + regexp.QuoteMeta(sample.Repartition) + `\s+0\s+2\s+0\s+commit\s+in-flight tail restored: 1 record from offset 2; committed to its first restored record$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(stdout) {
+			t.Errorf("restore report does not match %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "offsets", "translate", "-c", cfg)
+	if code != exitOK || !strings.Contains(stdout, "(never committed on the lost cluster: the tail starts at the log start 0)") || strings.Contains(stdout, "on the source") {
+		t.Errorf("offsets translate: exit %d, want 0 saying never committed on the lost cluster\n%s\n%s", code, stdout, stderr)
 	}
 	if topics := restorecheck.Topics(t, testkit.Admin(t, restored.Addrs())); topics[sample.Repartition] != 3 || topics[sample.FKTopic] != 1 {
 		t.Errorf("restore did not create the internal topics with the source's partitions: %v", topics)
