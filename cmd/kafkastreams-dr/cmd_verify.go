@@ -37,7 +37,10 @@ const verifyLong = `Check a backup in the repository named by the config.
 Without flags: every segment the backup's manifest names exists, with the size and
 SHA-256 the manifest records (each object is read in full). --deep also decodes every
 segment and checks its records: count, first and last offset, timestamp range, and that
-each partition's segments add up to its record count inside its cut.
+each partition's segments add up to its record count inside its cut; and it recomputes
+each changelog partition's state digest from the chain's records: one that differs
+from the manifest's state_digest is damage (exit 2; a restore would fail its state
+check).
 
 --against-cluster compares a restored cluster (the config's target: section, or
 --target-bootstrap-servers) with the backup record by record: each restored partition

@@ -161,6 +161,24 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 	printWarnings(w, p.Warnings)
 }
 
+// reportHeadline is the first line of a finished restore's report:
+// "restore ID complete", or, when restored changelog partitions hold
+// another state than the backup's (format.StateDigestDifferent; the
+// restore then exits 1), that it failed the state check.
+func reportHeadline(r *restorer.Report) string {
+	different := 0
+	for _, p := range r.Partitions {
+		if p.StateDigestResult == format.StateDigestDifferent {
+			different++
+		}
+	}
+	if different > 0 {
+		return fmt.Sprintf("restore %s FAILED the state check: %s another state than the backup's (the records are restored; see state below)",
+			r.RestoreID, plural(different, "changelog partition holds", "changelog partitions hold"))
+	}
+	return fmt.Sprintf("restore %s complete", r.RestoreID)
+}
+
 // printReport prints a finished restore: a summary, the topics, the group
 // offsets committed, and, after a changelog restore, what must happen to
 // the application's local state before it starts.
@@ -170,7 +188,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 		printWarnings(w, r.Warnings)
 		return
 	}
-	fmt.Fprintf(w, "restore %s complete\n", r.RestoreID)
+	fmt.Fprintln(w, reportHeadline(r))
 	fmt.Fprintf(w, "  backup       %s\n", r.BackupID)
 	if r.ApplicationID != "" {
 		fmt.Fprintf(w, "  application  %s\n", r.ApplicationID)
