@@ -55,7 +55,7 @@ func TestDeepRecomputesStateDigests(t *testing.T) {
 			}
 			var named bool
 			for _, pr := range res.Problems {
-				named = named || (pr.Topic == sample.Changelog && pr.Partition == 1 && strings.Contains(pr.Message, "state digest"))
+				named = named || (pr.Topic == sample.Changelog && pr.Partition == 1 && pr.StateDigest && strings.Contains(pr.Message, "state digest"))
 			}
 			if named != tt.damage || len(res.Problems) != map[bool]int{true: 1}[tt.damage] {
 				t.Errorf("problems %v: want the state digest of %s partition 1 named: %v", res.Problems, sample.Changelog, tt.damage)

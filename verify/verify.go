@@ -33,6 +33,10 @@ type Problem struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 	Message   string `json:"message"`
+	// StateDigest is true for a changelog partition whose state digest,
+	// recomputed from the chain's records by the deep check, is not the
+	// manifest's (its segments passed their checks).
+	StateDigest bool `json:"state_digest,omitempty"`
 }
 
 func (p Problem) String() string {
@@ -150,7 +154,7 @@ func checkStateDigest(ctx context.Context, store storage.Backend, t *format.Topi
 		return fmt.Errorf("state digest of topic %q partition %d: %w", t.Name, p.Partition, err)
 	}
 	if got := d.Sum(); !got.Equal(*p.StateDigest) {
-		res.Problems = append(res.Problems, Problem{Topic: t.Name, Partition: p.Partition, Offset: -1,
+		res.Problems = append(res.Problems, Problem{Topic: t.Name, Partition: p.Partition, Offset: -1, StateDigest: true,
 			Message: fmt.Sprintf("state digest %s (%d keys) recomputed from the chain's records, the manifest's state_digest says %s (%d keys): "+
 				"the manifest or the records were altered, and a restore of this backup fails its state check", got.Digest, got.Keys, p.StateDigest.Digest, p.StateDigest.Keys)})
 	}

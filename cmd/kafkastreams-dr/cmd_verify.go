@@ -141,6 +141,10 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 	if !res.OK() {
 		hint := fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
 			"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile)
+		if !slices.ContainsFunc(res.Problems, func(p verify.Problem) bool { return !p.StateDigest }) {
+			hint = fmt.Sprintf("the manifest's state digests do not match the backup's records, so a restore of it fails its state check: "+
+				"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or take a new backup with kafkastreams-dr backup -c %s --full, whose digests are computed from the records", o.ConfigFile, o.ConfigFile)
+		}
 		if tails := inFlightOnly(m, res.Problems); len(tails) > 0 {
 			hint += "; " + inFlightDamageWayOut(tails)
 		}

@@ -139,7 +139,8 @@ func TestRestoreOfAnAlteredStateDigestExits1(t *testing.T) {
 	// finds the manifest's altered (a new-user fault: it passed).
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "verify", "-c", cfg, "--deep")
 	if code != exitUsage || !strings.Contains(stdout, `topic "customers" partition 0: state digest`) ||
-		!strings.Contains(stdout, "the manifest's state_digest says") || !strings.Contains(stderr, "restore an older backup") {
+		!strings.Contains(stdout, "the manifest's state_digest says") || !strings.Contains(stderr, "the manifest's state digests do not match the backup's records") ||
+		!strings.Contains(stderr, "restore an older backup") || !strings.Contains(stderr, "--full") {
 		t.Errorf("verify --deep of an altered state digest: exit %d, want %d naming customers partition 0 and the way out\n%s\n%s", code, exitUsage, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
