@@ -233,9 +233,33 @@ func ratio(raw, stored int64) float64 {
 type Detail struct {
 	Summary   Summary           `json:"summary"`
 	Selection *format.Selection `json:"selection,omitempty"`
-	Topics    []TopicDetail     `json:"topics"`
-	Group     *format.Group     `json:"group,omitempty"`
-	Warnings  []string          `json:"warnings,omitempty"`
+	// Cut is how the backup's cut was taken and whether it was proven
+	// consistent with the application's transactions (the manifest's
+	// cut, docs/FORMAT.md); nil for a manifest written before it was
+	// recorded, whose cut is treated as not proven.
+	Cut    *format.Cut   `json:"cut,omitempty"`
+	Topics []TopicDetail `json:"topics"`
+	// InFlight are the records in flight the backup's tails hold (the
+	// manifest's in_flight, docs/DOMAIN.md#in-flight); nil when the backup
+	// has none (no repartition topic, or written before in-flight capture).
+	InFlight *InFlightDetail `json:"in_flight,omitempty"`
+	Group    *format.Group   `json:"group,omitempty"`
+	Warnings []string        `json:"warnings,omitempty"`
+}
+
+// InFlightDetail is the records in flight a backup holds: in total and per
+// repartition (or foreign-key subscription) topic, by the manifest's order.
+type InFlightDetail struct {
+	Records int64              `json:"records"`
+	Topics  []InFlightTopicRow `json:"topics"`
+}
+
+// InFlightTopicRow is one in-flight tail's topic: its partitions and the
+// records its tails hold (the sum of partition_cuts[].records).
+type InFlightTopicRow struct {
+	Name       string `json:"name"`
+	Partitions int    `json:"partitions"`
+	Records    int64  `json:"records"`
 }
 
 // TopicDetail is one backed-up topic of a Detail.
@@ -287,8 +311,20 @@ func Describe(m *format.Manifest) *Detail {
 	d := &Detail{
 		Summary:   summarize(m, Summary{BackupID: m.BackupID, State: st, ManifestKey: key}),
 		Selection: m.Selection,
+		Cut:       m.Cut,
 		Group:     m.Group,
 		Warnings:  m.Warnings,
+	}
+	if m.InFlight != nil {
+		d.InFlight = &InFlightDetail{Topics: []InFlightTopicRow{}}
+		for _, t := range m.InFlight {
+			row := InFlightTopicRow{Name: t.Name, Partitions: t.Partitions}
+			for _, p := range t.PartitionCuts {
+				row.Records += p.Records
+			}
+			d.InFlight.Records += row.Records
+			d.InFlight.Topics = append(d.InFlight.Topics, row)
+		}
 	}
 	for _, t := range m.Topics {
 		td := TopicDetail{Name: t.Name, TopicID: t.TopicID, Class: t.Class, SourceChangelog: t.SourceChangelog,

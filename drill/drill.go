@@ -159,6 +159,10 @@ type Offset struct {
 	OnTarget   int64               `json:"on_target"`      // read back from the target; -1 when none
 	Action     format.OffsetAction `json:"action"`         // format.OffsetCommit or OffsetDrop
 	Note       string              `json:"note,omitempty"` // why dropped, or what the translation means
+	// NeverCommitted is true for a restored in-flight partition the group
+	// never committed on the source (format.OffsetPlan.NeverCommitted):
+	// Committed is then the tail's start offset.
+	NeverCommitted bool `json:"never_committed,omitempty"`
 }
 
 // Report is the outcome of a drill. It is JSON-serialisable; JUnit writes

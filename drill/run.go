@@ -332,7 +332,7 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 		d.rep.GroupID = g.GroupID
 		for _, op := range g.Offsets {
 			d.rep.Offsets = append(d.rep.Offsets, Offset{Topic: op.Topic, Partition: op.Partition, Committed: op.Committed,
-				Translated: op.Translated, OnTarget: -1, Action: op.Action, Note: op.Note})
+				Translated: op.Translated, OnTarget: -1, Action: op.Action, Note: op.Note, NeverCommitted: op.NeverCommitted})
 		}
 	}
 	p.Detail = fmt.Sprintf("%s into %s (%s)", plural(d.rep.Volume.RecordsRestored, "record", "records"),

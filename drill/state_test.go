@@ -46,7 +46,10 @@ func TestDrillReportsEachStoresState(t *testing.T) {
 
 // TestDrillOfAnAlteredStateDigestFailsNamingTheStore: a backup whose
 // manifest records another state than its records fails the drill's
-// restore phase, and the report names the store whose state differs.
+// verify-repository phase (the deep check recomputes each changelog
+// partition's digest), naming the partition; with the shallow check it
+// fails the restore phase, and the report names the store whose state
+// differs.
 func TestDrillOfAnAlteredStateDigestFailsNamingTheStore(t *testing.T) {
 	source := sampleSource(t)
 	store := newStore(t)
@@ -73,6 +76,15 @@ func TestDrillOfAnAlteredStateDigestFailsNamingTheStore(t *testing.T) {
 	o.BackupID = res.BackupID
 	rep, err := drill.Run(t.Context(), o)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failed(); rep.OK || f == nil || f.Name != drill.PhaseVerifyRepository || len(f.Problems) != 1 ||
+		!strings.Contains(f.Problems[0], `topic "`+sample.Changelog+`" partition 1: state digest`) {
+		t.Fatalf("deep drill of an altered digest: ok %v, failed %+v; want verify-repository failed naming %s partition 1", rep.OK, f, sample.Changelog)
+	}
+
+	o.Shallow = true
+	if rep, err = drill.Run(t.Context(), o); err != nil {
 		t.Fatal(err)
 	}
 	if rep.OK || rep.Failed() == nil || rep.Failed().Name != drill.PhaseRestore || !strings.Contains(rep.Failed().Error, "differs from the backup's") {

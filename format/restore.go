@@ -196,6 +196,10 @@ type OffsetPlan struct {
 	Current    int64        `json:"current"`    // committed on the target now; -1 when none
 	Action     OffsetAction `json:"action"`
 	Note       string       `json:"note,omitempty"` // why dropped, or what the translation means
+	// NeverCommitted is true for a restored in-flight partition the group
+	// never committed on the source (the lost cluster): Committed is then
+	// the tail's start offset, not a committed offset.
+	NeverCommitted bool `json:"never_committed,omitempty"`
 }
 
 // TopicAction is what a restore does with one topic of its plan

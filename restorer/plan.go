@@ -167,8 +167,15 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 			op.Note = "repartition topic: not restored (it regenerates)"
 			n := c.EndOffset - c.Offset
 			switch tail := inFlightTail(m, c.Topic, c.Partition); {
-			case o.Strategy == StrategyChangelog && tail != nil:
+			case o.Strategy == StrategyRebuild:
+				// The application recreates it empty and reprocesses its
+				// reset input (StreamsResetter), so what was in flight
+				// comes again: none of it is lost.
+				op.Note += ": nothing in flight is lost, the application reprocesses it from its reset input"
+			case tail != nil && o.SkipInFlight:
 				op.Note = fmt.Sprintf("repartition topic: its in-flight tail is not restored (--skip-in-flight): %s lost", plural(tail.Records, "record", "records"))
+			case tail != nil:
+				op.Note = fmt.Sprintf("repartition topic: its in-flight tail is not restored (not matched by --topics): %s lost; add %s to --topics to restore it", plural(tail.Records, "record", "records"), c.Topic)
 			case n == 1:
 				op.Note += "; 1 record was in flight in it at backup time and is lost"
 			case n > 1:
@@ -228,11 +235,11 @@ func planOffsets(sel *selection, o *Options, translate func(t *format.Topic, p *
 			if committed[fmt.Sprintf("%s/%d", t.Name, p.Partition)] {
 				continue
 			}
-			op := OffsetPlan{Topic: t.Name, Partition: p.Partition, Committed: p.StartOffset, Current: -1}
+			op := OffsetPlan{Topic: t.Name, Partition: p.Partition, Committed: p.StartOffset, Current: -1, NeverCommitted: true}
 			if err := commitTail(&op, t, p, translate); err != nil {
 				return nil, err
 			}
-			op.Note += fmt.Sprintf(" (never committed on the source: the tail starts at the log start %d)", p.StartOffset)
+			op.Note += fmt.Sprintf(" (never committed on the lost cluster: the tail starts at the log start %d)", p.StartOffset)
 			g.Offsets = append(g.Offsets, op)
 		}
 	}

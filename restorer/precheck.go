@@ -27,6 +27,9 @@ type Damage struct {
 	Topic     string `json:"topic"`     // as the manifest names it
 	Partition int32  `json:"partition"` // as the manifest names it
 	Problem   string `json:"problem"`
+	// InFlight is true when the object is a segment of an in-flight tail
+	// (Manifest.InFlight): a restore with SkipInFlight does not read it.
+	InFlight bool `json:"in_flight,omitempty"`
 }
 
 // DamageError is returned when the backup's objects disagree with its
@@ -108,7 +111,7 @@ func precheck(ctx context.Context, store storage.Backend, sel *selection) error 
 					failed = err
 					cancel()
 				case problem != "":
-					damaged = append(damaged, Damage{Key: j.s.Key, Topic: j.topic, Partition: j.p, Problem: problem})
+					damaged = append(damaged, Damage{Key: j.s.Key, Topic: j.topic, Partition: j.p, Problem: problem, InFlight: sel.inFlight[j.topic]})
 				}
 				mu.Unlock()
 			}

@@ -108,7 +108,7 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		plan.Group = g
 	}
 	plan.InFlight = inFlightPlan(sel, o)
-	plan.Warnings = append(plan.Warnings, inFlightWarnings(plan.InFlight)...)
+	plan.Warnings = append(plan.Warnings, inFlightWarnings(plan.InFlight, o)...)
 	plan.Complete = planComplete(plan, r.jour)
 	plan.Warnings = append(plan.Warnings, offsetWarnings(plan, r.jour)...)
 	plan.Warnings = append(plan.Warnings, strategyWarnings(plan, sel, o)...)
@@ -179,8 +179,9 @@ func inFlightPlan(sel *selection, o *Options) *format.InFlightPlan {
 	return p
 }
 
-// inFlightWarnings say what is lost of the records in flight.
-func inFlightWarnings(p *format.InFlightPlan) []string {
+// inFlightWarnings say what is lost of the records in flight, and why:
+// --skip-in-flight, or --topics (o.Topics) not matching the tails.
+func inFlightWarnings(p *format.InFlightPlan, o *Options) []string {
 	if p.Lost() == 0 {
 		return nil
 	}
@@ -192,6 +193,10 @@ func inFlightWarnings(p *format.InFlightPlan) []string {
 	}
 	if p.Estimated {
 		return []string{fmt.Sprintf("about %s in flight in repartition topics at the backup are lost (%s): this backup predates in-flight capture, so they are not in it, and the count is an estimate from the high watermark; a newer backup holds them",
+			plural(p.Lost(), "record", "records"), strings.Join(per, ", "))}
+	}
+	if !o.SkipInFlight {
+		return []string{fmt.Sprintf("%s in flight in repartition topics at the backup are not restored (%s): left out by --topics, the application never processes them, they are lost; add those topics to --topics (or restore without --topics) to bring them back",
 			plural(p.Lost(), "record", "records"), strings.Join(per, ", "))}
 	}
 	return []string{fmt.Sprintf("%s in flight in repartition topics at the backup are not restored (%s): the application never processes them, they are lost; restore without --skip-in-flight (and with every repartition topic in --topics) to bring them back",
@@ -520,7 +525,13 @@ func strategyWarnings(plan *Plan, sel *selection, o *Options) []string {
 	if hasChangelog && !restoredChangelog {
 		ws = append(ws, "the changelog strategy without any of the application's changelogs: input offsets are restored past records whose state is not; use --strategy rebuild, or include the changelogs")
 	}
-	if c := sel.m.Cut; c != nil && !c.Proven && c.Method != format.CutMethodEnds {
+	c := sel.m.Cut
+	if c == nil && sel.m.Group != nil {
+		// A manifest written before the cut was recorded: its cut is
+		// treated as unproven (docs/FORMAT.md, Changes).
+		c = &format.Cut{Method: format.CutMethodOffsetsEndsOffsets, Reason: "the backup predates the proven cut: its manifest has no cut"}
+	}
+	if c != nil && !c.Proven && c.Method != format.CutMethodEnds {
 		ws = append(ws, fmt.Sprintf("backup %s's cut is not proven consistent with the application's transactions (%s): the restored offsets and changelogs may disagree (input processed again, or state missing); a later backup of the running application may be proven, or use --strategy rebuild",
 			sel.m.BackupID, c.Reason))
 	}

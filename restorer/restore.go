@@ -157,6 +157,9 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	rep, err := r.restore(ctx, started)
 	if de, ok := errors.AsType[*DamageError](err); ok {
 		de.BackupID, de.Written = m.BackupID, true // an object changed since the pre-check
+		for i := range de.Damaged {
+			de.Damaged[i].InFlight = sel.inFlight[de.Damaged[i].Topic]
+		}
 	}
 	return rep, err
 }

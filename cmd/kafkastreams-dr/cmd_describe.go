@@ -33,6 +33,13 @@ records: not in this backup, the next backup reads it; the header then says part
 --json: partition_cuts[].unread); then the group's committed offsets and the backup's
 warnings.
 
+The header's "cut proven" row says whether the backup's cut was proven consistent
+with the application's transactions: yes or NO with its method, attempts,
+transactions waited for and duration, and the reason when not (a manifest written
+before the cut was recorded: "not recorded", treated as not proven); "in flight"
+gives the records the backup's tails of the repartition topics hold, in total and
+per topic (--json: cut, in_flight).
+
 Reads the backup's manifest only, never a segment.
 
 CONFIG KEYS USED

@@ -96,10 +96,12 @@ RECORDS IN FLIGHT (--skip-in-flight)
   configs), produces the tails, and commits the group's offset on each of their
   partitions to the first restored record, so the application goes on where it was.
   --skip-in-flight leaves them out: the plan and the report's warnings count the
-  records lost (per topic and in total) and the restore exits 3 (partial). A backup
-  taken before tails were captured has none: its loss is shown as an estimate from
-  the high watermark, as before. The rebuild strategy never restores them (the
-  application recreates its internal topics and reprocesses its input).
+  records lost (per topic and in total) and the restore exits 3 (partial); so does
+  --topics when it does not match them (named as the cause). A backup taken before
+  tails were captured has none: its loss is an estimate from the high watermark,
+  said to be one, and the restore exits 3 when it is above 0. The rebuild strategy
+  never restores them and loses none (the application recreates its internal
+  topics and reprocesses its input); --skip-in-flight with it is a usage error.
 
 POINT-IN-TIME RESTORE (--to-time)
   Cuts each partition before its first record with a timestamp after the given time
@@ -239,6 +241,9 @@ func (o *restoreOptions) complete(cmd *cobra.Command, strategy, toTime string, t
 	}
 	var err error
 	o.Strategy, o.ToTime, o.Topics, err = parseRestoreFlags(strategy, toTime, topics, o.ReplicationFactor, o.TargetBootstrap)
+	if err == nil && o.SkipInFlight && o.Strategy == restorer.StrategyRebuild {
+		return &usageError{errors.New("--skip-in-flight applies to the changelog strategy only: the rebuild strategy never restores the in-flight tails (the application reprocesses them from its reset input, nothing is lost); drop --skip-in-flight")}
+	}
 	return err
 }
 
@@ -467,16 +472,36 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 
 // inFlightLossError is the partial outcome (exit 3) of a restore that left
 // records in flight out (--skip-in-flight, or --topics without some
-// repartition topics); nil when none were lost, or when the backup predates
-// in-flight capture (its loss is an estimate, as before).
+// repartition topics), or of a backup that predates in-flight capture
+// (its loss an estimate from the high watermark, said to be one); nil when
+// none were lost.
 func inFlightLossError(rep *restorer.Report) error {
 	p := rep.InFlight
-	if p.Lost() == 0 || p.Estimated {
+	if p.Lost() == 0 {
 		return nil
+	}
+	if p.Estimated {
+		return withCode(exitPartial, fmt.Errorf("restore of backup %s is partial: about %s in flight in repartition topics at the backup are lost: this backup predates in-flight capture, so they are not in it (an estimate from the high watermark; see the warnings)",
+			rep.BackupID, plural64(p.Lost(), "record", "records")),
+			"restore a newer backup (one taken since in-flight capture holds them), or --strategy rebuild, under which the application reprocesses its input and loses none")
 	}
 	return withCode(exitPartial, fmt.Errorf("restore of backup %s is partial: %s in flight in repartition topics at the backup were not restored and are lost (see the warnings)",
 		rep.BackupID, plural64(p.Lost(), "record", "records")),
-		"restore without --skip-in-flight (into an empty cluster, or after deleting the restored topics) to bring them back")
+		inFlightLossHint(rep))
+}
+
+// inFlightLossHint is the way back to the records in flight a restore left
+// out: add the tails to --topics when it did not match them, else restore
+// without --skip-in-flight.
+func inFlightLossHint(rep *restorer.Report) string {
+	for _, sk := range rep.Skipped {
+		for _, t := range rep.InFlight.Topics {
+			if t.Topic == sk.Topic && !t.Restored {
+				return "add the repartition topics to --topics, or restore without --topics (into an empty cluster, or after deleting the restored topics), to bring them back"
+			}
+		}
+	}
+	return "restore without --skip-in-flight (into an empty cluster, or after deleting the restored topics) to bring them back"
 }
 
 // confirm asks question on stderr and reads the answer from stdin: "y" or
@@ -573,12 +598,31 @@ func damageHint(e *restorer.DamageError, file string) string {
 	file = quoteArgs([]string{file})[0]
 	h := fmt.Sprintf("the backup is damaged: the same restore fails again. See every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, "+
 		"and restore an older backup with --backup-id (kafkastreams-dr list -c %s shows them)", file, id, file)
+	var tails []string
+	for _, d := range e.Damaged {
+		if !d.InFlight {
+			tails = nil
+			break
+		}
+		if !slices.Contains(tails, d.Topic) {
+			tails = append(tails, d.Topic)
+		}
+	}
+	if len(tails) > 0 {
+		h += "; " + inFlightDamageWayOut(tails)
+	}
 	if e.Written {
 		h += "; the target holds part of this restore: delete its restored topics first (or restore into an empty cluster)"
 	} else {
 		h += "; nothing was written"
 	}
 	return h
+}
+
+// inFlightDamageWayOut is the way past damage found only in the in-flight
+// tails of topics: --skip-in-flight does not read them, at their cost.
+func inFlightDamageWayOut(topics []string) string {
+	return fmt.Sprintf("the damage is only in the in-flight tails of %s: restore --skip-in-flight restores everything else (the records in flight in those tails are lost, exit 3)", strings.Join(topics, ", "))
 }
 
 // listBackupsHint tells how to see which backups a repository holds (a

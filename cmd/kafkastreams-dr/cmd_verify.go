@@ -37,7 +37,10 @@ const verifyLong = `Check a backup in the repository named by the config.
 Without flags: every segment the backup's manifest names exists, with the size and
 SHA-256 the manifest records (each object is read in full). --deep also decodes every
 segment and checks its records: count, first and last offset, timestamp range, and that
-each partition's segments add up to its record count inside its cut.
+each partition's segments add up to its record count inside its cut; and it recomputes
+each changelog partition's state digest from the chain's records: one that differs
+from the manifest's state_digest is damage (exit 2; a restore would fail its state
+check).
 
 --against-cluster compares a restored cluster (the config's target: section, or
 --target-bootstrap-servers) with the backup record by record: each restored partition
@@ -136,11 +139,33 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		return err
 	}
 	if !res.OK() {
-		return withCode(damageExitCode, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")),
-			fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
-				"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile))
+		hint := fmt.Sprintf("a damaged or missing segment stays in every later incremental backup that names it: "+
+			"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or start a new chain with kafkastreams-dr backup -c %s --full", o.ConfigFile, o.ConfigFile)
+		if !slices.ContainsFunc(res.Problems, func(p verify.Problem) bool { return !p.StateDigest }) {
+			hint = fmt.Sprintf("the manifest's state digests do not match the backup's records, so a restore of it fails its state check: "+
+				"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or take a new backup with kafkastreams-dr backup -c %s --full, whose digests are computed from the records", o.ConfigFile, o.ConfigFile)
+		}
+		if tails := inFlightOnly(m, res.Problems); len(tails) > 0 {
+			hint += "; " + inFlightDamageWayOut(tails)
+		}
+		return withCode(damageExitCode, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
 	}
 	return nil
+}
+
+// inFlightOnly returns the topics of problems when every one is in an
+// in-flight tail of m (Manifest.InFlight), else nil.
+func inFlightOnly(m *format.Manifest, problems []verify.Problem) []string {
+	var tails []string
+	for _, p := range problems {
+		if !slices.ContainsFunc(m.InFlight, func(t format.Topic) bool { return t.Name == p.Topic }) {
+			return nil
+		}
+		if !slices.Contains(tails, p.Topic) {
+			tails = append(tails, p.Topic)
+		}
+	}
+	return tails
 }
 
 // verifyManifest loads the manifest of backup id ("latest": the newest

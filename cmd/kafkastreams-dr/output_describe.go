@@ -49,6 +49,15 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 	if dt.Selection != nil {
 		row("selection", fmt.Sprintf("include %s exclude %s", bracket(dt.Selection.Include), bracket(dt.Selection.Exclude)))
 	}
+	row("cut proven", describeCut(dt.Cut, d.ApplicationID != ""))
+	row("in flight", describeInFlight(dt.InFlight, d.ApplicationID != ""))
+	if dt.InFlight != nil && dt.InFlight.Records > 0 {
+		tw := newTable(w)
+		for _, t := range dt.InFlight.Topics {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Name, plural(t.Partitions, "partition", "partitions"), plural64(t.Records, "record", "records"))
+		}
+		tw.Flush()
+	}
 
 	fmt.Fprintln(w)
 	tw := newTable(w)
@@ -103,6 +112,43 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 			fmt.Fprintf(w, "  %s\n", x)
 		}
 	}
+}
+
+// describeCut is describe's "cut proven" row: yes or NOT, with the
+// method, attempts and transactions waited for, and the reason when not
+// proven; a manifest without cut (written before it was recorded) is
+// treated as not proven (docs/FORMAT.md, Changes). "" without an
+// application.id and a cut (nothing to prove).
+func describeCut(c *format.Cut, app bool) string {
+	switch {
+	case c == nil && app:
+		return "not recorded (the backup predates the proven cut: treated as not proven)"
+	case c == nil:
+		return ""
+	case c.Method == format.CutMethodEnds:
+		return fmt.Sprintf("not needed (method %s: no application.id, the ends only)", c.Method)
+	}
+	how := fmt.Sprintf("method %s, %s, %s waited for, %dms", c.Method, plural(c.Attempts, "attempt", "attempts"),
+		plural(c.TransactionsWaited, "transaction", "transactions"), c.DurationMillis)
+	if c.Proven {
+		return "yes (" + how + ")"
+	}
+	return fmt.Sprintf("NO (%s): %s", how, c.Reason)
+}
+
+// describeInFlight is describe's "in flight" row: the records the
+// backup's tails hold in total (the per-topic rows follow it); "none
+// captured" for a backup of an application written before in-flight
+// capture; "" without an application.id.
+func describeInFlight(p *catalog.InFlightDetail, app bool) string {
+	switch {
+	case p == nil && app:
+		return "none captured (the backup predates in-flight capture)"
+	case p == nil:
+		return ""
+	}
+	return fmt.Sprintf("%s in %s (tails at the cut, restored by a changelog restore)",
+		plural64(p.Records, "record", "records"), plural(len(p.Topics), "repartition topic", "repartition topics"))
 }
 
 func fmtTime(t time.Time) string {

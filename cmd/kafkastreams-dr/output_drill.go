@@ -92,14 +92,15 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 		fmt.Fprintf(w, "\ngroup %s, committed on the lost cluster -> on the new one:\n", rep.GroupID)
 		for _, op := range rep.Offsets {
 			tp := fmt.Sprintf("%s/%d", op.Topic, op.Partition)
+			was := committedOnTheLostCluster(op.Committed, op.NeverCommitted)
 			switch {
 			case op.Action == format.OffsetCommit && op.OnTarget >= 0:
-				fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one\n", tp, op.Committed, op.OnTarget)
+				fmt.Fprintf(w, "  %s: %s -> %d on the new one\n", tp, was, op.OnTarget)
 			case op.Action == format.OffsetCommit:
-				fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d planned, not read back\n", tp, op.Committed, op.Translated)
+				fmt.Fprintf(w, "  %s: %s -> %d planned, not read back\n", tp, was, op.Translated)
 			default:
 				why, _, _ := strings.Cut(op.Note, ":")
-				fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> none on the new one (dropped: %s)\n", tp, op.Committed, why)
+				fmt.Fprintf(w, "  %s: %s -> none on the new one (dropped: %s)\n", tp, was, why)
 			}
 		}
 	}

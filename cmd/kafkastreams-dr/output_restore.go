@@ -106,7 +106,7 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 		line += fmt.Sprintf("; %s already on the target from an earlier run", plural64(already, "record is", "records are"))
 	}
 	fmt.Fprintln(w, line)
-	printInFlight(w, p.InFlight, "will be")
+	printInFlight(w, p.InFlight, p.Skipped, "will be")
 
 	if len(p.Topics) > 0 {
 		fmt.Fprintln(w)
@@ -161,6 +161,24 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 	printWarnings(w, p.Warnings)
 }
 
+// reportHeadline is the first line of a finished restore's report:
+// "restore ID complete", or, when restored changelog partitions hold
+// another state than the backup's (format.StateDigestDifferent; the
+// restore then exits 1), that it failed the state check.
+func reportHeadline(r *restorer.Report) string {
+	different := 0
+	for _, p := range r.Partitions {
+		if p.StateDigestResult == format.StateDigestDifferent {
+			different++
+		}
+	}
+	if different > 0 {
+		return fmt.Sprintf("restore %s FAILED the state check: %s another state than the backup's (the records are restored; see state below)",
+			r.RestoreID, plural(different, "changelog partition holds", "changelog partitions hold"))
+	}
+	return fmt.Sprintf("restore %s complete", r.RestoreID)
+}
+
 // printReport prints a finished restore: a summary, the topics, the group
 // offsets committed, and, after a changelog restore, what must happen to
 // the application's local state before it starts.
@@ -170,7 +188,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 		printWarnings(w, r.Warnings)
 		return
 	}
-	fmt.Fprintf(w, "restore %s complete\n", r.RestoreID)
+	fmt.Fprintln(w, reportHeadline(r))
 	fmt.Fprintf(w, "  backup       %s\n", r.BackupID)
 	if r.ApplicationID != "" {
 		fmt.Fprintf(w, "  application  %s\n", r.ApplicationID)
@@ -204,7 +222,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
 		fmt.Fprintf(w, "  duration     %s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
 	}
-	printInFlight(w, r.InFlight, "were")
+	printInFlight(w, r.InFlight, r.Skipped, "were")
 
 	if len(r.Topics) > 0 {
 		fmt.Fprintln(w)
@@ -283,8 +301,10 @@ func topicClass(class string, sourceChangelog bool) string {
 
 // printInFlight prints the records in flight at the backup's cut and what
 // the restore does with them ("will be" or "were" restored or lost), one
-// line per repartition topic below the total when they are lost.
-func printInFlight(w io.Writer, p *format.InFlightPlan, tense string) {
+// line per repartition topic below the total when they are lost. Their
+// cause is --topics when skipped names a tail it did not match, else
+// --skip-in-flight.
+func printInFlight(w io.Writer, p *format.InFlightPlan, skipped []format.SkippedTopic, tense string) {
 	if p == nil {
 		return
 	}
@@ -295,7 +315,13 @@ func printInFlight(w io.Writer, p *format.InFlightPlan, tense string) {
 	case p.Restored:
 		fmt.Fprintf(w, "  in flight    %s: %s restored, and the group's offsets on them committed to each tail's first record\n", what, tense)
 	default:
-		fmt.Fprintf(w, "  in flight    %s: NOT all restored (--skip-in-flight, or left out by --topics): %s lost\n", what, plural64(p.Lost(), "record", "records"))
+		cause := "--skip-in-flight"
+		for _, sk := range skipped {
+			if slices.ContainsFunc(p.Topics, func(t format.InFlightTopicPlan) bool { return t.Topic == sk.Topic && !t.Restored }) {
+				cause = "left out by --topics"
+			}
+		}
+		fmt.Fprintf(w, "  in flight    %s: NOT all restored (%s): %s lost\n", what, cause, plural64(p.Lost(), "record", "records"))
 	}
 	if p.Lost() > 0 {
 		tw := newTable(w)
@@ -368,7 +394,10 @@ func printOffsets(w io.Writer, offs []restorer.OffsetPlan, onTarget bool) {
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tTRANSLATED\tACTION\tNOTE")
 	}
 	for _, op := range offs {
-		tr, cur := "-", "-"
+		tr, cur, committed := "-", "-", "-"
+		if !op.NeverCommitted {
+			committed = strconv.FormatInt(op.Committed, 10)
+		}
 		if op.Translated >= 0 {
 			tr = strconv.FormatInt(op.Translated, 10)
 		}
@@ -376,9 +405,9 @@ func printOffsets(w io.Writer, offs []restorer.OffsetPlan, onTarget bool) {
 			cur = strconv.FormatInt(op.Current, 10)
 		}
 		if onTarget {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", op.Topic, op.Partition, op.Committed, tr, cur, op.Action, op.Note)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", op.Topic, op.Partition, committed, tr, cur, op.Action, op.Note)
 		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", op.Topic, op.Partition, op.Committed, tr, op.Action, op.Note)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", op.Topic, op.Partition, committed, tr, op.Action, op.Note)
 		}
 	}
 	tw.Flush()
@@ -408,24 +437,36 @@ func compareOffsets(w io.Writer, g *restorer.GroupPlan, fetched kadm.OffsetRespo
 		got, ok := fetched.Lookup(op.Topic, op.Partition)
 		have := ok && got.Err == nil && got.At >= 0
 		tp := fmt.Sprintf("%s/%d", op.Topic, op.Partition)
+		was := committedOnTheLostCluster(op.Committed, op.NeverCommitted)
 		switch {
 		case op.Action == format.OffsetCommit && have:
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one\n", tp, op.Committed, got.At)
+			fmt.Fprintf(w, "  %s: %s -> %d on the new one\n", tp, was, got.At)
 			if got.At != op.Translated {
 				bad = append(bad, fmt.Sprintf("%s is %d, the plan says %d", tp, got.At, op.Translated))
 			}
 		case op.Action == format.OffsetCommit:
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> MISSING on the new one\n", tp, op.Committed)
+			fmt.Fprintf(w, "  %s: %s -> MISSING on the new one\n", tp, was)
 			bad = append(bad, fmt.Sprintf("%s was not committed (the plan says %d)", tp, op.Translated))
 		case have:
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> %d on the new one, but the plan drops it\n", tp, op.Committed, got.At)
+			fmt.Fprintf(w, "  %s: %s -> %d on the new one, but the plan drops it\n", tp, was, got.At)
 			bad = append(bad, fmt.Sprintf("%s is %d, the plan drops it", tp, got.At))
 		default:
 			why, _, _ := strings.Cut(op.Note, ":")
-			fmt.Fprintf(w, "  %s: committed %d on the lost cluster -> none on the new one (dropped: %s)\n", tp, op.Committed, why)
+			fmt.Fprintf(w, "  %s: %s -> none on the new one (dropped: %s)\n", tp, was, why)
 		}
 	}
 	return bad
+}
+
+// committedOnTheLostCluster is a group offset as the lost cluster had it:
+// "committed 12 on the lost cluster", or "never committed on the lost
+// cluster" for a restored in-flight partition the group never committed
+// (format.OffsetPlan.NeverCommitted; the plan's note says the same).
+func committedOnTheLostCluster(committed int64, never bool) string {
+	if never {
+		return "never committed on the lost cluster"
+	}
+	return fmt.Sprintf("committed %d on the lost cluster", committed)
 }
 
 // stateDigestLine sums up the state digest check of the restored changelog

@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
@@ -57,7 +60,7 @@ storage:
 		t.Fatalf("restore --skip-in-flight: exit %d, want %d (partial)\n%s\n%s", code, exitPartial, stdout, stderr)
 	}
 	for _, want := range []string{
-		regexp.QuoteMeta("in flight    8 records in 2 repartition topics: NOT all restored (--skip-in-flight, or left out by --topics): 8 records lost"),
+		regexp.QuoteMeta("in flight    8 records in 2 repartition topics: NOT all restored (--skip-in-flight): 8 records lost"),
 		regexp.QuoteMeta(sample.Repartition) + `\s+3 partitions\s+7 records`,
 		regexp.QuoteMeta(sample.FKTopic) + `\s+1 partition\s+1 record`,
 		regexp.QuoteMeta("8 records in flight in repartition topics at the backup are not restored (" + sample.Repartition + ": 7, " + sample.FKTopic + ": 1)"),
@@ -73,12 +76,106 @@ storage:
 		t.Errorf("--skip-in-flight created the internal topics: %v", topics)
 	}
 
+	// --skip-in-flight is the changelog strategy's: with rebuild (which
+	// never restores the tails) it is a usage error.
+	rebuildCfg := restoreConfig(t, testkit.StartKfake(t, 3).Addrs(), dir)
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", rebuildCfg, "--skip-in-flight", "--strategy", "rebuild", "--dry-run")
+	if code != exitUsage || !strings.Contains(stderr, "--skip-in-flight applies to the changelog strategy only") {
+		t.Errorf("restore --skip-in-flight --strategy rebuild: exit %d, want %d saying the flag is the changelog strategy's\n%s\n%s", code, exitUsage, stdout, stderr)
+	}
+
+	// --topics that leaves the tails out names --topics, not --skip-in-flight.
+	topicsCfg := restoreConfig(t, testkit.StartKfake(t, 3).Addrs(), dir)
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", topicsCfg, "--topics", strings.Join(sample.BackedUp, ","), "--dry-run")
+	for _, want := range []string{
+		"in flight    8 records in 2 repartition topics: NOT all restored (left out by --topics): 8 records lost",
+		"its in-flight tail is not restored (not matched by --topics): 1 record lost; add " + sample.Repartition + " to --topics",
+		"left out by --topics, the application never processes them, they are lost; add those topics to --topics",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("restore --topics --dry-run (exit %d) does not say %q:\n%s\n%s", code, want, stdout, stderr)
+		}
+	}
+	if strings.Contains(stdout, "--skip-in-flight") {
+		t.Errorf("restore --topics --dry-run blames --skip-in-flight, which was not given:\n%s", stdout)
+	}
+
 	restored := testkit.StartKfake(t, 3)
 	cfg = restoreConfig(t, restored.Addrs(), dir)
-	if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes"); code != exitOK || !strings.Contains(stdout, "in flight    8 records in 2 repartition topics: were restored") {
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
+	if code != exitOK || !strings.Contains(stdout, "in flight    8 records in 2 repartition topics: were restored") {
 		t.Fatalf("restore: exit %d, want 0 with the 8 records in flight restored\n%s\n%s", code, stdout, stderr)
+	}
+	// The in-flight partitions the group never committed say so, in the
+	// same words in the report's group table and offsets translate (and
+	// the drill's group section, TestDrillEmbedded); not "committed 0".
+	for _, want := range []string{
+		`(?m)^` + regexp.QuoteMeta(sample.Repartition) + `\s+1\s+-\s+\d+\s+.*\(never committed on the lost cluster: the tail starts at the log start 0\)$`,
+		`(?m)^` + regexp.QuoteMeta(sample.Repartition) + `\s+0\s+2\s+0\s+commit\s+in-flight tail restored: 1 record from offset 2; committed to its first restored record$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(stdout) {
+			t.Errorf("restore report does not match %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "offsets", "translate", "-c", cfg)
+	if code != exitOK || !strings.Contains(stdout, "(never committed on the lost cluster: the tail starts at the log start 0)") || strings.Contains(stdout, "on the source") {
+		t.Errorf("offsets translate: exit %d, want 0 saying never committed on the lost cluster\n%s\n%s", code, stdout, stderr)
 	}
 	if topics := restorecheck.Topics(t, testkit.Admin(t, restored.Addrs())); topics[sample.Repartition] != 3 || topics[sample.FKTopic] != 1 {
 		t.Errorf("restore did not create the internal topics with the source's partitions: %v", topics)
+	}
+
+	// A backup written before in_flight and cut (its manifest's JSON
+	// without them): the records in flight are lost, an estimate from the
+	// high watermark; the restore is partial (exit 3) all the same, and
+	// its plan warns that the cut is not proven (docs/FORMAT.md, Changes).
+	oldManifestFile(t, dir, res.BackupID, "in_flight", "cut")
+	cfg = restoreConfig(t, testkit.StartKfake(t, 3).Addrs(), dir)
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
+	if code != exitPartial {
+		t.Errorf("restore of a backup without in_flight: exit %d, want %d (partial)\n%s\n%s", code, exitPartial, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "is partial: about 1 record in flight") || !strings.Contains(stderr, "an estimate from the high watermark") {
+		t.Errorf("restore of a backup without in_flight: error does not name the estimated loss as an estimate:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "cut is not proven consistent with the application's transactions (the backup predates the proven cut") {
+		t.Errorf("restore of a backup without cut does not warn that its cut is not proven:\n%s", stdout)
+	}
+}
+
+// oldManifestFile rewrites the manifest of backup id in the filesystem
+// repository dir as one written before fields existed: its JSON without
+// them.
+func oldManifestFile(t *testing.T, dir, id string, fields ...string) {
+	t.Helper()
+	editManifestFile(t, dir, id, func(raw map[string]json.RawMessage) {
+		for _, f := range fields {
+			if _, ok := raw[f]; !ok {
+				t.Fatalf("manifest of backup %s has no %q to remove", id, f)
+			}
+			delete(raw, f)
+		}
+	})
+}
+
+// editManifestFile rewrites the manifest of backup id in the filesystem
+// repository dir with edit applied to its top-level JSON fields.
+func editManifestFile(t *testing.T, dir, id string, edit func(map[string]json.RawMessage)) {
+	t.Helper()
+	path := filepath.Join(dir, filepath.FromSlash(format.ManifestKey(id)))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	edit(raw)
+	if b, err = json.Marshal(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

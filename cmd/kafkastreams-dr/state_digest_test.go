@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -134,7 +135,20 @@ func TestRestoreOfAnAlteredStateDigestExits1(t *testing.T) {
 	}
 	target := testkit.StartKfake(t, 3)
 	cfg := restoreConfig(t, target.Addrs(), dir)
-	code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
+	// verify --deep decodes every record: it recomputes the digest and
+	// finds the manifest's altered (a new-user fault: it passed).
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "verify", "-c", cfg, "--deep")
+	if code != exitUsage || !strings.Contains(stdout, `topic "customers" partition 0: state digest`) ||
+		!strings.Contains(stdout, "the manifest's state_digest says") || !strings.Contains(stderr, "the manifest's state digests do not match the backup's records") ||
+		!strings.Contains(stderr, "restore an older backup") || !strings.Contains(stderr, "--full") {
+		t.Errorf("verify --deep of an altered state digest: exit %d, want %d naming customers partition 0 and the way out\n%s\n%s", code, exitUsage, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
+	// The headline says the restore failed its state check, not "complete"
+	// (a new-user fault).
+	if !regexp.MustCompile(`\Arestore \S+ FAILED the state check: 1 changelog partition holds another state than the backup's \(`).MatchString(stdout) {
+		t.Errorf("restore that fails the state check: the headline does not say so:\n%s", stdout)
+	}
 	if code != exitError || !strings.Contains(stdout, "1 changelog partition DIFFERENT from the backup's state") ||
 		!strings.Contains(stderr, `topic "customers" partition 0`) || !strings.Contains(stderr, "do not start the application") ||
 		!strings.Contains(stderr, "verify -c") {
@@ -187,7 +201,8 @@ func TestRestoreEmbeddedOfAnAlteredStateDigestExits1(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runBounded(t, "--log-level", "error", "restore", "--embedded", "--from", repo)
-	if code != exitError || !strings.Contains(stdout, "1 changelog partition DIFFERENT from the backup's state") || !strings.Contains(stderr, "do not start the application") {
-		t.Fatalf("exit %d, want %d with the difference and the way out\n%s\n%s", code, exitError, stdout, stderr)
+	if code != exitError || !strings.Contains(stdout, "1 changelog partition DIFFERENT from the backup's state") || !strings.Contains(stderr, "do not start the application") ||
+		!strings.Contains(stdout, "FAILED the state check") {
+		t.Fatalf("exit %d, want %d with the difference (in the headline too) and the way out\n%s\n%s", code, exitError, stdout, stderr)
 	}
 }
