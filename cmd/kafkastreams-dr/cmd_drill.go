@@ -83,7 +83,11 @@ app-running and app-caught-up). COMMAND is run by /bin/sh -c in a process group 
 own, with KAFKASTREAMS_DR_BOOTSTRAP_SERVERS (the target's host:port,...) and
 KAFKASTREAMS_DR_APPLICATION_ID in its environment; start it with exec, and with an empty
 state directory (see state wipe). The drill stops it at the end, passed, failed or
-interrupted: SIGTERM, then SIGKILL after drill.app.stop_grace (30s). Its output is logged
+interrupted: SIGTERM to its process group, then SIGKILL after drill.app.stop_grace (30s);
+a process that leaves the group (setsid) is not stopped. Before writing anything the
+drill checks that the first word of a plain command (after exec) is a program on PATH or
+an executable file, and refuses it with exit 2 otherwise; a command with shell syntax is
+left to the shell. Its output is logged
 at debug level (--log-level debug). An application that exits by itself fails the drill
 with its exit status and last lines; one not caught up within --app-timeout (default
 drill.app.timeout, 10m) fails it too.
@@ -107,7 +111,8 @@ backup_id), never 0.
 EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed (the application
 exited by itself or was not caught up within --app-timeout included), 2 when the
 restore was refused (the target is not new), when the --backup-id backup does not exist
-(see list -c FILE) or is damaged, or for usage and config errors.
+(see list -c FILE) or is damaged, when with --backup-id storage.path does not exist (it is
+not created), when the application command cannot run, or for usage and config errors.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.* and backup.* (as for backup),
@@ -239,7 +244,17 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 		return withCode(exitUsage, fmt.Errorf("the drill target is the source cluster (%s): a drill restores into another, new cluster", targetName),
 			"set target.bootstrap_servers, or pass --target-bootstrap-servers host:port,...")
 	}
-	store, err := openStorage(ctx, cfg.Storage)
+	app := drillApp(o, cfg.Drill.App, target.BootstrapServers)
+	if err := checkAppCommand(o, app); err != nil {
+		return err
+	}
+	// With --backup-id the drill takes no backup: until the restore it
+	// reads the repository, which must exist, as for list and verify.
+	open := openStorage
+	if o.BackupID != "" {
+		open = func(ctx context.Context, s config.Storage) (storage.Backend, error) { return openExistingStorage(ctx, s, "") }
+	}
+	store, err := open(ctx, cfg.Storage)
 	if err != nil {
 		return storageError(err)
 	}
@@ -253,7 +268,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	ro.Retention = o.Retention
 	bo.Observer, ro.Observer = tel.backupObserver(), tel.restoreObserver()
 	do := drill.Options{Store: store, Backup: bo, BackupID: o.BackupID, Restore: ro, Shallow: o.NoDeep, Logger: o.Logger}
-	do.App = drillApp(o, cfg.Drill.App, target.BootstrapServers)
+	do.App = app
 
 	header := drillHeader(cfg.ApplicationID, strings.Join(cfg.Source.BootstrapServers, ","), o.BackupID, store.Location(), targetName)
 
@@ -281,6 +296,25 @@ func drillApp(o *drillOptions, c config.DrillApp, bootstrap []string) *drill.App
 		a.Timeout = o.AppTimeout
 	}
 	return a
+}
+
+// checkAppCommand refuses, before the drill writes anything, an
+// application command whose program cannot run (drill.CheckCommand), with
+// exit 2 naming the flag or key it came from.
+func checkAppCommand(o *drillOptions, app *drill.App) error {
+	if app == nil {
+		return nil
+	}
+	err := drill.CheckCommand(app.Command)
+	if err == nil {
+		return nil
+	}
+	from := "drill.app.command"
+	if o.AppCommand != "" {
+		from = "--app-command"
+	}
+	return withCode(exitUsage, fmt.Errorf("%s %q cannot start the application: %w", from, app.Command, err),
+		fmt.Sprintf("fix %s: it is run as /bin/sh -c COMMAND, so its first word (after exec) must be a program on PATH or the path of an executable file", from))
 }
 
 func (o *drillOptions) run(ctx context.Context, do drill.Options) (*drill.Report, error) {

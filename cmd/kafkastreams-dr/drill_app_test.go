@@ -413,6 +413,12 @@ func TestDrillAppLeavesItsOutputOpen(t *testing.T) {
 		if r.code != exitError || !strings.Contains(r.stderr, "exit status 4") || !strings.Contains(r.stderr, "holder started") {
 			t.Errorf("exit %d, want %d naming exit status 4 and the last line\n%s", r.code, exitError, r.stderr)
 		}
+		// The drill stops the process group it started; a process that
+		// left it with setsid is the application's business
+		// (docs/OPERATIONS.md), and outlives the drill.
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Errorf("the setsid process %d is gone after the drill (%v): the docs say the drill leaves it", pid, err)
+		}
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the drill did not end within 2 minutes of an application command that exited at once")
 	}
