@@ -252,7 +252,9 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	// reads the repository, which must exist, as for list and verify.
 	open := openStorage
 	if o.BackupID != "" {
-		open = func(ctx context.Context, s config.Storage) (storage.Backend, error) { return openExistingStorage(ctx, s, "") }
+		open = func(ctx context.Context, s config.Storage) (storage.Backend, error) {
+			return openExistingStorage(ctx, s, "")
+		}
 	}
 	store, err := open(ctx, cfg.Storage)
 	if err != nil {
