@@ -126,6 +126,17 @@ type Phase struct {
 	NoBackup bool `json:"no_backup,omitempty"`
 }
 
+// Reached reports whether the drill started the phase name (it passed or
+// failed; not skipped, not left out).
+func (r *Report) Reached(name string) bool {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p.Status != StatusSkipped
+		}
+	}
+	return false
+}
+
 // OK reports whether the phase passed.
 func (p *Phase) OK() bool { return p.Status == StatusPassed }
 
@@ -175,7 +186,11 @@ type Report struct {
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
 	OK         bool      `json:"ok"` // every phase passed
-	Phases     []Phase   `json:"phases"`
+	// Interrupted is set when the drill's context was cancelled (SIGINT,
+	// SIGTERM): the phase it was in failed with Error "interrupted" and
+	// the phases after it are skipped; OK is false.
+	Interrupted bool    `json:"interrupted,omitempty"`
+	Phases      []Phase `json:"phases"`
 
 	// RTO is the time from the start of the drill to restored and
 	// verified (the end of the verify-cluster phase); 0 when the drill

@@ -33,6 +33,9 @@ type drill struct {
 	appDeadline time.Time   // the start of the application + App.Timeout
 }
 
+// interrupted is the Error of the phase a cancelled drill was in.
+const interrupted = "interrupted"
+
 // phaseFunc runs one phase: an error fails it, and so does any problem it
 // adds to p.
 type phaseFunc func(ctx context.Context, p *Phase) error
@@ -82,6 +85,9 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			p.Duration = Duration(time.Since(p.StartedAt))
 			if err != nil {
 				p.Error = err.Error()
+				if ctx.Err() != nil {
+					p.Error = interrupted
+				}
 				p.Locked = errors.Is(err, backup.ErrLocked) || errors.Is(err, restorer.ErrLocked)
 				p.Transient = storage.IsTransient(err)
 				_, damagedSegments := errors.AsType[*restorer.DamageError](err)
@@ -125,6 +131,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	d.rep.FinishedAt = time.Now()
 	d.rep.OK = !failed
 	if err := ctx.Err(); err != nil {
+		d.rep.Interrupted, d.rep.OK = true, false
 		return d.rep, err
 	}
 	d.record(ctx)

@@ -49,7 +49,11 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 				result += ": " + plural(len(p.Problems), "problem", "problems") + ", the first: " + p.Problems[0]
 			}
 		case drill.StatusSkipped:
-			result += " (an earlier phase failed)"
+			if rep.Interrupted {
+				result += " (the drill was interrupted)"
+			} else {
+				result += " (an earlier phase failed)"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, d, result)
 	}
@@ -123,6 +127,9 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 	verdict := "drill PASSED"
 	if !rep.OK {
 		verdict = "drill FAILED"
+		if rep.Interrupted {
+			verdict = "drill INTERRUPTED"
+		}
 		if p := rep.Failed(); p != nil {
 			verdict += " in phase " + p.Name
 		}
