@@ -44,7 +44,13 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 			}
 			switch {
 			case p.Error != "":
-				result += ": " + p.Error
+				// One line per row: lines the error quotes (the
+				// application's output) go below the table.
+				first, more, _ := strings.Cut(p.Error, "\n")
+				result += ": " + first
+				if more != "" {
+					result += " (below)"
+				}
 			case len(p.Problems) > 0:
 				result += ": " + plural(len(p.Problems), "problem", "problems") + ", the first: " + p.Problems[0]
 			}
@@ -58,6 +64,13 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, d, result)
 	}
 	tw.Flush()
+	if p := rep.Failed(); p != nil && strings.Contains(p.Error, "\n") {
+		first, more, _ := strings.Cut(p.Error, "\n")
+		fmt.Fprintf(w, "\n%s: %s\n", p.Name, first)
+		for _, l := range strings.Split(more, "\n") {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	if p := rep.Failed(); p != nil && len(p.Problems) > 0 {
 		fmt.Fprintf(w, "\n%s: %s:\n", p.Name, plural(len(p.Problems), "problem", "problems"))
 		for _, pr := range p.Problems {
@@ -112,7 +125,7 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 		for _, st := range rep.States {
 			line := fmt.Sprintf("  %s (topic %s, %s): %s", st.Store, st.Topic, plural(st.Partitions, "partition", "partitions"), st.Result)
 			if len(st.Different) > 0 {
-				line += fmt.Sprintf(" in partitions %v", st.Different)
+				line += " in " + partitionsText(st.Different)
 			}
 			fmt.Fprintln(w, line)
 		}
