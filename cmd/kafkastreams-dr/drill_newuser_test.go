@@ -71,3 +71,22 @@ func TestDrillAppCommandCheckedFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestListBackupsHint: the "no such backup" hint names kafkastreams-dr
+// list -c FILE, which reads the repository as the config says (an S3
+// endpoint included); the S3 hint was "aws s3 ls s3://..." without the
+// configured --endpoint-url, and describe's named only "ls .../backups/".
+func TestListBackupsHint(t *testing.T) {
+	for _, loc := range []string{"s3://bucket/prefix", "/var/backups/app"} {
+		h := listBackupsHint(loc, "list")
+		if !strings.Contains(h, "kafkastreams-dr list -c FILE") || strings.Contains(h, "aws s3 ls") {
+			t.Errorf("hint for %s = %q: want kafkastreams-dr list -c FILE and no aws s3 ls", loc, h)
+		}
+	}
+	repo := t.TempDir()
+	cfg := drillConfig(t, repo)
+	code, _, stderr := runCLI(t, "describe", "-c", cfg, "--backup-id", "20991201T000000.000Z-deadbeef")
+	if code != exitUsage || !strings.Contains(stderr, "kafkastreams-dr list -c "+cfg) {
+		t.Errorf("describe of an unknown id: exit %d, want 2 with the hint kafkastreams-dr list -c %s\n%s", code, cfg, stderr)
+	}
+}
