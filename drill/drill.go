@@ -147,6 +147,9 @@ type Volume struct {
 	Segments   int   `json:"segments"`   // segment objects the backup names
 	Records    int64 `json:"records"`    // records the backup holds (the whole chain)
 	Bytes      int64 `json:"bytes"`      // stored (compressed) segment bytes of the backup
+	// InFlightTopics are the repartition topics whose in-flight tails the
+	// backup holds: counted in Topics, Partitions and Records too.
+	InFlightTopics int `json:"in_flight_topics,omitempty"`
 	// BackupRecords and BackupBytes are what the drill's own backup run
 	// copied (less than the whole chain for an incremental backup; 0
 	// with Options.BackupID).

@@ -29,6 +29,15 @@ func partitionsText(partitions []int32) string {
 	return "partitions " + strings.Join(nums, ", ")
 }
 
+// tailsIncluded is the clause that says a count of topics includes n
+// in-flight tails of repartition topics: "" for none.
+func tailsIncluded(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return ", in-flight tails of " + plural(n, "repartition topic", "repartition topics") + " included"
+}
+
 // plural64 is plural for int64 counts.
 func plural64(n int64, one, many string) string {
 	if n == 1 {

@@ -96,9 +96,9 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 	}
 	printRTOToApp(w, rep)
 	if v := rep.Volume; v.Topics > 0 {
-		fmt.Fprintf(w, "data  %s: %s in %s (%s), %s, %d bytes stored",
+		fmt.Fprintf(w, "data  %s: %s in %s (%s)%s, %s, %d bytes stored",
 			orNone(rep.BackupID), plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"),
-			plural(v.Segments, "segment", "segments"), v.Bytes)
+			tailsIncluded(v.InFlightTopics), plural(v.Segments, "segment", "segments"), v.Bytes)
 		if rep.RestoreID != "" {
 			fmt.Fprintf(w, "; %d restored, %d verified", v.RecordsRestored, v.RecordsVerified)
 		}
@@ -240,8 +240,9 @@ func embeddedDrillStory(rep *drill.Report, sourceSeeds, targetSeeds []string, ou
 	if p := rep.Phase(drill.PhaseBackup); p != nil && p.OK() {
 		v := rep.Volume
 		story = append(story,
-			wrapIndent(fmt.Sprintf("2. backup %s into %s: %s of %s (%s), %d bytes stored.",
-				rep.BackupID, out, plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"), v.Bytes), "   "),
+			wrapIndent(fmt.Sprintf("2. backup %s into %s: %s of %s (%s)%s, %d bytes stored.",
+				rep.BackupID, out, plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"),
+				tailsIncluded(v.InFlightTopics), v.Bytes), "   "),
 			"3. The source cluster is gone: it was stopped after the backup.")
 	} else {
 		story = append(story, fmt.Sprintf("2. The backup into %s failed (below).", out))
