@@ -116,6 +116,9 @@ type Result struct {
 	// (docs/DOMAIN.md#in-flight), which a changelog restore brings back.
 	InFlightTopics  int
 	InFlightRecords int64
+	// InFlightPartitions are the partitions of those tails. Topics and
+	// Partitions leave the tails out; Records counts their records.
+	InFlightPartitions int
 }
 
 // Unread is an offset range [From, To) of one partition that a run could

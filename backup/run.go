@@ -250,6 +250,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	r.warnUnrestorable()
 	r.result.InFlightTopics, r.result.InFlightRecords = len(r.m.InFlight), r.m.InFlightRecords()
+	for _, t := range r.m.InFlight {
+		r.result.InFlightPartitions += len(t.PartitionCuts)
+	}
 	if err := r.setStateDigests(ctx, todo, parentCuts(scan.parent)); err != nil {
 		return &r.result, PhaseManifest, err
 	}

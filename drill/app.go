@@ -370,7 +370,7 @@ func readClassicGroup(ctx context.Context, adm *kadm.Client, groupID string, wat
 	g := described[groupID]
 	v.state, v.members = g.State, len(g.Members)
 	if g.State != "Stable" || len(g.Members) == 0 {
-		v.notRunning = fmt.Sprintf("group %s with %d members", orState(g.State), len(g.Members))
+		v.notRunning = fmt.Sprintf("group %s with %s", orState(g.State), plural(int64(len(g.Members)), "member", "members"))
 		return nil
 	}
 	assigned := map[string]map[int32]bool{}
@@ -469,7 +469,7 @@ func readStreamsGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, gro
 func streamsView(g kmsg.StreamsGroupDescribeResponseGroup, partitions map[string]int32, v *groupView) {
 	v.state, v.members = g.State, len(g.Members)
 	if !strings.EqualFold(g.State, "stable") || len(g.Members) == 0 || g.Topology == nil {
-		v.notRunning = fmt.Sprintf("streams group %s with %d members", orState(g.State), len(g.Members))
+		v.notRunning = fmt.Sprintf("streams group %s with %s", orState(g.State), plural(int64(len(g.Members)), "member", "members"))
 		return
 	}
 	assigned := map[string]map[int32]bool{}

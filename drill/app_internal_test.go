@@ -36,7 +36,7 @@ func TestStreamsView(t *testing.T) {
 		notRun    string
 		restoring string
 	}{
-		{"not ready", "NOT_READY", []kmsg.StreamsGroupDescribeResponseGroupMember{member(nil, nil, nil)}, false, "streams group NOT_READY with 1 members", ""},
+		{"not ready", "NOT_READY", []kmsg.StreamsGroupDescribeResponseGroupMember{member(nil, nil, nil)}, false, "streams group NOT_READY with 1 member", ""},
 		{"assigning", "ASSIGNING", []kmsg.StreamsGroupDescribeResponseGroupMember{member(all, nil, nil)}, false, "ASSIGNING", ""},
 		{"stable, a task not assigned", "STABLE", []kmsg.StreamsGroupDescribeResponseGroupMember{member(map[string][]int32{"0": {0, 1}}, nil, nil)}, false, "active tasks 1_0 not assigned", ""},
 		{"stable, tasks over two members", "STABLE", []kmsg.StreamsGroupDescribeResponseGroupMember{member(map[string][]int32{"0": {0}}, nil, nil), member(map[string][]int32{"0": {1}, "1": {0}}, nil, nil)}, true, "", ""},
@@ -47,7 +47,8 @@ func TestStreamsView(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := groupView{}
 			streamsView(kmsg.StreamsGroupDescribeResponseGroup{State: tt.state, Members: tt.members, Topology: topology}, map[string]int32{"events": 2}, &v)
-			if v.running != tt.running || !strings.Contains(v.notRunning, tt.notRun) || (tt.notRun == "") != (v.notRunning == "") {
+			// "with 1 members" was the grammar fault of a new-user pass.
+			if v.running != tt.running || !strings.Contains(v.notRunning, tt.notRun) || (tt.notRun == "") != (v.notRunning == "") || strings.Contains(v.notRunning, " 1 members") {
 				t.Errorf("running %v (%q), want %v (%q)", v.running, v.notRunning, tt.running, tt.notRun)
 			}
 			if !strings.Contains(v.notCaught, tt.restoring) || (tt.restoring == "") != (v.notCaught == "") {

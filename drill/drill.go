@@ -126,6 +126,17 @@ type Phase struct {
 	NoBackup bool `json:"no_backup,omitempty"`
 }
 
+// Reached reports whether the drill started the phase name (it passed or
+// failed; not skipped, not left out).
+func (r *Report) Reached(name string) bool {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p.Status != StatusSkipped
+		}
+	}
+	return false
+}
+
 // OK reports whether the phase passed.
 func (p *Phase) OK() bool { return p.Status == StatusPassed }
 
@@ -136,6 +147,9 @@ type Volume struct {
 	Segments   int   `json:"segments"`   // segment objects the backup names
 	Records    int64 `json:"records"`    // records the backup holds (the whole chain)
 	Bytes      int64 `json:"bytes"`      // stored (compressed) segment bytes of the backup
+	// InFlightTopics are the repartition topics whose in-flight tails the
+	// backup holds: counted in Topics, Partitions and Records too.
+	InFlightTopics int `json:"in_flight_topics,omitempty"`
 	// BackupRecords and BackupBytes are what the drill's own backup run
 	// copied (less than the whole chain for an incremental backup; 0
 	// with Options.BackupID).
@@ -179,7 +193,11 @@ type Report struct {
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
 	OK         bool      `json:"ok"` // every phase passed
-	Phases     []Phase   `json:"phases"`
+	// Interrupted is set when the drill's context was cancelled (SIGINT,
+	// SIGTERM): the phase it was in failed with Error "interrupted" and
+	// the phases after it are skipped; OK is false.
+	Interrupted bool    `json:"interrupted,omitempty"`
+	Phases      []Phase `json:"phases"`
 
 	// RTO is the time from the start of the drill to restored and
 	// verified (the end of the verify-cluster phase); 0 when the drill

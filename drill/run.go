@@ -33,6 +33,18 @@ type drill struct {
 	appDeadline time.Time   // the start of the application + App.Timeout
 }
 
+// tailsIncluded is the clause that says a count of topics includes n
+// in-flight tails of repartition topics: "" for none.
+func tailsIncluded(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", in-flight tails of %s included", plural(int64(n), "repartition topic", "repartition topics"))
+}
+
+// interrupted is the Error of the phase a cancelled drill was in.
+const interrupted = "interrupted"
+
 // phaseFunc runs one phase: an error fails it, and so does any problem it
 // adds to p.
 type phaseFunc func(ctx context.Context, p *Phase) error
@@ -82,6 +94,9 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			p.Duration = Duration(time.Since(p.StartedAt))
 			if err != nil {
 				p.Error = err.Error()
+				if ctx.Err() != nil {
+					p.Error = interrupted
+				}
 				p.Locked = errors.Is(err, backup.ErrLocked) || errors.Is(err, restorer.ErrLocked)
 				p.Transient = storage.IsTransient(err)
 				_, damagedSegments := errors.AsType[*restorer.DamageError](err)
@@ -125,6 +140,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	d.rep.FinishedAt = time.Now()
 	d.rep.OK = !failed
 	if err := ctx.Err(); err != nil {
+		d.rep.Interrupted, d.rep.OK = true, false
 		return d.rep, err
 	}
 	d.record(ctx)
@@ -188,8 +204,11 @@ func (d *drill) backup(ctx context.Context, p *Phase) error {
 	d.rep.BackupID, d.rep.BackupTaken = res.BackupID, true
 	d.rep.Volume.BackupRecords, d.rep.Volume.BackupBytes = res.Records, res.Bytes
 	d.addWarnings("backup", res.Warnings)
-	p.Detail = fmt.Sprintf("%s copied from %s (%s), %d bytes stored",
-		plural(res.Records, "record", "records"), plural(int64(res.Topics), "topic", "topics"), plural(int64(res.Partitions), "partition", "partitions"), res.Bytes)
+	// Records count the in-flight tails' records, so the topics and
+	// partitions count the tails too, as the report's Volume does.
+	p.Detail = fmt.Sprintf("%s copied from %s (%s)%s, %d bytes stored",
+		plural(res.Records, "record", "records"), plural(int64(res.Topics+res.InFlightTopics), "topic", "topics"),
+		plural(int64(res.Partitions+res.InFlightPartitions), "partition", "partitions"), tailsIncluded(res.InFlightTopics), res.Bytes)
 	if res.ParentID != "" {
 		p.Detail += fmt.Sprintf("; incremental after backup %s", res.ParentID)
 	}
@@ -225,7 +244,7 @@ func (d *drill) load(ctx context.Context) error {
 	// The backup's in-flight tails are restored like its topics
 	// (docs/DOMAIN.md#in-flight): they count in its volume.
 	all := slices.Concat(m.Topics, m.InFlight)
-	v.Topics = len(all)
+	v.Topics, v.InFlightTopics = len(all), len(m.InFlight)
 	for _, t := range all {
 		v.Partitions += len(t.PartitionCuts)
 		for _, pc := range t.PartitionCuts {

@@ -29,8 +29,12 @@ type StateDigestError struct {
 }
 
 func (e *StateDigestError) Error() string {
-	return fmt.Sprintf("the state restored from backup %s differs from the backup's in %d changelog partitions: %s",
-		e.BackupID, len(e.Different), strings.Join(e.Different, "; "))
+	noun := "changelog partitions"
+	if len(e.Different) == 1 {
+		noun = "changelog partition"
+	}
+	return fmt.Sprintf("the state restored from backup %s differs from the backup's in %d %s: %s",
+		e.BackupID, len(e.Different), noun, strings.Join(e.Different, "; "))
 }
 
 // checkStateDigests reads back every restored changelog partition of

@@ -73,7 +73,8 @@ and the TLS and password files), $${ is a literal "${"; a regular file of at mos
     concurrency             partitions copied at once (default 4)
     cut_attempts            tries to prove the cut consistent with the application's
                             transactions before keeping it unproven (default 100, at least 1)
-    cut_timeout             time all those tries may take (a Go duration, default 30s)
+    cut_timeout             time all those tries may take (a Go duration, default 30s,
+                            at least 100ms; checked between tries, the first always runs)
 `
 
 // configValidateOptions are the flags of `config validate`.

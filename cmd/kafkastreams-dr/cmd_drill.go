@@ -44,6 +44,9 @@ type drillOptions struct {
 
 	// drill runs the drill; nil means drill.Run. Tests inject one.
 	drill func(context.Context, drill.Options) (*drill.Report, error)
+	// interruptHint is what to do after this drill was interrupted, set
+	// by the run (it depends on how far the drill got).
+	interruptHint string
 }
 
 const drillLong = `Run a disaster-recovery drill of one Kafka Streams application: back it up from the
@@ -64,7 +67,10 @@ data volume, the group's offsets on the source and on the target, and the warnin
 case per phase), whether the drill passed or not. --junit and --out are checked before
 the drill starts: a --junit that is a directory, or whose directory does not exist (it is
 not created, except when it is --out), and an --out that is a file or not empty exit 2.
-A failed phase stops the drill: the phases after it are reported as skipped.
+A failed phase stops the drill: the phases after it are reported as skipped. An
+interrupted drill (SIGINT, SIGTERM) prints the report so far, the interrupted phase
+failed ("interrupted": true in --json), and exits 130; once its restore started the
+drill target is no longer new, and the next drill needs a new, empty one.
 
 The report gives each restored state store's state check (the digest of its changelog's
 latest value per key on the target against the backup's): equal, different (the
@@ -83,7 +89,11 @@ app-running and app-caught-up). COMMAND is run by /bin/sh -c in a process group 
 own, with KAFKASTREAMS_DR_BOOTSTRAP_SERVERS (the target's host:port,...) and
 KAFKASTREAMS_DR_APPLICATION_ID in its environment; start it with exec, and with an empty
 state directory (see state wipe). The drill stops it at the end, passed, failed or
-interrupted: SIGTERM, then SIGKILL after drill.app.stop_grace (30s). Its output is logged
+interrupted: SIGTERM to its process group, then SIGKILL after drill.app.stop_grace (30s);
+a process that leaves the group (setsid) is not stopped. Before writing anything the
+drill checks that the first word of a plain command (after exec) is a program on PATH or
+an executable file, and refuses it with exit 2 otherwise; a command with shell syntax is
+left to the shell. Its output is logged
 at debug level (--log-level debug). An application that exits by itself fails the drill
 with its exit status and last lines; one not caught up within --app-timeout (default
 drill.app.timeout, 10m) fails it too.
@@ -107,7 +117,8 @@ backup_id), never 0.
 EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed (the application
 exited by itself or was not caught up within --app-timeout included), 2 when the
 restore was refused (the target is not new), when the --backup-id backup does not exist
-(see list -c FILE) or is damaged, or for usage and config errors.
+(see list -c FILE) or is damaged, when with --backup-id storage.path does not exist (it is
+not created), when the application command cannot run, or for usage and config errors.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.* and backup.* (as for backup),
@@ -142,10 +153,18 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
 			}
+			run := runDrill
 			if o.Embedded {
-				return runEmbeddedDrill(cmd.Context(), o, s)
+				run = runEmbeddedDrill
 			}
-			return runDrill(cmd.Context(), o, s)
+			err := run(cmd.Context(), o, s)
+			if o.interruptHint != "" {
+				if cmd.Annotations == nil {
+					cmd.Annotations = map[string]string{}
+				}
+				cmd.Annotations[interruptHintAnnotation] = o.interruptHint
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -239,7 +258,19 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 		return withCode(exitUsage, fmt.Errorf("the drill target is the source cluster (%s): a drill restores into another, new cluster", targetName),
 			"set target.bootstrap_servers, or pass --target-bootstrap-servers host:port,...")
 	}
-	store, err := openStorage(ctx, cfg.Storage)
+	app := drillApp(o, cfg.Drill.App, target.BootstrapServers)
+	if err := checkAppCommand(o, app); err != nil {
+		return err
+	}
+	// With --backup-id the drill takes no backup: until the restore it
+	// reads the repository, which must exist, as for list and verify.
+	open := openStorage
+	if o.BackupID != "" {
+		open = func(ctx context.Context, s config.Storage) (storage.Backend, error) {
+			return openExistingStorage(ctx, s, "")
+		}
+	}
+	store, err := open(ctx, cfg.Storage)
 	if err != nil {
 		return storageError(err)
 	}
@@ -253,14 +284,17 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	ro.Retention = o.Retention
 	bo.Observer, ro.Observer = tel.backupObserver(), tel.restoreObserver()
 	do := drill.Options{Store: store, Backup: bo, BackupID: o.BackupID, Restore: ro, Shallow: o.NoDeep, Logger: o.Logger}
-	do.App = drillApp(o, cfg.Drill.App, target.BootstrapServers)
+	do.App = app
 
 	header := drillHeader(cfg.ApplicationID, strings.Join(cfg.Source.BootstrapServers, ","), o.BackupID, store.Location(), targetName)
 
 	o.Logger.Info("drill starting", "application_id", cfg.ApplicationID, "repository", store.Location(), "target", targetName)
 	rep, err := o.run(ctx, do)
 	if err != nil {
-		return drillRunError(err, o, rep)
+		if rep != nil {
+			o.interruptHint = drillInterruptHint(rep, targetName)
+		}
+		return drillRunError(err, o, rep, s, header)
 	}
 	return finishDrill(s, o, rep, header, cfg.File())
 }
@@ -283,6 +317,25 @@ func drillApp(o *drillOptions, c config.DrillApp, bootstrap []string) *drill.App
 	return a
 }
 
+// checkAppCommand refuses, before the drill writes anything, an
+// application command whose program cannot run (drill.CheckCommand), with
+// exit 2 naming the flag or key it came from.
+func checkAppCommand(o *drillOptions, app *drill.App) error {
+	if app == nil {
+		return nil
+	}
+	err := drill.CheckCommand(app.Command)
+	if err == nil {
+		return nil
+	}
+	from := "drill.app.command"
+	if o.AppCommand != "" {
+		from = "--app-command"
+	}
+	return withCode(exitUsage, fmt.Errorf("%s %q cannot start the application: %w", from, app.Command, err),
+		fmt.Sprintf("fix %s: it is run as /bin/sh -c COMMAND, so its first word (after exec) must be a program on PATH or the path of an executable file", from))
+}
+
 func (o *drillOptions) run(ctx context.Context, do drill.Options) (*drill.Report, error) {
 	if o.drill != nil {
 		return o.drill(ctx, do)
@@ -290,10 +343,21 @@ func (o *drillOptions) run(ctx context.Context, do drill.Options) (*drill.Report
 	return drill.Run(ctx, do)
 }
 
+// drillInterruptHint is what to do after an interrupted drill: once the
+// restore started, the drill target holds restored topics and the next
+// drill there is refused (a drill restores into a new cluster).
+func drillInterruptHint(rep *drill.Report, target string) string {
+	if rep.Reached(drill.PhaseRestore) {
+		return fmt.Sprintf("the drill target %s now holds the restored topics (and, after verify-offsets, the group's offsets): a drill restores only into a new cluster, so the next drill there is refused. Start over on a new, empty target (--target-bootstrap-servers or target.bootstrap_servers), or delete the application's topics and group on this one", target)
+	}
+	return "nothing was restored into the drill target: run the same command again"
+}
+
 // drillRunError maps a drill that could not finish. An interrupted drill
-// still writes its JUnit report (the phases so far, the interrupted one
-// failed), so a cancelled CI job shows where it stopped.
-func drillRunError(err error, o *drillOptions, rep *drill.Report) error {
+// prints its report so far (text or --json: the phases up to the
+// interrupted one, which failed with "interrupted") and still writes its
+// JUnit report, so a cancelled CI job shows where it stopped.
+func drillRunError(err error, o *drillOptions, rep *drill.Report, s *iostreams, header []string) error {
 	if rep != nil && o.JUnit != "" {
 		if werr := writeJUnit(o.JUnit, rep); werr != nil {
 			o.Logger.Warn("could not write the JUnit report of the interrupted drill", "err", werr)
@@ -305,6 +369,15 @@ func drillRunError(err error, o *drillOptions, rep *drill.Report) error {
 		// context.DeadlineExceeded and is no cancellation.
 		return withCode(exitError, fmt.Errorf("drill: %w", err), storage.TransientHint("the storage"))
 	case errors.Is(err, context.Canceled):
+		if rep != nil {
+			if o.JSON {
+				if werr := writeJSON(s.Out, rep); werr != nil {
+					o.Logger.Warn("could not print the report of the interrupted drill", "err", werr)
+				}
+			} else {
+				printDrillReport(s.Out, rep, header, o.JUnit)
+			}
+		}
 		return err
 	}
 	return withCode(exitError, fmt.Errorf("drill: %w", err), "")
@@ -372,7 +445,12 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 	}
 	rep, err := o.run(ctx, do)
 	if err != nil {
-		return drillRunError(err, o, rep)
+		o.interruptHint = "the in-process clusters stopped with the drill: run it again (with --out, name a new directory: it must be empty)"
+		var story []string
+		if rep != nil {
+			story = embeddedDrillStory(rep, sourceSeeds, targetSeeds, out)
+		}
+		return drillRunError(err, o, rep, s, story)
 	}
 
 	story := embeddedDrillStory(rep, sourceSeeds, targetSeeds, out)

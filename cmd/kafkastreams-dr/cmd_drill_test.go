@@ -318,7 +318,8 @@ func TestInterruptedDrillWritesJUnit(t *testing.T) {
 		{Name: drill.PhaseRestore, Status: drill.StatusFailed, Error: "context canceled"},
 		{Name: drill.PhaseVerifyCluster, Status: drill.StatusSkipped},
 	}}
-	err := drillRunError(context.Canceled, o, rep)
+	st, _, _ := testStreams()
+	err := drillRunError(context.Canceled, o, rep, st, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}

@@ -631,11 +631,13 @@ func listBackupsHint(location, kind string) string {
 	if kind == "embedded" {
 		return fmt.Sprintf("make one first: kafkastreams-dr backup --embedded --out %s", location)
 	}
-	ls := "ls " + strings.TrimSuffix(location, "/") + "/" + format.BackupsPrefix()
-	if strings.HasPrefix(location, "s3://") {
-		ls = "aws s3 ls " + strings.TrimSuffix(location, "/") + "/" + format.BackupsPrefix()
+	// list reads the repository as the config says: an S3 endpoint and
+	// its credentials included, which an "aws s3 ls" line would lack.
+	h := "see which backups the repository holds: kafkastreams-dr list -c FILE"
+	if !strings.HasPrefix(location, "s3://") {
+		h += " (or ls " + strings.TrimSuffix(location, "/") + "/" + format.BackupsPrefix() + ": complete ones have a manifest.json)"
 	}
-	return fmt.Sprintf("see which backups the repository holds (complete ones have a manifest.json): %s", ls)
+	return h
 }
 
 // retentionValue is the --retention flag, parsed when set so that a bad

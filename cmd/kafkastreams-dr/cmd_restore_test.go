@@ -376,7 +376,8 @@ func TestRestoreErrors(t *testing.T) {
 			}
 		})
 	}
-	if h := listBackupsHint("s3://bucket/prefix", "list"); !strings.Contains(h, "aws s3 ls s3://bucket/prefix/backups/") {
+	// list -c FILE, not "aws s3 ls", which lacked the configured endpoint.
+	if h := listBackupsHint("s3://bucket/prefix", "list"); !strings.Contains(h, "kafkastreams-dr list -c FILE") {
 		t.Errorf("S3 hint = %q", h)
 	}
 }

@@ -306,52 +306,96 @@ func TestDrillAppFailures(t *testing.T) {
 // TestDrillInterruptedStopsApp runs drill in a process of its own (main
 // and its signal handling), sends it SIGINT while its application runs,
 // and expects exit 130, the application stopped by the drill and gone.
+// Regression (new-user pass): the interrupted drill printed no report and
+// no hint, and the next drill was refused (the target holds the restored
+// topics) without saying why; it now prints the report so far, text or
+// --json, with the interrupted phase, and says the target is no longer new.
 func TestDrillInterruptedStopsApp(t *testing.T) {
 	cfg, _ := drillAppRepo(t, "")
-	target := testkit.StartKfake(t, 1)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	args, _ := json.Marshal([]string{"--log-level", "info", "drill", "-c", cfg, "--backup-id", "latest",
-		"--target-bootstrap-servers", target.Bootstrap(), "--app-command", "echo $$ > " + pidFile + "; exec sleep 300"})
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMain$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "KDR_HELPER_MAIN_ARGS="+string(args))
-	var stdout, stderr syncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	pid := pidIn(t, pidFile)
-	if gone(pid) {
-		t.Fatalf("the application (pid %d) is not running", pid)
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the drill did not stop within 60s of SIGINT:\n%s", stderr.String())
-	}
-	if code := cmd.ProcessState.ExitCode(); code != exitCancelled {
-		t.Errorf("exit code %d after SIGINT, want %d\nstderr:\n%s", code, exitCancelled, stderr.String())
-	}
-	if !gone(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		t.Errorf("the application (pid %d) still runs after the interrupted drill", pid)
-	}
-	// The drill stopped it itself (SIGTERM), not only the kernel's
-	// parent-death signal.
-	if !strings.Contains(stderr.String(), "application stopped") || !strings.Contains(stderr.String(), "SIGTERM") {
-		t.Errorf("the drill did not log stopping the application with SIGTERM:\n%s", stderr.String())
+	for _, asJSON := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
+			target := testkit.StartKfake(t, 1)
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			argv := []string{"--log-level", "info", "drill", "-c", cfg, "--backup-id", "latest",
+				"--target-bootstrap-servers", target.Bootstrap(), "--app-command", "echo $$ > " + pidFile + "; exec sleep 300"}
+			if asJSON {
+				argv = append(argv, "--json")
+			}
+			args, _ := json.Marshal(argv)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMain$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "KDR_HELPER_MAIN_ARGS="+string(args))
+			var stdout, stderr syncBuffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			t.Cleanup(func() {
+				select {
+				case <-done:
+				default:
+					cmd.Process.Kill()
+					<-done
+				}
+			})
+			pid := pidIn(t, pidFile)
+			if gone(pid) {
+				t.Fatalf("the application (pid %d) is not running", pid)
+			}
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("the drill did not stop within 60s of SIGINT:\n%s", stderr.String())
+			}
+			if code := cmd.ProcessState.ExitCode(); code != exitCancelled {
+				t.Errorf("exit code %d after SIGINT, want %d\nstderr:\n%s", code, exitCancelled, stderr.String())
+			}
+			if !gone(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("the application (pid %d) still runs after the interrupted drill", pid)
+			}
+			// The drill stopped it itself (SIGTERM), not only the kernel's
+			// parent-death signal.
+			if !strings.Contains(stderr.String(), "application stopped") || !strings.Contains(stderr.String(), "SIGTERM") {
+				t.Errorf("the drill did not log stopping the application with SIGTERM:\n%s", stderr.String())
+			}
+			// The report so far, with the interrupted phase.
+			out := stdout.String()
+			t.Logf("stdout of the interrupted drill:\n%s", out)
+			if asJSON {
+				var rep struct {
+					OK          bool `json:"ok"`
+					Interrupted bool `json:"interrupted"`
+					Phases      []struct {
+						Name   string `json:"name"`
+						Status string `json:"status"`
+						Error  string `json:"error"`
+					} `json:"phases"`
+				}
+				if err := json.Unmarshal([]byte(out), &rep); err != nil {
+					t.Fatalf("--json of the interrupted drill: %v\n%s", err, out)
+				}
+				var app string
+				for _, p := range rep.Phases {
+					if p.Name == "app-running" {
+						app = p.Status + ": " + p.Error
+					}
+				}
+				if rep.OK || !rep.Interrupted || app != "failed: interrupted" {
+					t.Errorf("--json ok %v, interrupted %v, app-running %q; want false, true, \"failed: interrupted\"\n%s", rep.OK, rep.Interrupted, app, out)
+				}
+			} else if !strings.Contains(out, "app-running") || !strings.Contains(out, "FAILED: interrupted") || !strings.Contains(out, "drill INTERRUPTED") {
+				t.Errorf("stdout of the interrupted drill lacks the report (app-running FAILED: interrupted, drill INTERRUPTED):\n%s", out)
+			}
+			// What to do next: the target is no longer new.
+			if e := stderr.String(); !strings.Contains(e, "Error: interrupted") || !strings.Contains(e, target.Bootstrap()+" now holds the restored topics") || !strings.Contains(e, "new, empty") {
+				t.Errorf("stderr lacks the hint that the drill target holds the restored topics:\n%s", e)
+			}
+		})
 	}
 }
 
@@ -422,6 +466,12 @@ func TestDrillAppLeavesItsOutputOpen(t *testing.T) {
 	case r := <-done:
 		if r.code != exitError || !strings.Contains(r.stderr, "exit status 4") || !strings.Contains(r.stderr, "holder started") {
 			t.Errorf("exit %d, want %d naming exit status 4 and the last line\n%s", r.code, exitError, r.stderr)
+		}
+		// The drill stops the process group it started; a process that
+		// left it with setsid is the application's business
+		// (docs/OPERATIONS.md), and outlives the drill.
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Errorf("the setsid process %d is gone after the drill (%v): the docs say the drill leaves it", pid, err)
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the drill did not end within 2 minutes of an application command that exited at once")

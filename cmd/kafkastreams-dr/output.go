@@ -8,12 +8,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
 
 // plural returns "1 topic" or "2 topics": n and the noun for n.
 func plural(n int, one, many string) string { return plural64(int64(n), one, many) }
+
+// partitionsText names partition numbers in words: "partition 1",
+// "partitions 1, 3".
+func partitionsText(partitions []int32) string {
+	nums := make([]string, len(partitions))
+	for i, p := range partitions {
+		nums[i] = strconv.Itoa(int(p))
+	}
+	if len(nums) == 1 {
+		return "partition " + nums[0]
+	}
+	return "partitions " + strings.Join(nums, ", ")
+}
+
+// tailsIncluded is the clause that says a count of topics includes n
+// in-flight tails of repartition topics: "" for none.
+func tailsIncluded(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return ", in-flight tails of " + plural(n, "repartition topic", "repartition topics") + " included"
+}
 
 // plural64 is plural for int64 counts.
 func plural64(n int64, one, many string) string {

@@ -78,8 +78,12 @@ func printBackupResult(w io.Writer, r *backup.Result, location string, m *format
 	}
 	fmt.Fprintf(w, "  repository   %s\n", location)
 	fmt.Fprintf(w, "  manifest     %s\n", r.Manifest)
-	fmt.Fprintf(w, "  this run     copied %s, %d bytes compressed, from %s (%s)\n",
-		plural64(r.Records, "record", "records"), r.Bytes, plural(r.Topics, "topic", "topics"), plural(r.Partitions, "partition", "partitions"))
+	// The records count the in-flight tails' (copied by this run too), so
+	// the topics and partitions do, as the stderr summary's and the
+	// drill's do.
+	fmt.Fprintf(w, "  this run     copied %s, %d bytes compressed, from %s (%s)%s\n",
+		plural64(r.Records, "record", "records"), r.Bytes, plural(r.Topics+r.InFlightTopics, "topic", "topics"),
+		plural(r.Partitions+r.InFlightPartitions, "partition", "partitions"), tailsIncluded(r.InFlightTopics))
 	if m.Group != nil {
 		fmt.Fprintf(w, "  group        %s: %d committed offsets (state %s)\n", m.Group.GroupID, len(m.Group.Offsets), orNone(m.Group.State))
 	}

@@ -44,16 +44,33 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 			}
 			switch {
 			case p.Error != "":
-				result += ": " + p.Error
+				// One line per row: lines the error quotes (the
+				// application's output) go below the table.
+				first, more, _ := strings.Cut(p.Error, "\n")
+				result += ": " + first
+				if more != "" {
+					result += " (below)"
+				}
 			case len(p.Problems) > 0:
 				result += ": " + plural(len(p.Problems), "problem", "problems") + ", the first: " + p.Problems[0]
 			}
 		case drill.StatusSkipped:
-			result += " (an earlier phase failed)"
+			if rep.Interrupted {
+				result += " (the drill was interrupted)"
+			} else {
+				result += " (an earlier phase failed)"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, d, result)
 	}
 	tw.Flush()
+	if p := rep.Failed(); p != nil && strings.Contains(p.Error, "\n") {
+		first, more, _ := strings.Cut(p.Error, "\n")
+		fmt.Fprintf(w, "\n%s: %s\n", p.Name, first)
+		for _, l := range strings.Split(more, "\n") {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	if p := rep.Failed(); p != nil && len(p.Problems) > 0 {
 		fmt.Fprintf(w, "\n%s: %s:\n", p.Name, plural(len(p.Problems), "problem", "problems"))
 		for _, pr := range p.Problems {
@@ -79,9 +96,9 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 	}
 	printRTOToApp(w, rep)
 	if v := rep.Volume; v.Topics > 0 {
-		fmt.Fprintf(w, "data  %s: %s in %s (%s), %s, %d bytes stored",
+		fmt.Fprintf(w, "data  %s: %s in %s (%s)%s, %s, %d bytes stored",
 			orNone(rep.BackupID), plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"),
-			plural(v.Segments, "segment", "segments"), v.Bytes)
+			tailsIncluded(v.InFlightTopics), plural(v.Segments, "segment", "segments"), v.Bytes)
 		if rep.RestoreID != "" {
 			fmt.Fprintf(w, "; %d restored, %d verified", v.RecordsRestored, v.RecordsVerified)
 		}
@@ -109,7 +126,7 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 		for _, st := range rep.States {
 			line := fmt.Sprintf("  %s (topic %s, %s): %s", st.Store, st.Topic, plural(st.Partitions, "partition", "partitions"), st.Result)
 			if len(st.Different) > 0 {
-				line += fmt.Sprintf(" in partitions %v", st.Different)
+				line += " in " + partitionsText(st.Different)
 			}
 			fmt.Fprintln(w, line)
 		}
@@ -124,6 +141,9 @@ func printDrillReport(w io.Writer, rep *drill.Report, header []string, junit str
 	verdict := "drill PASSED"
 	if !rep.OK {
 		verdict = "drill FAILED"
+		if rep.Interrupted {
+			verdict = "drill INTERRUPTED"
+		}
 		if p := rep.Failed(); p != nil {
 			verdict += " in phase " + p.Name
 		}
@@ -221,8 +241,9 @@ func embeddedDrillStory(rep *drill.Report, sourceSeeds, targetSeeds []string, ou
 	if p := rep.Phase(drill.PhaseBackup); p != nil && p.OK() {
 		v := rep.Volume
 		story = append(story,
-			wrapIndent(fmt.Sprintf("2. backup %s into %s: %s of %s (%s), %d bytes stored.",
-				rep.BackupID, out, plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"), v.Bytes), "   "),
+			wrapIndent(fmt.Sprintf("2. backup %s into %s: %s of %s (%s)%s, %d bytes stored.",
+				rep.BackupID, out, plural64(v.Records, "record", "records"), plural(v.Topics, "topic", "topics"), plural(v.Partitions, "partition", "partitions"),
+				tailsIncluded(v.InFlightTopics), v.Bytes), "   "),
 			"3. The source cluster is gone: it was stopped after the backup.")
 	} else {
 		story = append(story, fmt.Sprintf("2. The backup into %s failed (below).", out))

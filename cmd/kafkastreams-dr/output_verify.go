@@ -60,7 +60,11 @@ func printStoreStates(w io.Writer, states []verify.StoreState) {
 		line := fmt.Sprintf("state of store %q (topic %s, %s): %s", st.Store, st.Topic, plural(st.Partitions, "partition", "partitions"), st.Result)
 		switch st.Result {
 		case format.StateDigestDifferent:
-			line += fmt.Sprintf(" (partitions %v differ from the backup's state digest)", st.Different)
+			verb := "differ"
+			if len(st.Different) == 1 {
+				verb = "differs"
+			}
+			line += fmt.Sprintf(" (%s %s from the backup's state digest)", partitionsText(st.Different), verb)
 		case format.StateDigestNotRecorded:
 			line += " (the backup recorded no state digest: a backup written before digests existed; records are compared all the same)"
 		}

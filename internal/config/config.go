@@ -56,6 +56,10 @@ const (
 	// cut's attempts may take, longer than a Streams app's EOS commit
 	// interval (commit.interval.ms 100) many times over.
 	DefaultCutTimeout = 30 * time.Second
+	// MinCutTimeout is the shortest backup.cut_timeout accepted (100ms):
+	// the timeout is checked between attempts, so the first attempt
+	// always runs, and a bound shorter than one attempt bounds nothing.
+	MinCutTimeout = 100 * time.Millisecond
 )
 
 // Storage backends (storage.backend).

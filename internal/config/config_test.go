@@ -717,6 +717,14 @@ func TestCutBounds(t *testing.T) {
 		{"zero attempts", base + "backup:\n  cut_attempts: 0\n", 0, 0, "backup.cut_attempts must be at least 1, not 0"},
 		{"zero timeout", base + "backup:\n  cut_timeout: 0s\n", 0, 0, "backup.cut_timeout must be a duration"},
 		{"timeout not a duration", base + "backup:\n  cut_timeout: 30\n", 0, 0, "backup.cut_timeout must be a duration"},
+		// New-user faults: an empty value is not "0", an integer too large
+		// for 64 bits is not "not an integer", and a timeout shorter than
+		// one attempt's settle bounds nothing.
+		{"empty attempts", base + "backup:\n  cut_attempts:\n", 0, 0, "backup.cut_attempts has no value"},
+		{"empty timeout", base + "backup:\n  cut_timeout:\n", 0, 0, "backup.cut_timeout has no value"},
+		{"attempts too large", base + "backup:\n  cut_attempts: 99999999999999999999\n", 0, 0, "backup.cut_attempts 99999999999999999999 is too large (at most 9223372036854775807)"},
+		{"timeout below the minimum", base + "backup:\n  cut_timeout: 1ns\n", 0, 0, "backup.cut_timeout must be at least 100ms, not 1ns"},
+		{"timeout at the minimum", base + "backup:\n  cut_timeout: 100ms\n", DefaultCutAttempts, 100 * time.Millisecond, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

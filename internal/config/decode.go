@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -75,6 +76,10 @@ type decoder struct {
 	lines  map[string]int  // key path -> line of the key or list item
 	bad    map[string]bool // key paths whose value could not be decoded
 	envRef map[string]bool // key paths whose value referenced ${VAR}
+	// null lists the key paths written without a value ("cut_attempts:"):
+	// decoded as the zero value, which validate must not report as if
+	// the zero had been written.
+	null map[string]bool
 	// emptyEnv lists, per key path, the ${VAR} references that expanded
 	// to "" (set but empty): a warning, and the likely cause of an error
 	// at that key.
@@ -164,6 +169,7 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 		n = n.Alias
 	}
 	if isNull(n) {
+		d.null[path] = true
 		return // an empty value leaves the zero value (and its default)
 	}
 	t := v.Type()
@@ -322,7 +328,11 @@ func (d *decoder) scalar(path string, n *yaml.Node, v reflect.Value) {
 		}
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
 		i, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
-		if err != nil || v.OverflowInt(i) {
+		if errors.Is(err, strconv.ErrRange) || err == nil && v.OverflowInt(i) {
+			d.fail(path, n.Line, "%s %s is too large (at most %d)", path, s, maxInt(t))
+			return
+		}
+		if err != nil {
 			d.fail(path, n.Line, "%s must be an integer, not %q", path, s)
 			return
 		}
@@ -369,6 +379,11 @@ func expandEnv(s string, lookup func(string) (string, bool)) (out string, refs b
 				return "", refs, fmt.Errorf("${%s} is not a valid environment variable reference (write $${ for a literal ${)", name)
 			}
 			val, ok := lookup(name)
+			if !ok && strings.HasPrefix(name, drillEnvPrefix) {
+				// ${...} is expanded when the config is read, before the
+				// drill sets its variables for the application it starts.
+				return "", refs, fmt.Errorf("environment variable %s is not set: the drill sets $%s for the application it starts (drill.app.command), so write $%s without braces and the shell expands it", name, name, name)
+			}
 			if !ok {
 				return "", refs, fmt.Errorf("environment variable %s is not set", name)
 			}
@@ -381,6 +396,16 @@ func expandEnv(s string, lookup func(string) (string, bool)) (out string, refs b
 		}
 	}
 	return b.String(), refs, nil
+}
+
+// drillEnvPrefix begins the names of the variables the drill sets for the
+// application it starts (KAFKASTREAMS_DR_BOOTSTRAP_SERVERS,
+// KAFKASTREAMS_DR_APPLICATION_ID); see DrillApp.Command.
+const drillEnvPrefix = "KAFKASTREAMS_DR_"
+
+// maxInt is the largest value of the integer type t.
+func maxInt(t reflect.Type) int64 {
+	return int64(1)<<(t.Bits()-1) - 1
 }
 
 func validEnvName(name string) bool {

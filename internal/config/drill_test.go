@@ -35,6 +35,8 @@ storage:
 		{"empty command", "drill:\n  app:\n    command: \"  \"\n", "", 0, 0, "drill.app.command is required with drill.app"},
 		{"bad timeout", "drill:\n  app:\n    command: ./start.sh\n    timeout: soon\n", "", 0, 0, "drill.app.timeout must be a duration"},
 		{"unknown key", "drill:\n  app:\n    cmd: ./start.sh\n", "", 0, 0, "drill.app.cmd"},
+		{"braced drill variable", "drill:\n  app:\n    command: run --bootstrap ${KAFKASTREAMS_DR_BOOTSTRAP_SERVERS}\n", "", 0, 0,
+			"write $KAFKASTREAMS_DR_BOOTSTRAP_SERVERS without braces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

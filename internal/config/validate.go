@@ -29,6 +29,7 @@ func parse(data []byte, name string, lookup func(string) (string, bool), checkFi
 		lines:    map[string]int{},
 		bad:      map[string]bool{},
 		envRef:   map[string]bool{},
+		null:     map[string]bool{},
 		emptyEnv: map[string][]string{},
 		location: map[string]bool{},
 	}
@@ -553,12 +554,19 @@ func (v *validator) backup() {
 	switch {
 	case !v.has("backup.cut_attempts"):
 		b.CutAttempts = DefaultCutAttempts
+	case v.null["backup.cut_attempts"]:
+		v.errf("backup.cut_attempts", "backup.cut_attempts has no value: write a number of attempts, at least 1, or remove the key for the default (%d)", DefaultCutAttempts)
 	case b.CutAttempts < 1 && !v.bad["backup.cut_attempts"]:
 		v.errf("backup.cut_attempts", "backup.cut_attempts must be at least 1, not %d", b.CutAttempts)
 	}
 	// The decoder refuses a cut_timeout that is not a positive duration.
-	if !v.has("backup.cut_timeout") || v.bad["backup.cut_timeout"] {
+	switch {
+	case !v.has("backup.cut_timeout") || v.bad["backup.cut_timeout"]:
 		b.CutTimeout = DefaultCutTimeout
+	case v.null["backup.cut_timeout"]:
+		v.errf("backup.cut_timeout", "backup.cut_timeout has no value: write a duration, at least %s, or remove the key for the default (%s)", MinCutTimeout, DefaultCutTimeout)
+	case b.CutTimeout < MinCutTimeout:
+		v.errf("backup.cut_timeout", "backup.cut_timeout must be at least %s, not %s: the bound is checked between attempts (the first attempt always runs), so a shorter one bounds nothing", MinCutTimeout, b.CutTimeout)
 	}
 }
 

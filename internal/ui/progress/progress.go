@@ -358,8 +358,9 @@ func (t *Tracker) Summary(id string, o Outcome) string {
 	parts := []string{plural(int64(len(t.topics)), "topic", "topics"), plural(int64(len(t.partitions)), "partition", "partitions"), plural(t.records, "record", "records")}
 	if t.verb == "backup" {
 		// Only partitions with records to copy are counted: an incremental
-		// run's stdout summary counts every partition of the backup.
-		parts[1] += " with new records"
+		// run's stdout summary counts every partition of the backup. The
+		// in-flight tails are copied like the topics: counted, and said so.
+		parts[1] += " with new records (in-flight tails included)"
 	}
 	if t.verb == "backup" {
 		parts = append(parts, Bytes(t.bytesRead)+" read", fmt.Sprintf("%s stored in %s", Bytes(t.stored), plural(t.segments, "segment", "segments")))

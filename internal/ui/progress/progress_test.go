@@ -71,7 +71,7 @@ func TestNoTerminalOneSummaryLine(t *testing.T) {
 	if hasControl(got) || strings.Count(got, "\n") != 1 {
 		t.Fatalf("want one line without control characters, got %q", got)
 	}
-	for _, w := range []string{"backup 20240501T120000.000Z-1a2b3c4d: 2 topics, 3 partitions with new records, 2004 records, 195.4 KiB read, 29.4 KiB stored in 3 segments in 2s (97.7 KiB/s)"} {
+	for _, w := range []string{"backup 20240501T120000.000Z-1a2b3c4d: 2 topics, 3 partitions with new records (in-flight tails included), 2004 records, 195.4 KiB read, 29.4 KiB stored in 3 segments in 2s (97.7 KiB/s)"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("summary %q does not contain %q", got, w)
 		}
@@ -84,7 +84,7 @@ func TestSummaryOutcomes(t *testing.T) {
 		outcome Outcome
 		want    string
 	}{
-		{"backup", Failed, "backup failed after 1.5s: 2 topics, 3 partitions with new records, 1504 records, 146.5 KiB read, 29.4 KiB stored in 3 segments"},
+		{"backup", Failed, "backup failed after 1.5s: 2 topics, 3 partitions with new records (in-flight tails included), 1504 records, 146.5 KiB read, 29.4 KiB stored in 3 segments"},
 		{"backup", Interrupted, "backup interrupted after 1.5s: 2 topics"},
 		{"backup", Partial, "backup B partial: 2 topics"},
 		{"restore", Refused, "restore refused after 1.5s: 0 topics, 0 partitions, 0 records"},
