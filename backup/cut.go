@@ -129,7 +129,7 @@ func (r *runner) takeCut(ctx context.Context, topics []string, readGroup func(co
 			res.proof.Proven, res.proof.Reason = true, ""
 			return done()
 		}
-		res.proof.Reason = fmt.Sprintf("not proven in %d attempts (backup.cut_attempts %d, backup.cut_timeout %s); the last: %s", attempt, attempts, budget, why)
+		res.proof.Reason = unprovenReason(attempt, attempts, budget, why)
 		wait := time.Duration(rand.Int64N(int64(20*time.Millisecond))) + time.Millisecond
 		if attempt >= attempts || time.Now().Add(wait).After(deadline) {
 			return done()
@@ -405,4 +405,15 @@ func (r *runner) scanAboveLSO(ctx context.Context, topic string, p int32, lso, h
 		return ""
 	}
 	return fmt.Sprintf("%s has more than %d fetches of records above its last stable offset %d; not checked", where, maxScanFetches, lso)
+}
+
+// unprovenReason is the reason an unproven cut records: the attempts made,
+// the bounds (backup.cut_attempts, backup.cut_timeout) and why the last
+// attempt was not proven.
+func unprovenReason(attempt, attempts int, budget time.Duration, why string) string {
+	made := fmt.Sprintf("%d attempts", attempt)
+	if attempt == 1 {
+		made = "1 attempt"
+	}
+	return fmt.Sprintf("not proven in %s (backup.cut_attempts %d, backup.cut_timeout %s); the last: %s", made, attempts, budget, why)
 }
