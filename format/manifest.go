@@ -325,9 +325,12 @@ func ReadManifest(r io.Reader) (*Manifest, error) {
 	return &m, nil
 }
 
-// Validate checks the manifest's internal consistency: format, version, ids,
-// and for every partition that segments are ordered, inside
-// [start_offset, end_offset), and that their record counts add up.
+// Validate checks the manifest's internal consistency: format, version, ids;
+// every topic named once across topics and in_flight, in_flight topics of
+// class repartition and no other; every partition listed once, inside the
+// topic's partition count, with 0 <= start_offset <= end_offset; and that
+// segments are ordered, inside [start_offset, end_offset), and that their
+// record counts add up.
 func (m *Manifest) Validate() error {
 	if m.Format != FormatName {
 		return fmt.Errorf("manifest: format %q is not %q", m.Format, FormatName)
@@ -341,8 +344,28 @@ func (m *Manifest) Validate() error {
 	if m.State != StateComplete && m.State != StateRunning {
 		return fmt.Errorf("manifest %s: invalid state %q", m.BackupID, m.State)
 	}
-	for _, t := range slices.Concat(m.Topics, m.InFlight) {
+	names := map[string]bool{}
+	for i, t := range slices.Concat(m.Topics, m.InFlight) {
+		inFlight := i >= len(m.Topics)
+		if names[t.Name] {
+			return fmt.Errorf("manifest %s: topic %q is listed twice (in topics or in_flight)", m.BackupID, t.Name)
+		}
+		names[t.Name] = true
+		if inFlight != (t.Class == "repartition") {
+			if inFlight {
+				return fmt.Errorf("manifest %s: in-flight topic %q has class %q, not repartition", m.BackupID, t.Name, t.Class)
+			}
+			return fmt.Errorf("manifest %s: topic %q has class repartition: repartition topics are only in in_flight", m.BackupID, t.Name)
+		}
+		parts := map[int32]bool{}
 		for _, p := range t.PartitionCuts {
+			if parts[p.Partition] || p.Partition < 0 || (t.Partitions > 0 && int(p.Partition) >= t.Partitions) {
+				return fmt.Errorf("manifest %s: topic %q: partition %d is listed twice or outside its %d partitions", m.BackupID, t.Name, p.Partition, t.Partitions)
+			}
+			parts[p.Partition] = true
+			if p.StartOffset < 0 || p.StartOffset > p.EndOffset {
+				return fmt.Errorf("manifest %s: topic %q partition %d: start_offset %d is not in 0..end_offset %d", m.BackupID, t.Name, p.Partition, p.StartOffset, p.EndOffset)
+			}
 			var n int64
 			prev := p.StartOffset - 1
 			for _, s := range p.Segments {

@@ -72,6 +72,42 @@ func TestManifestValidateRejects(t *testing.T) {
 			p.Segments = append(p.Segments, p.Segments[0])
 			p.Records = 4
 		}},
+		// A second new user's edits (issue 11): each passed verify --deep,
+		// and a duplicated in-flight topic made a restore write its tail
+		// twice into the target.
+		{"in-flight topic listed twice", func(m *Manifest) { m.InFlight = append(m.InFlight, inFlightTopic(), inFlightTopic()) }},
+		{"in-flight topic named as a backed-up topic", func(m *Manifest) {
+			t := inFlightTopic()
+			t.Name = m.Topics[0].Name
+			m.InFlight = append(m.InFlight, t)
+		}},
+		{"topic listed twice", func(m *Manifest) { m.Topics = append(m.Topics, m.Topics[0]) }},
+		{"in-flight topic of class changelog", func(m *Manifest) {
+			t := inFlightTopic()
+			t.Class = "changelog"
+			m.InFlight = append(m.InFlight, t)
+		}},
+		{"backed-up topic of class repartition", func(m *Manifest) { m.Topics[0].Class = "repartition" }},
+		{"negative start offset", func(m *Manifest) {
+			t := inFlightTopic()
+			t.PartitionCuts[0].StartOffset = -7
+			m.InFlight = append(m.InFlight, t)
+		}},
+		{"start offset past end offset", func(m *Manifest) {
+			t := inFlightTopic()
+			t.PartitionCuts[0].StartOffset = 9
+			m.InFlight = append(m.InFlight, t)
+		}},
+		{"partition listed twice", func(m *Manifest) {
+			t := inFlightTopic()
+			t.PartitionCuts = append(t.PartitionCuts, t.PartitionCuts[0])
+			m.InFlight = append(m.InFlight, t)
+		}},
+		{"partition beyond the partition count", func(m *Manifest) {
+			t := inFlightTopic()
+			t.PartitionCuts[0].Partition = 1
+			m.InFlight = append(m.InFlight, t)
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,6 +121,18 @@ func TestManifestValidateRejects(t *testing.T) {
 	if err := goldenManifest().Validate(); err != nil {
 		t.Fatal(err)
 	}
+	m := goldenManifest()
+	m.InFlight = []Topic{inFlightTopic()}
+	if err := m.Validate(); err != nil {
+		t.Fatalf("a manifest with one in-flight tail: %v", err)
+	}
+}
+
+// inFlightTopic is an in-flight tail of one empty partition, from the
+// group's committed offset 2 to the cut's end 5.
+func inFlightTopic() Topic {
+	return Topic{Name: "order-processor-by-key-repartition", Class: "repartition", Partitions: 1, ReplicationFactor: 1,
+		Configs: map[string]TopicConfig{}, PartitionCuts: []Partition{{Partition: 0, HighWatermark: 5, StartOffset: 2, EndOffset: 5, Segments: []Segment{}}}}
 }
 
 func TestNextBackupIDSortsAfterLatest(t *testing.T) {

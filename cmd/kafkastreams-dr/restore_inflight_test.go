@@ -179,3 +179,51 @@ func editManifestFile(t *testing.T, dir, id string, edit func(map[string]json.Ra
 		t.Fatal(err)
 	}
 }
+
+// TestDuplicatedInFlightTopicIsDamage: a manifest that lists one in-flight
+// topic twice passed verify --deep and made a restore write that tail twice
+// into the target, then blame "another producer" (second new-user pass).
+// Such a manifest is damaged: verify --deep and restore --dry-run exit 2
+// naming the topic, and nothing is written.
+func TestDuplicatedInFlightTopicIsDamage(t *testing.T) {
+	dir := t.TempDir()
+	src := testkit.StartKfake(t, 1)
+	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
+		t.Fatal(err)
+	}
+	backupCfg := writeFile(t, "backup.yaml", fmt.Sprintf(`application_id: order-processor
+source_changelog_topics: [customers]
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [orders, customers, customer-totals, payments, audit-log, "order-processor-*"]
+storage:
+  backend: filesystem
+  path: %s
+`, strings.Join(src.Addrs(), ", "), dir))
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", backupCfg, "--json")
+	var res backupJSON
+	if err := json.Unmarshal([]byte(stdout), &res); code != exitOK || err != nil {
+		t.Fatalf("backup: exit %d (%v)\n%s\n%s", code, err, stdout, stderr)
+	}
+	editManifestFile(t, dir, res.BackupID, func(raw map[string]json.RawMessage) {
+		var tails []json.RawMessage
+		if err := json.Unmarshal(raw["in_flight"], &tails); err != nil || len(tails) == 0 {
+			t.Fatalf("manifest in_flight %s: %v", raw["in_flight"], err)
+		}
+		b, err := json.Marshal(append(tails, tails[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw["in_flight"] = b
+	})
+	code, stdout, stderr = runCLI(t, "verify", "-c", backupCfg, "--deep")
+	if code != exitUsage || !strings.Contains(stdout+stderr, "listed twice") {
+		t.Errorf("verify --deep of a manifest listing an in-flight topic twice: exit %d, want 2 saying it is listed twice\n%s\n%s", code, stdout, stderr)
+	}
+	dst := testkit.StartKfake(t, 1)
+	code, stdout, stderr = runCLI(t, "restore", "-c", restoreConfig(t, dst.Addrs(), dir), "--dry-run")
+	if code != exitUsage || !strings.Contains(stdout+stderr, "listed twice") {
+		t.Errorf("restore --dry-run of that manifest: exit %d, want 2 saying it is listed twice\n%s\n%s", code, stdout, stderr)
+	}
+}
