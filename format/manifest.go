@@ -3,8 +3,10 @@ package format
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -317,7 +319,7 @@ func ReadManifest(r io.Reader) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("decode manifest: %w", err)
+		return nil, fmt.Errorf("decode manifest: %w", JSONError(err))
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
@@ -388,3 +390,34 @@ func (m *Manifest) Validate() error {
 	}
 	return nil
 }
+
+// JSONError rewords a JSON type error of a stored object for the user: the
+// field's path and the JSON type found against the one the format wants
+// (`field "cut.proven" holds a string, where the format wants a bool`),
+// instead of encoding/json's Go struct and type names. Other errors are
+// returned as they are. The returned error wraps err.
+func JSONError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" {
+		return err
+	}
+	want := te.Type.Kind().String()
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		want = "number"
+	case reflect.Slice, reflect.Array:
+		want = "array"
+	case reflect.Struct, reflect.Map:
+		want = "object"
+	}
+	return &jsonTypeError{msg: fmt.Sprintf("field %q holds a %s, where the format wants a %s (at byte %d)", te.Field, te.Value, want, te.Offset), err: err}
+}
+
+type jsonTypeError struct {
+	msg string
+	err error
+}
+
+func (e *jsonTypeError) Error() string { return e.msg }
+func (e *jsonTypeError) Unwrap() error { return e.err }

@@ -158,3 +158,18 @@ func TestNextBackupIDSortsAfterLatest(t *testing.T) {
 		})
 	}
 }
+
+// TestReadManifestTypeErrorInWords: a manifest whose cut.proven is the
+// string "yes" was reported as `json: cannot unmarshal string into Go
+// struct field Cut.cut.proven of type bool` (second new-user pass).
+func TestReadManifestTypeErrorInWords(t *testing.T) {
+	b, err := goldenManifest().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"format_version": 1`), []byte(`"format_version": 1, "cut": {"method": "offsets-ends-offsets", "proven": "yes"}`), 1)
+	_, err = ReadManifest(bytes.NewReader(b))
+	if err == nil || strings.Contains(err.Error(), "Go struct") || !strings.Contains(err.Error(), `field "cut.proven" holds a string, where the format wants a bool`) {
+		t.Fatalf("ReadManifest: %v; want the field and the types in words", err)
+	}
+}

@@ -58,7 +58,7 @@ func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string)
 	}
 	var rep format.DrillReport
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("decode %s: %w: %w", key, ErrUnreadableDrillReport, err)
+		return nil, fmt.Errorf("decode %s: %w: %w", key, ErrUnreadableDrillReport, format.JSONError(err))
 	}
 	return &rep, nil
 }

@@ -65,7 +65,7 @@ func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*
 	}
 	var rep format.RestoreReport
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", key, &unreadableReportError{err})
+		return nil, fmt.Errorf("decode %s: %w", key, &unreadableReportError{format.JSONError(err)})
 	}
 	return &rep, nil
 }
@@ -132,7 +132,7 @@ func LoadJournal(ctx context.Context, store storage.Backend, backupID, clusterID
 		if storage.IsTransient(err) || ctx.Err() != nil {
 			return nil, fmt.Errorf("read restore journal %s: %w", key, err)
 		}
-		return nil, &JournalError{Key: key, Err: err}
+		return nil, &JournalError{Key: key, Err: format.JSONError(err)}
 	}
 	return &j, nil
 }
