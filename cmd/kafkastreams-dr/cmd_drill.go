@@ -182,7 +182,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.BoolVar(&o.Embedded, "embedded", false, "drill a sample Streams app on in-process source and target clusters (no Kafka needed)")
 	f.StringVar(&o.Out, "out", "", "with --embedded: the repository `DIR`, empty or absent (default: a new temporary directory)")
 	f.StringVar(&o.AppCommand, "app-command", "", "start the application with the shell `COMMAND` on the drill target after the restore and measure the RTO to it caught up (default: drill.app.command)")
-	f.DurationVar(&o.AppTimeout, "app-timeout", 0, "bound the wait for the application caught up to `DURATION` from its start (default: drill.app.timeout, 10m)")
+	durationFlag(f, &o.AppTimeout, "app-timeout", 0, "", "bound the wait for the application caught up to `DURATION` from its start (default: drill.app.timeout, 10m)")
 	return cmd
 }
 

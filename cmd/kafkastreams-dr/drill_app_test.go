@@ -428,7 +428,12 @@ func TestDrillAppFlags(t *testing.T) {
 		want string
 	}{
 		{"empty app command", []string{"-c", "app.yaml", "--app-command", " "}, "--app-command is empty"},
-		{"app timeout zero", []string{"-c", "app.yaml", "--app-command", "x", "--app-timeout", "0s"}, "--app-timeout 0s: want a duration greater than zero"},
+		{"app timeout zero", []string{"-c", "app.yaml", "--app-command", "x", "--app-timeout", "0s"}, `--app-timeout "0s": zero leaves no time at all`},
+		// pflag's own duration flag said `invalid argument "abc" for
+		// "--app-timeout" flag: time: invalid duration "abc"` (second
+		// new-user pass): every duration flag reads alike.
+		{"app timeout not a duration", []string{"-c", "app.yaml", "--app-command", "x", "--app-timeout", "abc"}, `--app-timeout "abc": not a duration (like 30s, 2m)`},
+		{"app timeout negative", []string{"-c", "app.yaml", "--app-command", "x", "--app-timeout", "-5s"}, `--app-timeout "-5s": a duration cannot be negative`},
 		{"embedded with app command", []string{"--embedded", "--app-command", "x"}, "--app-command does not go with --embedded"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
