@@ -168,6 +168,17 @@ func Run(ctx context.Context, o Options) (*Estimate, error) {
 			rebuild.RawBytes += raw
 		}
 	}
+	// A changelog restore also produces the in-flight tails (invariant 38);
+	// a rebuild restores none.
+	for _, t := range m.InFlight {
+		for _, p := range t.PartitionCuts {
+			changelog.Records += p.Records
+			for _, s := range p.Segments {
+				changelog.RawBytes += s.RawSize
+			}
+		}
+		changelog.Topics = append(changelog.Topics, t.Name)
+	}
 	var changelogRecords int64
 	for _, t := range m.Topics {
 		if t.Class == string(topicfilter.Changelog) {

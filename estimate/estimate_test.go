@@ -3,6 +3,7 @@ package estimate_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -86,5 +87,54 @@ func TestEstimateMatchesARealRestore(t *testing.T) {
 	t.Logf("projected %s, actual %s (ratio %.2f, %0.f records/s measured)", projected, actual, ratio, e.Throughput.RecordsPerSecond)
 	if ratio > tolerance || ratio < 1/tolerance {
 		t.Fatalf("a real restore took %s, the estimate said %s: outside a factor of %.0f", actual, projected, tolerance)
+	}
+}
+
+// TestEstimateCountsTheInFlightTails: a changelog restore also produces
+// the backup's in-flight tails (docs/DESIGN.md invariant 38), so its
+// volume counts them; a rebuild restores none. The estimate left them out
+// (second new-user pass: 2835 records estimated, 3807 restored).
+func TestEstimateCountsTheInFlightTails(t *testing.T) {
+	src := testkit.StartKfake(t, 1)
+	ctx := context.Background()
+	cl := testkit.Client(t, src.Addrs())
+	adm := kadm.NewClient(cl)
+	const input, rep = "tail-input", "tail-app-by-key-repartition"
+	for _, topic := range []string{input, rep} {
+		if _, err := adm.CreateTopic(ctx, 1, -1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+		var recs []*kgo.Record
+		for i := range 10 {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte("v")})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offs := kadm.Offsets{}
+	offs.AddOffset(input, 0, 10, -1)
+	offs.AddOffset(rep, 0, 4, -1) // 6 records in flight
+	if err := adm.CommitAllOffsets(ctx, "tail-app", offs); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := storage.NewFilesystem(t.TempDir())
+	if _, err := backup.Run(ctx, backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(src.Addrs()...)}, Store: store,
+		ApplicationID: "tail-app", Include: []string{"tail-*"}}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := estimate.Run(ctx, estimate.Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]estimate.Strategy{}
+	for _, s := range e.Strategies {
+		byName[s.Name] = s
+	}
+	if c := byName["changelog"]; c.Records != 16 || !slices.Contains(c.Topics, rep) {
+		t.Errorf("changelog volume %d records of %v; want 16 (10 of %s and the 6 in flight in %s)", c.Records, c.Topics, input, rep)
+	}
+	if r := byName["rebuild"]; r.Records != 10 || slices.Contains(r.Topics, rep) {
+		t.Errorf("rebuild volume %d records of %v; want 10, no tail", r.Records, r.Topics)
 	}
 }
