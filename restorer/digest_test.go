@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -77,6 +78,26 @@ func TestRestoreFailsWhenTheStateDigestDiffers(t *testing.T) {
 	saved, err := repository.LatestReport(ctx, store, sample.AppID, "")
 	if err != nil || saved == nil || saved.RestoreID != rep.RestoreID {
 		t.Fatalf("saved report %v, %v; want restore %s's", saved, err, rep.RestoreID)
+	}
+	// No offset is committed for a state that differs: the application
+	// must not start on it as if it were restored (second new-user pass:
+	// the restore said "do not start the application" and committed the
+	// group's offsets all the same).
+	if rep.Committed {
+		t.Errorf("report says the group's offsets were committed; want none for a state that differs")
+	}
+	offs, err := kadm.NewClient(testkit.Client(t, dst.Addrs())).FetchOffsets(ctx, sample.AppID)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatal(err)
+	}
+	n := 0
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.At >= 0 {
+			n++
+		}
+	})
+	if n != 0 {
+		t.Errorf("group %s has %d committed offsets on the target; want none", sample.AppID, n)
 	}
 	// Running the same restore again checks again and fails again: it
 	// never says "already complete" (exit 0) for a state that differs.

@@ -260,7 +260,12 @@ func (r *restore) restore(ctx context.Context, started time.Time) (*Report, erro
 	}
 
 	done := *plan
-	if plan.Group != nil {
+	switch {
+	case plan.Group != nil && digestErr != nil:
+		// The application must not start on a state that differs as if
+		// it were restored: no offset is committed.
+		done.Warnings = append(slices.Clone(plan.Warnings), fmt.Sprintf("the offsets of group %q were not committed: the restored state differs from the backup's", plan.Group.GroupID))
+	case plan.Group != nil:
 		phase = time.Now()
 		committed, warnings, err := r.commitOffsets(ctx, plan.Group, reports)
 		if err != nil {
