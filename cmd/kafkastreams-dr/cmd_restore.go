@@ -96,7 +96,8 @@ RECORDS IN FLIGHT (--skip-in-flight)
   configs), produces the tails, and commits the group's offset on each of their
   partitions to the first restored record, so the application goes on where it was.
   --skip-in-flight leaves them out: the plan and the report's warnings count the
-  records lost (per topic and in total) and the restore exits 3 (partial); so does
+  records lost (per topic and in total), the report is headed PARTIAL and the
+  restore exits 3 (partial); so does
   --topics when it does not match them (named as the cause). A backup taken before
   tails were captured has none: its loss is an estimate from the high watermark,
   said to be one, and the restore exits 3 when it is above 0. The rebuild strategy
@@ -209,7 +210,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
-	f.BoolVar(&o.JSON, "json", false, "print the report (or with --dry-run the plan) as JSON")
+	f.BoolVar(&o.JSON, "json", false, `print the report (or with --dry-run the plan) as JSON; the report's "status" is complete, partial or failed`)
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed)`)
 	f.StringVar(&o.From, "from", "./kdr-quickstart", "with --embedded: the repository `DIR` to restore from")
 	return cmd
