@@ -493,7 +493,8 @@ func inFlightLossError(rep *restorer.Report) error {
 
 // inFlightLossHint is the way back to the records in flight a restore left
 // out: add the tails to --topics when it did not match them, else restore
-// without --skip-in-flight.
+// without --skip-in-flight, unless the tails are the damaged part (the
+// restore did not read them, so the hint says both).
 func inFlightLossHint(rep *restorer.Report) string {
 	for _, sk := range rep.Skipped {
 		for _, t := range rep.InFlight.Topics {
@@ -502,7 +503,9 @@ func inFlightLossHint(rep *restorer.Report) string {
 			}
 		}
 	}
-	return "restore without --skip-in-flight (into an empty cluster, or after deleting the restored topics) to bring them back"
+	return "restore without --skip-in-flight (into an empty cluster, or after deleting the restored topics) to bring them back; " +
+		"when the tails are what is damaged (verify --deep names the segments), restoring without --skip-in-flight cannot bring them back: " +
+		"those records are lost with this backup (tails are never chained), an older backup holds its own tails"
 }
 
 // confirm asks question on stderr and reads the answer from stdin: "y" or
