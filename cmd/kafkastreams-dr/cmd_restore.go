@@ -202,7 +202,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.StringVar(&o.BackupID, "backup-id", "latest", "backup to restore: an `ID` (the backups/<id>/ directory of the repository) or \"latest\", the latest complete backup")
 	f.StringVar(&strategy, "strategy", string(restorer.StrategyChangelog), "`STRATEGY` is changelog (topics and state, offsets translated) or rebuild (no changelogs: the app rebuilds its state)")
 	f.StringVar(&toTime, "to-time", "", "point-in-time restore: cut each partition before its first record after `TIME` (RFC 3339 or epoch milliseconds); refused for changelog topics")
-	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics matching `PATTERN`s (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
+	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics and in-flight tails matching `PATTERN`s (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")

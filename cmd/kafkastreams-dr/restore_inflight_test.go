@@ -113,6 +113,16 @@ storage:
 	if strings.Contains(stdout, "--skip-in-flight") {
 		t.Errorf("restore --topics --dry-run blames --skip-in-flight, which was not given:\n%s", stdout)
 	}
+	// --topics matches in-flight tails too, as the hint above says (a
+	// second new-user fault of issue 11: "matches no topic of backup").
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", topicsCfg, "--topics", sample.Repartition, "--dry-run")
+	if code != exitOK || !regexp.MustCompile(regexp.QuoteMeta(sample.Repartition)+`\s+repartition \(in-flight tail\)\s+create\s+3\s`).MatchString(stdout) {
+		t.Errorf("restore --topics <in-flight topic> --dry-run: exit %d, want 0 planning its tail\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", topicsCfg, "--topics", sample.Repartition, "--skip-in-flight", "--dry-run")
+	if code != exitUsage || !strings.Contains(stderr, "matches only in-flight tails of backup") {
+		t.Errorf("restore --topics <in-flight topic> --skip-in-flight --dry-run: exit %d, want %d saying it matches only in-flight tails\n%s\n%s", code, exitUsage, stdout, stderr)
+	}
 
 	restored := testkit.StartKfake(t, 3)
 	cfg = restoreConfig(t, restored.Addrs(), dir)
