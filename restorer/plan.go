@@ -67,7 +67,21 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 		sel.topics = append(sel.topics, t)
 	}
 	if filter != nil && matched == 0 {
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("--topics %q matches no topic of backup %s", o.Topics, m.BackupID)}}
+		// --topics chooses among the in-flight tails too (below), so a
+		// pattern that matches only tails matches something.
+		var tails []string
+		for _, t := range m.InFlight {
+			if filter.Match(t.Name) {
+				tails = append(tails, t.Name)
+			}
+		}
+		switch {
+		case len(tails) == 0:
+			return nil, &RefusedError{Reasons: []string{fmt.Sprintf("--topics %q matches no topic of backup %s", o.Topics, m.BackupID)}}
+		case !restoresInFlight(o):
+			return nil, &RefusedError{Reasons: []string{fmt.Sprintf("--topics %q matches only in-flight tails of backup %s (%s), which a restore with --skip-in-flight or --strategy rebuild does not restore",
+				o.Topics, m.BackupID, strings.Join(tails, ", "))}}
+		}
 	}
 	const pitrWhy = "a changelog cut at a time does not match the input offsets and outputs at that time; " +
 		"the safe point-in-time restore restores inputs and outputs up to the time, skips changelogs and lets the application rebuild its state"
@@ -86,13 +100,6 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 			Hint:    "restore with --strategy rebuild --to-time T",
 		}
 	}
-	if len(sel.topics) == 0 {
-		var why []string
-		for _, sk := range sel.skipped {
-			why = append(why, fmt.Sprintf("%s (%s)", sk.Topic, sk.Reason))
-		}
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("nothing to restore: every topic of backup %s is left out: %s", m.BackupID, strings.Join(why, "; "))}}
-	}
 	if restoresInFlight(o) {
 		// The tails of the repartition topics, so that the application
 		// goes on with the records in flight at the cut
@@ -106,6 +113,13 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 			sel.topics = append(sel.topics, t)
 			sel.inFlight[t.Name] = true
 		}
+	}
+	if len(sel.topics) == 0 {
+		var why []string
+		for _, sk := range sel.skipped {
+			why = append(why, fmt.Sprintf("%s (%s)", sk.Topic, sk.Reason))
+		}
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("nothing to restore: every topic of backup %s is left out: %s", m.BackupID, strings.Join(why, "; "))}}
 	}
 	for _, t := range sel.topics {
 		sel.cuts[t.Name] = map[int32]int64{}

@@ -133,7 +133,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 				otherApps[inc] = append(otherApps[inc], d.OtherApplicationID)
 			}
 		case d.Class == Repartition:
-			d.Reason = "not selected: " + v.reason + "; repartition topics are never backed up as data: only their in-flight tail is captured"
+			d.Reason = "not selected: " + v.reason + "; " + c.repartitionNote(": ")
 			droppedRepartition[inc] = append(droppedRepartition[inc], t.Name)
 		default:
 			d.Selected = true
@@ -160,8 +160,8 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 
 	for _, p := range f.include {
 		if ts := droppedRepartition[p.src]; len(ts) > 0 {
-			warnings = append(warnings, fmt.Sprintf("include pattern %q matched %s, dropped because repartition topics are never backed up as data (only their in-flight tail is captured): %s",
-				p.src, plural(len(ts), "repartition topic", "repartition topics"), strings.Join(ts, ", ")))
+			warnings = append(warnings, fmt.Sprintf("include pattern %q matched %s, dropped because %s: %s",
+				p.src, plural(len(ts), "repartition topic", "repartition topics"), c.repartitionNote(" ("), strings.Join(ts, ", ")))
 		}
 	}
 	for _, p := range f.include {
@@ -213,4 +213,19 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// repartitionNote says what a backup keeps of a repartition topic: only
+// its in-flight tail (docs/DOMAIN.md#in-flight), read from the
+// application.id group's committed offset, so nothing at all without an
+// ApplicationID (no group, no tail). sep joins the two halves of the
+// first form: ": " in a reason, " (" in a warning (closed here).
+func (c Classifier) repartitionNote(sep string) string {
+	if c.ApplicationID == "" {
+		return "repartition topics are never backed up as data, and without application_id no in-flight tail is captured either (there is no group): a changelog restore cannot bring back records in flight"
+	}
+	if sep == " (" {
+		return "repartition topics are never backed up as data (only their in-flight tail is captured)"
+	}
+	return "repartition topics are never backed up as data" + sep + "only their in-flight tail is captured"
 }

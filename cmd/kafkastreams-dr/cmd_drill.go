@@ -118,7 +118,9 @@ EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed (the ap
 exited by itself or was not caught up within --app-timeout included), 2 when the
 restore was refused (the target is not new), when the --backup-id backup does not exist
 (see list -c FILE) or is damaged, when with --backup-id storage.path does not exist (it is
-not created), when the application command cannot run, or for usage and config errors.
+not created), when the application command cannot run, or for usage and config errors;
+130 when the drill was interrupted (SIGINT, SIGTERM: the application is stopped, the report
+so far printed).
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, source.* and backup.* (as for backup),

@@ -96,7 +96,8 @@ RECORDS IN FLIGHT (--skip-in-flight)
   configs), produces the tails, and commits the group's offset on each of their
   partitions to the first restored record, so the application goes on where it was.
   --skip-in-flight leaves them out: the plan and the report's warnings count the
-  records lost (per topic and in total) and the restore exits 3 (partial); so does
+  records lost (per topic and in total), the report is headed PARTIAL and the
+  restore exits 3 (partial); so does
   --topics when it does not match them (named as the cause). A backup taken before
   tails were captured has none: its loss is an estimate from the high watermark,
   said to be one, and the restore exits 3 when it is above 0. The rebuild strategy
@@ -201,7 +202,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.StringVar(&o.BackupID, "backup-id", "latest", "backup to restore: an `ID` (the backups/<id>/ directory of the repository) or \"latest\", the latest complete backup")
 	f.StringVar(&strategy, "strategy", string(restorer.StrategyChangelog), "`STRATEGY` is changelog (topics and state, offsets translated) or rebuild (no changelogs: the app rebuilds its state)")
 	f.StringVar(&toTime, "to-time", "", "point-in-time restore: cut each partition before its first record after `TIME` (RFC 3339 or epoch milliseconds); refused for changelog topics")
-	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics matching `PATTERN`s (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
+	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics and in-flight tails matching `PATTERN`s (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
@@ -209,7 +210,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
-	f.BoolVar(&o.JSON, "json", false, "print the report (or with --dry-run the plan) as JSON")
+	f.BoolVar(&o.JSON, "json", false, `print the report (or with --dry-run the plan) as JSON; the report's "status" is complete, partial or failed`)
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed)`)
 	f.StringVar(&o.From, "from", "./kdr-quickstart", "with --embedded: the repository `DIR` to restore from")
 	return cmd
@@ -492,7 +493,8 @@ func inFlightLossError(rep *restorer.Report) error {
 
 // inFlightLossHint is the way back to the records in flight a restore left
 // out: add the tails to --topics when it did not match them, else restore
-// without --skip-in-flight.
+// without --skip-in-flight, unless the tails are the damaged part (the
+// restore did not read them, so the hint says both).
 func inFlightLossHint(rep *restorer.Report) string {
 	for _, sk := range rep.Skipped {
 		for _, t := range rep.InFlight.Topics {
@@ -501,7 +503,9 @@ func inFlightLossHint(rep *restorer.Report) string {
 			}
 		}
 	}
-	return "restore without --skip-in-flight (into an empty cluster, or after deleting the restored topics) to bring them back"
+	return "restore without --skip-in-flight (into an empty cluster, or after deleting the restored topics) to bring them back; " +
+		"when the tails are what is damaged (verify --deep names the segments), restoring without --skip-in-flight cannot bring them back: " +
+		"those records are lost with this backup (tails are never chained), an older backup holds its own tails"
 }
 
 // confirm asks question on stderr and reads the answer from stdin: "y" or

@@ -146,7 +146,10 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 				"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or take a new backup with kafkastreams-dr backup -c %s --full, whose digests are computed from the records", o.ConfigFile, o.ConfigFile)
 		}
 		if tails := inFlightOnly(m, res.Problems); len(tails) > 0 {
-			hint += "; " + inFlightDamageWayOut(tails)
+			// Tails are never chained (docs/FORMAT.md): each backup
+			// captures its own, so the damage is in this backup only.
+			hint = fmt.Sprintf("the damaged segments are in-flight tails, which are in this backup only (tails are never chained: every later backup captures its own): "+
+				"%s; or restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s)", inFlightDamageWayOut(tails), o.ConfigFile)
 		}
 		return withCode(damageExitCode, fmt.Errorf("verification of backup %s failed: %s", m.BackupID, plural(len(res.Problems), "problem", "problems")), hint)
 	}

@@ -20,7 +20,9 @@ const (
 // exitStatusHelp is the EXIT STATUS section of every command's help.
 const exitStatusHelp = `EXIT STATUS
   0    success
-  1    error: the run failed (cluster, storage or network error)
+  1    error: the run failed (cluster, storage or network error), or a restore
+       failed its state check (restored changelogs hold another state than the
+       backup's), or a drill phase failed
   2    usage error, invalid config file, or the run was refused (also: the backup
        it reads is damaged, found before anything was written; a re-run cannot help)
   3    partial: the run finished but not everything was done (see the summary);

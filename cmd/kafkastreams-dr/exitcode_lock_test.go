@@ -53,3 +53,18 @@ func TestExitStatusHelpListsEveryCode(t *testing.T) {
 		}
 	}
 }
+
+// TestExitStatusHelpOfDrillAndRestore is a second new-user fault of issue
+// 11: drill's own EXIT STATUS paragraph left out 130 (an interrupted
+// drill), and exit 1 said "cluster, storage or network error" though a
+// restore that fails its state check exits 1 too.
+func TestExitStatusHelpOfDrillAndRestore(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "drill", "--help")
+	if code != 0 || !strings.Contains(stdout, "130 when the drill was interrupted") {
+		t.Errorf("drill --help: exit %d, its EXIT STATUS of a drill does not name 130:\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "restore", "--help")
+	if code != 0 || !strings.Contains(stdout, "1    error: the run failed (cluster, storage or network error), or a restore\n       failed its state check") {
+		t.Errorf("restore --help: exit %d, exit 1 does not name the failed state check:\n%s%s", code, stdout, stderr)
+	}
+}

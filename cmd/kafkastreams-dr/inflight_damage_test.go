@@ -72,6 +72,11 @@ storage:
 	if code != exitUsage || !strings.Contains(stdout, key) || !strings.Contains(stderr, want) {
 		t.Errorf("verify --deep of a damaged in-flight segment: exit %d, want %d naming %s and hinting %q\n%s\n%s", code, exitUsage, key, want, stdout, stderr)
 	}
+	// Tails are never chained (docs/FORMAT.md): the damage is in this
+	// backup only, not "in every later incremental backup".
+	if strings.Contains(stderr, "stays in every later incremental backup") || !strings.Contains(stderr, "tails are never chained") {
+		t.Errorf("verify --deep of a damaged in-flight segment hints as for a chained segment:\n%s", stderr)
+	}
 	rcfg := restoreConfig(t, testkit.StartKfake(t, 3).Addrs(), dir)
 	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", rcfg, "--yes")
 	if code != exitUsage || !strings.Contains(stderr, key) || !strings.Contains(stderr, want) {
@@ -80,5 +85,9 @@ storage:
 	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", rcfg, "--yes", "--skip-in-flight")
 	if code != exitPartial || !strings.Contains(stderr, "is partial: 8 records in flight") {
 		t.Errorf("restore --skip-in-flight past a damaged in-flight segment: exit %d, want %d (partial, the 8 records in flight lost)\n%s\n%s", code, exitPartial, stdout, stderr)
+	}
+	// Restoring without --skip-in-flight cannot bring back a damaged tail.
+	if !strings.Contains(stderr, "when the tails are what is damaged (verify --deep names the segments), restoring without --skip-in-flight cannot bring them back") {
+		t.Errorf("restore --skip-in-flight hint does not say a damaged tail cannot be brought back:\n%s", stderr)
 	}
 }

@@ -48,7 +48,34 @@ func writeReport(out, errOut io.Writer, asJSON bool, rep *restorer.Report, targe
 	if rep.WipeState {
 		fmt.Fprintf(errOut, "IMPORTANT: %s\n", restorer.WipeInstruction(rep.ApplicationID))
 	}
-	return writeJSON(out, rep)
+	return writeJSON(out, restoreJSON{Status: restoreStatus(rep), Report: rep})
+}
+
+// restoreJSON is restore --json's report: the stored report
+// (format.RestoreReport) with its status first, for scripts. The status
+// is in the output only, not in the stored report.
+type restoreJSON struct {
+	// Status is "complete" (exit 0), "partial" (records in flight lost,
+	// exit 3) or "failed" (a changelog partition failed the state check,
+	// exit 1).
+	Status string `json:"status"`
+	*restorer.Report
+}
+
+// restoreStatus is a finished restore's status, as its headline and exit
+// code say it: "failed" when a restored changelog partition holds another
+// state than the backup's (format.StateDigestDifferent), "partial" when
+// records in flight were lost (format.InFlightPlan.Lost), else "complete".
+func restoreStatus(r *restorer.Report) string {
+	for _, p := range r.Partitions {
+		if p.StateDigestResult == format.StateDigestDifferent {
+			return "failed"
+		}
+	}
+	if r.InFlight.Lost() > 0 {
+		return "partial"
+	}
+	return "complete"
 }
 
 // writeDryRun prints the plan of restore --dry-run into target: as JSON, or
@@ -162,9 +189,10 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 }
 
 // reportHeadline is the first line of a finished restore's report:
-// "restore ID complete", or, when restored changelog partitions hold
+// "restore ID complete"; when restored changelog partitions hold
 // another state than the backup's (format.StateDigestDifferent; the
-// restore then exits 1), that it failed the state check.
+// restore then exits 1), that it failed the state check; when records in
+// flight were lost (the restore then exits 3), that it is partial.
 func reportHeadline(r *restorer.Report) string {
 	different := 0
 	for _, p := range r.Partitions {
@@ -175,6 +203,13 @@ func reportHeadline(r *restorer.Report) string {
 	if different > 0 {
 		return fmt.Sprintf("restore %s FAILED the state check: %s another state than the backup's (the records are restored; see state below)",
 			r.RestoreID, plural(different, "changelog partition holds", "changelog partitions hold"))
+	}
+	if lost := r.InFlight.Lost(); lost > 0 {
+		about := ""
+		if r.InFlight.Estimated {
+			about = "about "
+		}
+		return fmt.Sprintf("restore %s PARTIAL: %s%s in flight lost (see in flight below)", r.RestoreID, about, plural64(lost, "record", "records"))
 	}
 	return fmt.Sprintf("restore %s complete", r.RestoreID)
 }

@@ -72,6 +72,20 @@ storage:
 	if !strings.Contains(stderr, "is partial: 8 records in flight") || !strings.Contains(stderr, "restore without --skip-in-flight") {
 		t.Errorf("restore --skip-in-flight error does not name the loss and the way out:\n%s", stderr)
 	}
+	// A partial restore is headed partial, not "complete" (a second
+	// new-user fault of issue 11), in the text and in --json's status.
+	if first, _, _ := strings.Cut(stdout, "\n"); !strings.HasPrefix(first, "restore ") || !strings.HasSuffix(first, " PARTIAL: 8 records in flight lost (see in flight below)") {
+		t.Errorf("restore --skip-in-flight report is not headed partial: %q\n%s", first, stdout)
+	}
+	jsonCfg := restoreConfig(t, testkit.StartKfake(t, 3).Addrs(), dir)
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", jsonCfg, "--skip-in-flight", "--yes", "--json")
+	var status struct {
+		Status    string `json:"status"`
+		RestoreID string `json:"restore_id"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &status); code != exitPartial || err != nil || status.Status != "partial" || status.RestoreID == "" {
+		t.Errorf("restore --skip-in-flight --json: exit %d (%v), status %q restore_id %q; want %d, status partial\n%s\n%s", code, err, status.Status, status.RestoreID, exitPartial, stdout, stderr)
+	}
 	if topics := restorecheck.Topics(t, testkit.Admin(t, skipped.Addrs())); topics[sample.Repartition] != 0 || topics[sample.FKTopic] != 0 {
 		t.Errorf("--skip-in-flight created the internal topics: %v", topics)
 	}
@@ -99,12 +113,25 @@ storage:
 	if strings.Contains(stdout, "--skip-in-flight") {
 		t.Errorf("restore --topics --dry-run blames --skip-in-flight, which was not given:\n%s", stdout)
 	}
+	// --topics matches in-flight tails too, as the hint above says (a
+	// second new-user fault of issue 11: "matches no topic of backup").
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", topicsCfg, "--topics", sample.Repartition, "--dry-run")
+	if code != exitOK || !regexp.MustCompile(regexp.QuoteMeta(sample.Repartition)+`\s+repartition \(in-flight tail\)\s+create\s+3\s`).MatchString(stdout) {
+		t.Errorf("restore --topics <in-flight topic> --dry-run: exit %d, want 0 planning its tail\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", topicsCfg, "--topics", sample.Repartition, "--skip-in-flight", "--dry-run")
+	if code != exitUsage || !strings.Contains(stderr, "matches only in-flight tails of backup") {
+		t.Errorf("restore --topics <in-flight topic> --skip-in-flight --dry-run: exit %d, want %d saying it matches only in-flight tails\n%s\n%s", code, exitUsage, stdout, stderr)
+	}
 
 	restored := testkit.StartKfake(t, 3)
 	cfg = restoreConfig(t, restored.Addrs(), dir)
 	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
 	if code != exitOK || !strings.Contains(stdout, "in flight    8 records in 2 repartition topics: were restored") {
 		t.Fatalf("restore: exit %d, want 0 with the 8 records in flight restored\n%s\n%s", code, stdout, stderr)
+	}
+	if first, _, _ := strings.Cut(stdout, "\n"); !strings.HasSuffix(first, " complete") {
+		t.Errorf("restore that lost nothing is not headed complete: %q", first)
 	}
 	// The in-flight partitions the group never committed say so, in the
 	// same words in the report's group table and offsets translate (and
@@ -137,6 +164,9 @@ storage:
 	}
 	if !strings.Contains(stderr, "is partial: about 1 record in flight") || !strings.Contains(stderr, "an estimate from the high watermark") {
 		t.Errorf("restore of a backup without in_flight: error does not name the estimated loss as an estimate:\n%s", stderr)
+	}
+	if first, _, _ := strings.Cut(stdout, "\n"); !strings.HasSuffix(first, " PARTIAL: about 1 record in flight lost (see in flight below)") {
+		t.Errorf("restore of a backup without in_flight is not headed partial: %q\n%s", first, stdout)
 	}
 	if !strings.Contains(stdout, "cut is not proven consistent with the application's transactions (the backup predates the proven cut") {
 		t.Errorf("restore of a backup without cut does not warn that its cut is not proven:\n%s", stdout)

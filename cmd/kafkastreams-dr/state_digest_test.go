@@ -166,6 +166,14 @@ func TestRestoreOfAnAlteredStateDigestExits1(t *testing.T) {
 	if code != exitError || strings.Contains(stdout, "already complete") || !strings.Contains(stdout, "DIFFERENT") {
 		t.Fatalf("the same restore again: exit %d, want %d and the state check again\n%s\n%s", code, exitError, stdout, stderr)
 	}
+	// --json says it to a script: "status": "failed".
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes", "--json")
+	var status struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &status); code != exitError || err != nil || status.Status != "failed" {
+		t.Errorf("restore --json that fails the state check: exit %d (%v), status %q; want %d, status failed\n%s\n%s", code, err, status.Status, exitError, stdout, stderr)
+	}
 }
 
 // TestRestoreEmbeddedOfAnAlteredStateDigestExits1: restore --embedded of a
