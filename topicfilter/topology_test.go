@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,4 +138,38 @@ func TestParseTopologyRefusesWhatIsNotADescription(t *testing.T) {
 			t.Errorf("ParseTopology(%q) = %v, want an error with %q", tt.text, err, tt.want)
 		}
 	}
+}
+
+// FuzzParseTopology: any text either parses or is refused with an error,
+// never a panic; what parses classifies, and every topic it names is in
+// exactly one of inputs, outputs and repartition topics.
+func FuzzParseTopology(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "topologies", "*.txt"))
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Add("Topologies:\n   Sub-topology: 0\n    Source: s (topics: [a, a])\n      --> none\n    Sink: k (topic: a)\n      <-- s\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		top, err := topicfilter.ParseTopology(text)
+		if err != nil {
+			return
+		}
+		got := top.Topics("app", false)
+		seen := map[string]int{}
+		for _, name := range slices.Concat(got.Inputs, got.Outputs) {
+			seen[name]++
+		}
+		for _, name := range got.Repartition {
+			seen[strings.TrimPrefix(name, "app-")]++ // as the topology names it
+		}
+		for name, n := range seen {
+			if n != 1 {
+				t.Fatalf("topic %q classified %d times: %+v", name, n, got)
+			}
+		}
+	})
 }
