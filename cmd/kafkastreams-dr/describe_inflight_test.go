@@ -2,13 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
 
 // TestDescribeShowsCutAndInFlight: describe (text and --json) says how the
@@ -19,21 +17,7 @@ import (
 // the cut is not recorded and treated as not proven, and that the backup
 // holds no tails.
 func TestDescribeShowsCutAndInFlight(t *testing.T) {
-	dir := t.TempDir()
-	src := testkit.StartKfake(t, 3)
-	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
-		t.Fatal(err)
-	}
-	cfg := writeFile(t, "backup.yaml", fmt.Sprintf(`application_id: order-processor
-source_changelog_topics: [customers]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: [orders, customers, customer-totals, payments, audit-log, "order-processor-*"]
-storage:
-  backend: filesystem
-  path: %s
-`, strings.Join(src.Addrs(), ", "), dir))
+	cfg, dir := sampleBackupConfig(t, 3)
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg, "--json")
 	var res backupJSON
 	if err := json.Unmarshal([]byte(stdout), &res); code != exitOK || err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,21 +19,7 @@ import (
 // records lost, exit 3). The hints now say so, with the cost, and the
 // restore with --skip-in-flight indeed gets past the damage.
 func TestDamagedInFlightTailHintsSkipInFlight(t *testing.T) {
-	dir := t.TempDir()
-	src := testkit.StartKfake(t, 3)
-	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
-		t.Fatal(err)
-	}
-	cfg := writeFile(t, "backup.yaml", fmt.Sprintf(`application_id: order-processor
-source_changelog_topics: [customers]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: [orders, customers, customer-totals, payments, audit-log, "order-processor-*"]
-storage:
-  backend: filesystem
-  path: %s
-`, strings.Join(src.Addrs(), ", "), dir))
+	cfg, dir := sampleBackupConfig(t, 3)
 	if code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg); code != exitOK {
 		t.Fatalf("backup: exit %d\n%s\n%s", code, stdout, stderr)
 	}

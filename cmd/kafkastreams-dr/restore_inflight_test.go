@@ -23,21 +23,7 @@ import (
 // exits 3 (partial) with the way to bring them back; a restore without it
 // brings them back and exits 0.
 func TestRestoreInFlightThroughTheCLI(t *testing.T) {
-	dir := t.TempDir()
-	src := testkit.StartKfake(t, 3)
-	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
-		t.Fatal(err)
-	}
-	backupCfg := writeFile(t, "backup.yaml", fmt.Sprintf(`application_id: order-processor
-source_changelog_topics: [customers]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: [orders, customers, customer-totals, payments, audit-log, "order-processor-*"]
-storage:
-  backend: filesystem
-  path: %s
-`, strings.Join(src.Addrs(), ", "), dir))
+	backupCfg, dir := sampleBackupConfig(t, 3)
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", backupCfg)
 	if code != exitOK || !strings.Contains(stdout, "in flight    8 records held in the tails of 2 repartition topics (a changelog restore brings them back)") {
 		t.Fatalf("backup: exit %d, want 0 saying it holds the 8 records in flight\n%s\n%s", code, stdout, stderr)
@@ -216,21 +202,7 @@ func editManifestFile(t *testing.T, dir, id string, edit func(map[string]json.Ra
 // Such a manifest is damaged: verify --deep and restore --dry-run exit 2
 // naming the topic, and nothing is written.
 func TestDuplicatedInFlightTopicIsDamage(t *testing.T) {
-	dir := t.TempDir()
-	src := testkit.StartKfake(t, 1)
-	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
-		t.Fatal(err)
-	}
-	backupCfg := writeFile(t, "backup.yaml", fmt.Sprintf(`application_id: order-processor
-source_changelog_topics: [customers]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: [orders, customers, customer-totals, payments, audit-log, "order-processor-*"]
-storage:
-  backend: filesystem
-  path: %s
-`, strings.Join(src.Addrs(), ", "), dir))
+	backupCfg, dir := sampleBackupConfig(t, 1)
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", backupCfg, "--json")
 	var res backupJSON
 	if err := json.Unmarshal([]byte(stdout), &res); code != exitOK || err != nil {
@@ -256,4 +228,27 @@ storage:
 	if code != exitUsage || !strings.Contains(stdout+stderr, "listed twice") {
 		t.Errorf("restore --dry-run of that manifest: exit %d, want 2 saying it is listed twice\n%s\n%s", code, stdout, stderr)
 	}
+}
+
+// sampleBackupConfig seeds a kfake source cluster of brokers brokers with
+// the sample application (internal/sample) and writes a backup config of
+// it into a filesystem repository under a new temporary directory: the
+// config file and the repository's directory.
+func sampleBackupConfig(t *testing.T, brokers int) (cfg, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	src := testkit.StartKfake(t, brokers)
+	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, "backup.yaml", fmt.Sprintf(`application_id: order-processor
+source_changelog_topics: [customers]
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [orders, customers, customer-totals, payments, audit-log, "order-processor-*"]
+storage:
+  backend: filesystem
+  path: %s
+`, strings.Join(src.Addrs(), ", "), dir)), dir
 }
