@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -47,14 +45,9 @@ var ErrUnreadableDrillReport = errors.New("unreadable drill report")
 // "decode <key>: ..." wrapping ErrUnreadableDrillReport.
 func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string) (*format.DrillReport, error) {
 	key := format.DrillReportKey(drillID)
-	rc, err := store.Get(ctx, key)
+	b, err := readWhole(ctx, store, key)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
+		return nil, err
 	}
 	var rep format.DrillReport
 	if err := json.Unmarshal(b, &rep); err != nil {
@@ -68,16 +61,5 @@ func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string)
 // a report (format.ParseDrillReportKey) are left out. A listing error is
 // returned as "list drill reports in <location>: ...".
 func DrillReportIDs(ctx context.Context, store storage.Backend) ([]string, error) {
-	var ids []string
-	err := store.List(ctx, format.DrillsPrefix(), func(oi storage.ObjectInfo) error {
-		if id, ok := format.ParseDrillReportKey(oi.Key); ok {
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list drill reports in %s: %w", store.Location(), err)
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-	return ids, nil
+	return listIDs(ctx, store, format.DrillsPrefix(), format.ParseDrillReportKey, "drill reports")
 }

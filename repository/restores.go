@@ -54,14 +54,9 @@ func (e *unreadableReportError) Unwrap() []error { return []error{e.err, ErrUnre
 // full before it is decoded, so that the two never mix.
 func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*format.RestoreReport, error) {
 	key := format.RestoreReportKey(restoreID)
-	rc, err := store.Get(ctx, key)
+	b, err := readWhole(ctx, store, key)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
+		return nil, err
 	}
 	var rep format.RestoreReport
 	if err := json.Unmarshal(b, &rep); err != nil {
@@ -76,15 +71,38 @@ func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*
 // (format.ParseRestoreReportKey) are left out. A listing error is returned
 // as "list restore reports in <location>: ...".
 func ReportIDs(ctx context.Context, store storage.Backend) ([]string, error) {
+	return listIDs(ctx, store, format.RestoresPrefix(), format.ParseRestoreReportKey, "restore reports")
+}
+
+// readWhole reads the object key in full; a storage error is returned as
+// "read <key>: ..." (storage.ErrNotFound and storage.ErrTransient stay
+// testable).
+func readWhole(ctx context.Context, store storage.Backend, key string) ([]byte, error) {
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// listIDs lists prefix and returns the ids parse finds in its keys,
+// greatest (newest) first; a listing error is returned as
+// "list <what> in <location>: ...".
+func listIDs(ctx context.Context, store storage.Backend, prefix string, parse func(key string) (string, bool), what string) ([]string, error) {
 	var ids []string
-	err := store.List(ctx, format.RestoresPrefix(), func(oi storage.ObjectInfo) error {
-		if id, ok := format.ParseRestoreReportKey(oi.Key); ok {
+	err := store.List(ctx, prefix, func(oi storage.ObjectInfo) error {
+		if id, ok := parse(oi.Key); ok {
 			ids = append(ids, id)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list restore reports in %s: %w", store.Location(), err)
+		return nil, fmt.Errorf("list %s in %s: %w", what, store.Location(), err)
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
 	return ids, nil
