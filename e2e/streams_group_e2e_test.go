@@ -563,16 +563,38 @@ func TestStreamsGroupAcceptance(t *testing.T) {
 }
 
 // sgCheckReady checks that the drill's --json report says the streams
-// group left NOT_READY on the target (the drill's own check, issue 12).
+// group left NotReady on the target (the drill's own check, issue 12):
+// app.ready_at, the time the drill first saw the group out of NotReady (the
+// broker validated its internal topics), within the app's run, and no
+// app.not_ready (the failure: the group stayed NotReady).
 func sgCheckReady(t *testing.T, report string) {
 	t.Helper()
 	var rep struct {
-		App map[string]any `json:"app"`
+		App *struct {
+			StartedAt time.Time `json:"started_at"`
+			ReadyAt   string    `json:"ready_at"`
+			RunningAt time.Time `json:"running_at"`
+			NotReady  string    `json:"not_ready"`
+		} `json:"app"`
 	}
 	if err := json.Unmarshal([]byte(report), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := rep.App["streams_group_ready_at"]; !ok {
-		t.Errorf("the drill report's app %v does not say when the streams group left NOT_READY (issue 12: the drill checks it)", rep.App)
+	if rep.App == nil {
+		t.Fatalf("the drill report has no app: %s", report)
+	}
+	if rep.App.NotReady != "" {
+		t.Errorf("the drill report says the streams group stayed NotReady: %s", rep.App.NotReady)
+	}
+	if rep.App.ReadyAt == "" {
+		t.Fatalf("the drill report's app has no ready_at: it does not say that the streams group left NotReady (issue 12: the drill checks it)\n%s", report)
+	}
+	ready, err := time.Parse(time.RFC3339Nano, rep.App.ReadyAt)
+	if err != nil {
+		t.Fatalf("the drill report's app.ready_at %q is not an RFC 3339 time: %v", rep.App.ReadyAt, err)
+	}
+	if ready.Before(rep.App.StartedAt) || (!rep.App.RunningAt.IsZero() && ready.After(rep.App.RunningAt)) {
+		t.Errorf("the drill report's app.ready_at %s is not between the app's start %s and its running_at %s",
+			ready, rep.App.StartedAt, rep.App.RunningAt)
 	}
 }
