@@ -39,6 +39,18 @@ type Options struct {
 	// found only here).
 	OtherApplicationIDs []string
 
+	// Topology is the application's topology when one is known (a
+	// --topology file, topology_file, or the broker's streams group);
+	// nil: topics are classified by name (topicfilter.Classifier.Topology).
+	// With a topology an empty Include selects the topology's topics.
+	Topology *topicfilter.AppTopology
+	// DeadLetterTopics are the application's dead-letter queue topics
+	// (KIP-1034; config dead_letter_queue_topics).
+	DeadLetterTopics []string
+	// AllowTopologyMismatch: a topology topic the patterns do not select
+	// is a warning, not a refusal (source.topics.allow_topology_mismatch).
+	AllowTopologyMismatch bool
+
 	// LockWait is how long a run waits for the repository lock while
 	// another run holds it (until it is released, or goes stale 2 minutes
 	// after its holder's last heartbeat); 0 refuses at once with ErrLocked.

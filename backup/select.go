@@ -142,7 +142,9 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 	}
 	s := &Selection{Details: details, Configs: configs, Groups: groups,
 		Classifier: topicfilter.Classifier{ApplicationID: o.ApplicationID, InternalPrefixes: o.InternalPrefixes,
-			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}}
-	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics})
+			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others,
+			Topology: o.Topology, DeadLetterTopics: o.DeadLetterTopics}}
+	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos,
+		topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics, AllowTopologyMismatch: o.AllowTopologyMismatch})
 	return s, err
 }

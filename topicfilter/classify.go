@@ -34,6 +34,19 @@ type Classifier struct {
 	// a prefix of my-app-v1's topics). Ignored when ApplicationID and
 	// InternalPrefixes are both empty.
 	OtherApplicationIDs []string
+	// Topology is the application's topology when one is known (from the
+	// broker's streams group, KIP-1071, or a Topology#describe() text the
+	// user gives); nil: topics are classified by name alone, as above.
+	// When set it is the authority: [Plan] gives every topic it names a
+	// Role, selects (with an empty include) exactly its inputs, outputs,
+	// dead-letter topics, changelogs and source changelogs, and does not
+	// take an internal-format topic under the application's prefix that it
+	// does not name for the application's own (docs/DESIGN.md).
+	Topology *AppTopology
+	// DeadLetterTopics are the application's dead-letter queue topics
+	// (KIP-1034, errors.dead.letter.queue.topic.name; config
+	// dead_letter_queue_topics): outputs a topology does not show as sinks.
+	DeadLetterTopics []string
 }
 
 // fkJoinTopic is the foreign-key-join part of Kafka's

@@ -12,6 +12,11 @@ type PlanOptions struct {
 	// topic list into a warning instead of a *[MissingTopicsError]
 	// (config: source.topics.allow_missing, default false).
 	AllowMissing bool
+	// AllowTopologyMismatch turns the refusal of a topology's input,
+	// changelog or source changelog that the include/exclude patterns do
+	// not select (a *[TopologyMismatchError]) into warnings (config:
+	// source.topics.allow_topology_mismatch, default false).
+	AllowTopologyMismatch bool
 }
 
 // MissingTopicsError is returned by [Plan] when literal includes name topics
