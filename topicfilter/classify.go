@@ -92,8 +92,8 @@ type verdict struct {
 	brokerInternal  bool   // name starts with "__"
 	otherApp        string // internal topic of this other application.id
 	reason          string
-	// For a changelog of this application: the internal prefix it matched
-	// and the store name after it.
+	// For an internal topic of this application: the internal prefix it
+	// matched, and for a changelog the store name after it.
 	prefix, store string
 }
 
@@ -202,7 +202,7 @@ func (c Classifier) classify(topic string) verdict {
 		return verdict{class: Changelog, prefix: own, store: storeName(topic, own),
 			reason: fmt.Sprintf("changelog of store %q (%s)", storeName(topic, own), prefix)}
 	}
-	return verdict{class: Repartition,
+	return verdict{class: Repartition, prefix: own,
 		reason: fmt.Sprintf("repartition topic (%s after the %s)", rule, prefix)}
 }
 
