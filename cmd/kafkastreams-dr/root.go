@@ -188,6 +188,7 @@ func newRootCmd(s *iostreams) *cobra.Command {
 		newEstimateCmd(g, s, nil),
 		newStateCmd(g, s, nil, nil),
 		newOffsetsCmd(g, s, nil, nil),
+		newInitCmd(g, s, nil),
 		newTopicsCmd(g, s, nil),
 		newConfigCmd(g, s, nil),
 		newVersionCmd(s),
