@@ -351,9 +351,22 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	for name, td := range details {
 		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(td.Partitions), Internal: td.IsInternal, Compacted: compacted[name]})
 	}
-	decisions, _, err := topicfilter.Plan(filter, c, infos, topicfilter.PlanOptions{})
+	decisions, warnings, err := topicfilter.Plan(filter, c, infos, topicfilter.PlanOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("discover: %w", err)
+	}
+	if o.Topology == nil {
+		// A changelog found by name whose store name is a name Kafka
+		// Streams generates after a prefix belongs, most likely, to an
+		// application whose group is gone (Plan's warning says which).
+		for _, w := range warnings {
+			for topic, f := range found {
+				if f.Role == RoleChangelog && strings.HasPrefix(w, fmt.Sprintf("changelog %q is taken as store", topic)) {
+					delete(found, topic)
+					leftOut[topic] = &LeftOutTopic{Topic: topic, Reason: strings.TrimSuffix(w, "; otherwise exclude it") + "; if it is this application's, include it by hand"}
+				}
+			}
+		}
 	}
 	for _, dec := range decisions {
 		if f, ok := found[dec.Topic]; ok && !dec.Selected {

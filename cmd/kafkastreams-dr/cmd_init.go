@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
+	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
@@ -31,6 +32,9 @@ type initOptions struct {
 	Output   string
 	Topology string // a Topology#describe() text file; "" for none
 	Force    bool   // overwrite an existing Output
+	// Timeout bounds the whole run (reaching the cluster and every
+	// request); default 1m.
+	Timeout time.Duration
 
 	// Storage flags, mirroring the config's storage keys.
 	StoragePath, Bucket, Prefix, Region, Endpoint string
@@ -54,7 +58,7 @@ APP (its application.id), and write a commented config file that selects exactly
 inputs, outputs and changelogs, each with a comment giving its role and how it was
 found, and names what it left out and why. Nothing is written to the cluster.
 
-DISCOVERY, in order:
+DISCOVERY, the first that knows the application:
   1. --topology FILE: the text of the application's Topology#describe(), the multi-line
      format or the older one-line one. Sources of non-internal topics are inputs (source
      patterns are matched against the cluster's topics, global stores' topics too),
@@ -62,12 +66,19 @@ DISCOVERY, in order:
      "APP-<store>-changelog". A source table's store with no "APP-<store>-changelog" on
      the cluster restores from its input (topology.optimization=all): that input is
      written under source_changelog_topics.
-  2. Otherwise the consumer group APP's committed offsets (OffsetFetch): the topics it
-     has committed offsets on, other than internal topics, are its inputs; the topics
-     named "APP-*" that pass Kafka's internal-topic rule (StreamsResetter) and end in
+  2. The streams group APP (KIP-1071, Kafka 4.1 and later, an application run with
+     group.protocol=streams): the topology the broker holds for it (StreamsGroupDescribe):
+     its source topics, repartition topics and changelogs, and its outputs when the
+     broker also holds the Topology#describe() text (KIP-1331); otherwise the outputs
+     are unknown, as in 3.
+  3. The consumer group APP's committed offsets (OffsetFetch): the topics it has
+     committed offsets on, other than internal topics, are its inputs; the topics named
+     "APP-*" that pass Kafka's internal-topic rule (StreamsResetter) and end in
      "-changelog" are its changelogs. Outputs cannot be found this way: the file says
      so, and how to add them. A compacted input gets a comment that it may be a
-     source-topic changelog.
+     source-topic changelog; a changelog whose store name is a generated name after a
+     prefix ("APP-v1-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog") is left out as
+     most likely another application's.
   Either way, repartition and foreign-key-join topics are left out (a backup captures
   their in-flight tails), and so are internal topics of other applications whose
   consumer group id extends APP (e.g. "APP-v1", KAFKA-14922; written under
@@ -92,8 +103,9 @@ REFUSALS (exit 2)
   no --application-id or --bootstrap-servers, a server that is not host:port, --bucket
   with --storage-path, --region/--endpoint/--path-style without --bucket; the output
   file exists (without --force); a --topology file that cannot be read or parsed; the
-  application is not found: no consumer group APP, no committed offsets, no topic
-  "APP-*" (or, with --topology, none of its topics on the cluster).`,
+  application is not found: no streams group APP, no consumer group APP, no committed
+  offsets, no topic "APP-*" (or, with --topology, none of its topics on the cluster).
+  The cluster not reached within --timeout (default 1m) is exit 1.`,
 		Example: `  kafkastreams-dr init --application-id order-processor --bootstrap-servers kafka-1:9092,kafka-2:9092
   kafkastreams-dr init --application-id order-processor --bootstrap-servers kafka:9092 \
       --topology order-processor.topology.txt --bucket my-backups --prefix order-processor -o order-processor.yaml
@@ -111,11 +123,12 @@ REFUSALS (exit 2)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.ApplicationID, "application-id", "", "the Kafka Streams `application.id` of the application (required)")
+	f.StringVar(&o.ApplicationID, "application-id", "", "the Kafka Streams application.id `APP` of the application (required)")
 	f.StringSliceVar(&o.BootstrapServers, "bootstrap-servers", nil, "`HOST:PORT,...` of the application's cluster (required)")
 	f.StringVarP(&o.Output, "output", "o", "", "the config `FILE` to write; - for stdout (default \"<application-id>.yaml\")")
 	f.StringVar(&o.Topology, "topology", "", "a `FILE` holding the application's Topology#describe() text: the authority for inputs, outputs and changelogs")
 	f.BoolVar(&o.Force, "force", false, "overwrite the output file if it exists")
+	durationFlag(f, &o.Timeout, "timeout", time.Minute, "", "give up on the cluster after this long, above zero, e.g. 30s")
 	f.StringVar(&o.StoragePath, "storage-path", "", "storage.path: the backup repository `DIR` (filesystem backend; default ./backups)")
 	f.StringVar(&o.Bucket, "bucket", "", "storage.bucket: back up to this S3 `BUCKET` (backend s3) instead of a directory")
 	f.StringVar(&o.Prefix, "prefix", "", "storage.prefix: the key `PREFIX` (s3) or subdirectory (filesystem) of the repository")
@@ -201,6 +214,11 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 		}
 	}
 	servers := strings.Join(flagCfg.Source.BootstrapServers, ",")
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, initTimeout(o.Timeout))
+		defer cancel()
+	}
 	opts, err := flagCfg.Source.ClientOptions()
 	if err != nil {
 		return withCode(exitUsage, err, "")
@@ -215,16 +233,25 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 	}
 	adm := kadm.NewClient(cl)
 
+	var notes []string
+	streamsGroup := ""
+	if topology == nil {
+		topology, streamsGroup, notes = streamsGroupTopology(ctx, cl, o.ApplicationID, o.Logger)
+	}
 	d, err := backup.Discover(ctx, adm, backup.DiscoverOptions{ApplicationID: o.ApplicationID, Topology: topology}, o.Logger)
 	var notFound *backup.ApplicationNotFoundError
 	if errors.As(err, &notFound) {
+		if streamsGroup != "" {
+			notFound.Looked = append(notFound.Looked, streamsGroup)
+		}
 		return withCode(exitUsage, fmt.Errorf("cluster %s: %w", servers, err),
 			"check --application-id (the application.id in the application's StreamsConfig) and --bootstrap-servers; an application that has never run has none of these: give --topology FILE once its topics exist")
 	}
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("cluster %s: %w", servers, err), "check --bootstrap-servers")
+		return withCode(exitError, fmt.Errorf("cluster %s: %w", servers, err), "check --bootstrap-servers; raise --timeout for a slow cluster")
 	}
 
+	d.Notes = append(notes, d.Notes...)
 	text := renderInitConfig(d, o, now())
 	name := o.Output
 	if name == "-" {
@@ -261,6 +288,37 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 	fmt.Fprintf(s.ErrOut, "check it with: kafkastreams-dr topics -c %s\n", o.Output)
 	return nil
 }
+
+// streamsGroupTopology returns the topology the broker holds for the
+// application's streams group (KIP-1071), or nil with what was found
+// instead, for a not-found error (looked) and for the file (notes): no
+// streams group (a classic group, an older broker) is not an error, and a
+// group that cannot be described is a note, discovery going on without.
+func streamsGroupTopology(ctx context.Context, cl *kgo.Client, app string, log *slog.Logger) (t *topicfilter.AppTopology, looked string, notes []string) {
+	g, err := streamsgroup.Describe(ctx, cl, app)
+	switch {
+	case errors.Is(err, streamsgroup.ErrNotFound):
+		return nil, fmt.Sprintf("no streams group %q (StreamsGroupDescribe)", app), nil
+	case errors.Is(err, streamsgroup.ErrNotStreamsGroup):
+		return nil, fmt.Sprintf("group %q is not a streams group", app), nil
+	case errors.Is(err, streamsgroup.ErrUnsupported):
+		return nil, "no streams groups on this cluster (StreamsGroupDescribe not served)", nil
+	case err != nil:
+		log.Warn("could not describe the streams group; discovering without it", "group", app, "err", err)
+		return nil, "", []string{fmt.Sprintf("the streams group %q could not be described (%v): discovered without its topology", app, err)}
+	}
+	if t = g.AppTopology(app); t == nil {
+		return nil, fmt.Sprintf("streams group %q holds no topology (state %s)", app, g.State),
+			[]string{fmt.Sprintf("the streams group %q holds no topology yet (state %s): discovered without it; run init again while the application runs", app, g.State)}
+	}
+	return t, "", nil
+}
+
+// initTimeout is the cause of init's context when --timeout ends it: the
+// errors of the calls it cuts short then say "--timeout 1m0s ran out".
+type initTimeout time.Duration
+
+func (d initTimeout) Error() string { return fmt.Sprintf("--timeout %s ran out", time.Duration(d)) }
 
 // errFileExists refuses to overwrite the output file without --force.
 func errFileExists(path string) error {

@@ -133,12 +133,21 @@ func renderLeftOut(w func(string, ...any), d *backup.Discovery) {
 		w("    #   %s of the broker's own (named \"__*\" or flagged internal, e.g. %s): never backed up", plural(n, "topic", "topics"), d.BrokerInternal[0])
 	}
 	if !d.OutputsKnown {
-		w("    #   outputs: not known without a topology (the group's offsets name what it reads, not")
-		w("    #   what it writes): add them to the include list above, or run init again with")
+		if d.FromTopology {
+			w("    #   outputs: not known (%s names what the application reads, not what it", comment(d.Method))
+			w("    #   writes; a broker that stores the Topology#describe() text, KIP-1331, would):")
+		} else {
+			w("    #   outputs: not known without a topology (the group's offsets name what it reads, not")
+			w("    #   what it writes):")
+		}
+		w("    #   add them to the include list above, or run init again with")
 		w("    #   --topology FILE (the text of the application's Topology#describe())")
 	}
 	if n := len(d.Unrelated); n > 0 {
 		what := " of the cluster, which the topology neither reads nor writes"
+		if d.FromTopology && !d.OutputsKnown {
+			what = " of the cluster, which the topology does not read (its outputs are among them)"
+		}
 		if !d.FromTopology {
 			what = " of the cluster, on which the group has no committed offsets (its outputs are among them)"
 		}
@@ -159,7 +168,7 @@ func summarizeDiscovery(d *backup.Discovery, where string) string {
 	}
 	outputs := plural(counts[backup.RoleOutput], "output", "outputs")
 	if !d.OutputsKnown {
-		outputs = "outputs unknown (no topology)"
+		outputs = "outputs unknown"
 	}
 	return fmt.Sprintf("wrote %s: application %s, %s selected (%s, %s, %s), %s left out; discovered from %s",
 		where, d.ApplicationID, plural(len(d.Topics), "topic", "topics"),
