@@ -98,13 +98,25 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 	}
 	f.refusals = append(f.refusals, limitRefusals...)
 
-	// The application.id group on the target must have no members.
-	if m.Group != nil {
+	// The application.id group on the target must have no members, and
+	// the target must accept the group's configs. A share group (KIP-932)
+	// is left alone: the backup read none of it.
+	if m.Group != nil && m.Group.Type != format.GroupTypeShare {
 		g, refusals, err := r.planGroup(ctx)
 		if err != nil {
 			return nil, err
 		}
 		f.refusals = append(f.refusals, refusals...)
+		var unset []string
+		g.Configs, unset = groupConfigsToSet(m.Group.Configs)
+		if len(unset) > 0 {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q: configs %s have no value in the backup (sensitive or null): not set on the target", g.GroupID, strings.Join(unset, ", ")))
+		}
+		if len(g.Configs) > 0 {
+			if err := r.alterGroupConfigs(ctx, g.GroupID, g.Configs, true); err != nil {
+				f.refuse("%v", err)
+			}
+		}
 		plan.Group = g
 	}
 	plan.InFlight = inFlightPlan(sel, o)
