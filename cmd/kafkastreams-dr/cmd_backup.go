@@ -76,11 +76,22 @@ with progress bars when stderr is a terminal and one summary line at the end.
 --metrics-addr serves the run's Prometheus metrics while it lasts; --push-gateway
 pushes them when it ends (see "kafkastreams-dr --help").
 
+The application's topology, when known (--topology FILE or topology_file: a
+Topology#describe() text; else a streams group's on the broker, KIP-1071),
+classifies the topics and, without source.topics.include, selects its inputs,
+outputs, dead-letter topics, changelogs and source-topic changelogs; the manifest
+records each topic's role and where the topology came from (a changed topology
+starts a new backup instead of resuming one). Refused (exit 2, nothing copied):
+neither include nor topology; a topology input or changelog the include or
+exclude leaves out (the fix is named; source.topics.allow_topology_mismatch: true
+warns instead); a topology file that cannot be read or parsed.
+
 CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,
-  internal_topic_prefixes, source.* (bootstrap_servers, client_id,
+  internal_topic_prefixes, topology_file, dead_letter_queue_topics,
+  source.* (bootstrap_servers, client_id,
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
-  topics.allow_missing), storage.* (backend, bucket, prefix, region, endpoint,
+  topics.allow_missing, topics.allow_topology_mismatch), storage.* (backend, bucket, prefix, region, endpoint,
   path_style, request_timeout, retry_timeout, path), backup.* (compression,
   source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout).
   S3 credentials come from the AWS default chain (AWS_* environment variables,

@@ -59,12 +59,27 @@ for source.retry_timeout), so what it shows is what a backup copies. A topic con
 that cannot be read (DescribeConfigs) fails topics as it fails a backup (exit 1,
 naming the topic).
 
+With a topology (--topology FILE, or topology_file: a Topology#describe() text;
+else a streams group's topology on the broker, KIP-1071) each topic also gets a
+ROLE (input, output, changelog, source-changelog, repartition, dead-letter,
+global-input; "-" when the topology does not name it), the topology decides, and
+an internal topic under the prefix that it does not name is another
+application's. Without source.topics.include it selects the topology's inputs,
+outputs, dead-letter topics, changelogs and source-topic changelogs. The summary
+on stderr says where the topology came from, or "classified by name (no
+topology)".
+
 Exits 2, after the table, when a backup would refuse the config: a literal
-include names a topic that does not exist, or no topic is selected at all.
+include names a topic that does not exist, the include or exclude leaves out a
+topology input or changelog (each fix is named; allow_topology_mismatch: true
+under source.topics warns instead), or no topic is selected at all.
+Also 2, before any table: neither source.topics.include nor a topology, or a
+--topology / topology_file that cannot be read or is not a describe() text.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,
-  internal_topic_prefixes, source.bootstrap_servers, source.client_id,
+  internal_topic_prefixes, topology_file, dead_letter_queue_topics,
+  source.topics.allow_topology_mismatch, source.bootstrap_servers, source.client_id,
   source.request_timeout, source.retry_timeout (a transient
   LEADER_NOT_AVAILABLE is retried for it, not taken as a missing topic;
   without --timeout it is the only bound, as for backup), source.security,
