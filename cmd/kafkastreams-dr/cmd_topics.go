@@ -118,7 +118,10 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 	if _, err := topicfilter.NewFilter(cfg.Source.Topics.Include, cfg.Source.Topics.Exclude); err != nil { // config.Load has checked the patterns already
 		return withCode(exitUsage, err, "")
 	}
+	// With the source's client options the selection can describe the
+	// application's streams group and classify by its topology.
 	bo := backupOptionsFromConfig(cfg)
+	bo.Source = opts
 	if bo.Topology, err = loadTopology(cfg, o.Topology); err != nil {
 		return err
 	}
