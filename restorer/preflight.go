@@ -117,6 +117,12 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 				f.refuse("%v", err)
 			}
 		}
+		kf, err := r.kafka20254(ctx, g, m.Group)
+		if err != nil {
+			return nil, err
+		}
+		f.refusals = append(f.refusals, kf.refusals...)
+		plan.Warnings = append(plan.Warnings, kf.warnings...)
 		plan.Group = g
 	}
 	plan.InFlight = inFlightPlan(sel, o)
@@ -434,12 +440,14 @@ func (r *restore) planGroup(ctx context.Context) (*GroupPlan, []string, error) {
 		switch g.TargetState {
 		case "Empty", "Dead", "":
 		default:
-			kind := "consumer group"
-			if lg.GroupType == "streams" {
-				kind = "streams group (KIP-1071)"
+			kind, wait := "consumer group", ""
+			if lg.GroupType == format.GroupTypeStreams {
+				// DescribeGroups does not describe a streams group: its
+				// members are not counted here.
+				kind, wait = "streams group (KIP-1071)", "; a killed instance stays a member until its session times out (the group's streams.session.timeout.ms, 45 s by default): wait that long and run the restore again"
 			}
-			f.refuse("the %s %q on the target is %s with %d member(s): stop every instance of the application (and any consumer in that group) before restoring; offsets can only be reset on a group with no members",
-				kind, mg.GroupID, g.TargetState, members)
+			f.refuse("the %s %q on the target is %s with %d member(s): stop every instance of the application (and any consumer in that group) before restoring; offsets can only be reset on a group with no members%s",
+				kind, mg.GroupID, g.TargetState, members, wait)
 		}
 	}
 	current := kadm.OffsetResponses{}

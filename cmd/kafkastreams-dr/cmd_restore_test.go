@@ -38,6 +38,8 @@ func TestRestoreFlagParsing(t *testing.T) {
 			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Retention: restorer.RetentionKeep, From: "./kdr-quickstart"}},
 		{"--retention accept-loss", []string{"-c", "app.yaml", "--retention=ACCEPT-LOSS"},
 			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Retention: restorer.RetentionAcceptLoss, From: "./kdr-quickstart"}},
+		{"--allow-kafka-4-2", []string{"-c", "app.yaml", "--allow-kafka-4-2"},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, AllowKafka42: true, From: "./kdr-quickstart"}},
 		{"embedded", []string{"--embedded", "--from", "/tmp/repo", "--json"},
 			restoreOptions{BackupID: "latest", Strategy: restorer.StrategyChangelog, Embedded: true, From: "/tmp/repo", JSON: true}},
 	}
