@@ -485,8 +485,12 @@ func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, names []stri
 	}
 	for _, topic := range a.Repartition {
 		known[topic] = true
+		what := "repartition topic"
+		if strings.HasSuffix(topic, "-topic") {
+			what = "foreign-key-join subscription topic"
+		}
 		if exists[topic] {
-			leave(topic, fmt.Sprintf("repartition topic of %s: never backed up as data; its in-flight tail is captured", from))
+			leave(topic, fmt.Sprintf("%s of %s: never backed up as data; its in-flight tail is captured", what, from))
 		}
 	}
 }
