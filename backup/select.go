@@ -2,13 +2,16 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
@@ -30,6 +33,9 @@ type Selection struct {
 	// applications every consumer group but the application's own and
 	// Options.OtherApplicationIDs, sorted.
 	Classifier topicfilter.Classifier
+	// Topology is the topology the decisions were made with (also
+	// Classifier.Topology): Options.Topology, or nil when none is known.
+	Topology *topicfilter.AppTopology
 	// Decisions are one per topic of the cluster, sorted by name
 	// (topicfilter.Plan); Warnings are Plan's warnings.
 	Decisions []topicfilter.Decision
@@ -52,7 +58,10 @@ func (s *Selection) Selected() []topicfilter.Decision {
 // backup (Run) and of the topics command, so that what topics shows is what
 // a backup copies. It uses o.Include, o.Exclude, o.AllowMissingTopics,
 // o.ApplicationID, o.InternalPrefixes, o.SourceChangelogTopics,
-// o.OtherApplicationIDs and o.RetryTimeout (0: DefaultRetryTimeout).
+// o.OtherApplicationIDs and o.RetryTimeout (0: DefaultRetryTimeout), and
+// o.Topology, or when it is nil and o.Source is set, the topology of
+// o.ApplicationID's streams group on the source cluster (appTopology:
+// StreamsGroupDescribe; a failure there is a warning, never an error).
 //
 // In order: every topic with ListTopics; the configs of the topics that are
 // not broker-internal, for cleanup.policy (a compacted input may be a
@@ -79,6 +88,12 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 	filter, err := topicfilter.NewFilter(o.Include, o.Exclude)
 	if err != nil {
 		return nil, err
+	}
+	if o.Topology, err = appTopology(ctx, adm, o, log); err != nil {
+		return nil, err
+	}
+	if len(o.Include) == 0 && o.Topology == nil {
+		return nil, ErrNoTopicsSelector
 	}
 	details, err := ListTopics(ctx, adm, o.RetryTimeout)
 	if err != nil {
@@ -140,9 +155,63 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 		}
 		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(d.Partitions), Internal: d.IsInternal, Compacted: compacted})
 	}
-	s := &Selection{Details: details, Configs: configs, Groups: groups,
+	s := &Selection{Details: details, Configs: configs, Groups: groups, Topology: o.Topology,
 		Classifier: topicfilter.Classifier{ApplicationID: o.ApplicationID, InternalPrefixes: o.InternalPrefixes,
-			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}}
-	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics})
+			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others,
+			Topology: o.Topology, DeadLetterTopics: o.DeadLetterTopics}}
+	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos,
+		topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
+			IncludeKey: o.IncludeKey, ExcludeKey: o.ExcludeKey})
 	return s, err
+}
+
+// appTopology is the application's topology for a backup with options o:
+// o.Topology when set (a --topology file or topology_file); else, when
+// o.ApplicationID's group on the source cluster is a streams group
+// (KIP-1071, group.protocol=streams), the topology its coordinator holds
+// (streamsgroup.Describe through a client of o.Source, then
+// Group.AppTopology: From `streams group "<id>" on the source cluster
+// (StreamsGroupDescribe)`); nil when none is known. Run resolves it once,
+// before it compares an interrupted backup's selection, and SelectTopics
+// uses what it returns.
+//
+// The broker's answer is never fatal: no group of that id, a classic or
+// consumer group, and a broker without StreamsGroupDescribe (Kafka before
+// 4.1) give nil quietly (debug on log); any other failure (e.g.
+// GROUP_AUTHORIZATION_FAILED: DESCRIBE on the group is not granted) is a
+// warning on log and nil, so topics are classified by name as before.
+func appTopology(ctx context.Context, adm *kadm.Client, o Options, log *slog.Logger) (*topicfilter.AppTopology, error) {
+	_ = adm // kadm cannot reach a group's coordinator with StreamsGroupDescribe; a client of o.Source does
+	if o.Topology != nil || o.ApplicationID == "" || len(o.Source) == 0 {
+		return o.Topology, nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cl, err := kgo.NewClient(o.Source...)
+	if err != nil {
+		log.Warn("could not describe the application's streams group; topics are classified by name", "group", o.ApplicationID, "err", err)
+		return nil, nil
+	}
+	defer cl.Close()
+	g, err := streamsgroup.Describe(ctx, cl, o.ApplicationID)
+	switch {
+	case errors.Is(err, streamsgroup.ErrNotFound), errors.Is(err, streamsgroup.ErrNotStreamsGroup), errors.Is(err, streamsgroup.ErrUnsupported):
+		log.Debug("no streams group topology on the source cluster; topics are classified by name", "group", o.ApplicationID, "why", err)
+		return nil, nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		log.Warn("could not describe the application's streams group; topics are classified by name", "group", o.ApplicationID, "err", err)
+		return nil, nil
+	}
+	at := g.AppTopology(o.ApplicationID)
+	if at == nil {
+		log.Info("the application's streams group holds no topology yet; topics are classified by name", "group", o.ApplicationID, "state", g.State)
+		return nil, nil
+	}
+	log.Info("classifying topics by the streams group's topology", "group", o.ApplicationID, "state", g.State,
+		"description", g.DescriptionStatus, "outputs_known", at.OutputsKnown)
+	return at, nil
 }

@@ -45,6 +45,18 @@ var (
 	ErrUnsupported = errors.New("broker does not serve StreamsGroupDescribe (Kafka 4.1 or later with the streams rebalance protocol enabled is needed)")
 )
 
+// Streams group states, as StreamsGroupDescribe's State carries them
+// (the toString of GroupMetadataManager's StreamsGroup.StreamsGroupState,
+// Kafka 4.4; not the enum names EMPTY, NOT_READY, ...).
+const (
+	StateEmpty       = "Empty"       // no members
+	StateNotReady    = "NotReady"    // the topology's source topics are missing or not co-partitioned, or internal topics are missing
+	StateAssigning   = "Assigning"   // a new target assignment is being computed
+	StateReconciling = "Reconciling" // members are moving to the target assignment
+	StateStable      = "Stable"      // every member has its target assignment
+	StateDead        = "Dead"        // the group is being removed
+)
+
 // Description statuses (StreamsGroupDescribeResponse v1
 // TopologyDescriptionStatus, KIP-1331), as Group.DescriptionStatus
 // carries them.
@@ -60,8 +72,7 @@ const (
 type Group struct {
 	// ID is the group id, the application's application.id.
 	ID string
-	// State is the broker's state string: EMPTY, NOT_READY, ASSIGNING,
-	// RECONCILING, STABLE or DEAD (StreamsGroup.StreamsGroupState).
+	// State is the broker's state string, one of the State* constants.
 	State string
 	// Epoch is the group epoch; AssignmentEpoch the epoch of the target
 	// assignment.
@@ -75,8 +86,11 @@ type Group struct {
 	DescriptionStatus string
 	// Description is the application's Topology#describe(), converted to
 	// topicfilter's form, when DescriptionStatus is AVAILABLE; nil
-	// otherwise. Its internal topic names are as the application names
-	// them, without the "<application.id>-" prefix.
+	// otherwise. As in a describe() text (topicfilter.ParseTopology), its
+	// repartition topics are named without the "<application.id>-"
+	// prefix (the broker's answer carries them prefixed; the prefix is
+	// taken off the topics Topology names as repartition topics), so
+	// Description.Topics(applicationID, ...) classifies as for the text.
 	Description *topicfilter.Topology
 }
 
@@ -257,7 +271,7 @@ func fromResponse(g *kmsg.StreamsGroupDescribeResponseGroup) *Group {
 	}
 	out.DescriptionStatus = descriptionStatus(g.TopologyDescriptionStatus)
 	if g.TopologyDescription != nil && out.DescriptionStatus == DescriptionAvailable {
-		out.Description = convertDescription(g.TopologyDescription)
+		out.Description = convertDescription(g.TopologyDescription, g.Group, out.Topology)
 	}
 	return out
 }

@@ -3,6 +3,8 @@ package streamsgroup
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -23,22 +25,44 @@ const (
 // node kinds, a source's topics, a sink's topic, a processor's stores,
 // and the arrows both ways (the answer carries successors only;
 // predecessors are derived from them). Subtopology ids that are not
-// numbers are numbered in their order.
-func convertDescription(d *kmsg.StreamsGroupDescribeResponseGroupTopologyDescription) *topicfilter.Topology {
+// numbers are numbered in their order. The answer names internal topics
+// with their "<group>-" prefix: it is taken off the topics basic (the
+// group's Topology, may be nil) names as repartition topics, as
+// describe() prints them.
+func convertDescription(d *kmsg.StreamsGroupDescribeResponseGroupTopologyDescription, group string, basic *Topology) *topicfilter.Topology {
+	internal := map[string]string{}
+	if basic != nil {
+		for _, s := range basic.Subtopologies {
+			for _, t := range s.RepartitionSinkTopics {
+				internal[t] = strings.TrimPrefix(t, group+"-")
+			}
+			for _, t := range s.RepartitionSourceTopics {
+				internal[t.Topic] = strings.TrimPrefix(t.Topic, group+"-")
+			}
+		}
+	}
+	name := func(topic string) string {
+		if n, ok := internal[topic]; ok {
+			return n
+		}
+		return topic
+	}
 	t := &topicfilter.Topology{}
 	for i, s := range d.Subtopologies {
-		id := i
-		fmt.Sscanf(s.SubtopologyID, "%d", &id)
-		t.SubTopologies = append(t.SubTopologies, topicfilter.SubTopology{ID: id, Nodes: convertNodes(s.Nodes)})
+		id, err := strconv.Atoi(s.SubtopologyID)
+		if err != nil {
+			id = i
+		}
+		t.SubTopologies = append(t.SubTopologies, topicfilter.SubTopology{ID: id, Nodes: convertNodes(s.Nodes, name)})
 	}
 	slices.SortStableFunc(t.SubTopologies, func(a, b topicfilter.SubTopology) int { return a.ID - b.ID })
 	for i, g := range d.GlobalStores {
-		t.GlobalStores = append(t.GlobalStores, topicfilter.SubTopology{ID: len(d.Subtopologies) + i, Nodes: convertNodes([]kmsg.TopologyDescriptionNode{g.Source, g.Processor})})
+		t.GlobalStores = append(t.GlobalStores, topicfilter.SubTopology{ID: len(d.Subtopologies) + i, Nodes: convertNodes([]kmsg.TopologyDescriptionNode{g.Source, g.Processor}, name)})
 	}
 	return t
 }
 
-func convertNodes(in []kmsg.TopologyDescriptionNode) []topicfilter.Node {
+func convertNodes(in []kmsg.TopologyDescriptionNode, name func(string) string) []topicfilter.Node {
 	preds := map[string][]string{}
 	for _, n := range in {
 		for _, s := range n.Successors {
@@ -51,11 +75,13 @@ func convertNodes(in []kmsg.TopologyDescriptionNode) []topicfilter.Node {
 		switch n.NodeType {
 		case nodeSource:
 			node.Kind = topicfilter.SourceNode
-			node.Topics = slices.Clone(n.SourceTopics)
+			for _, t := range n.SourceTopics {
+				node.Topics = append(node.Topics, name(t))
+			}
 		case nodeSink:
 			node.Kind = topicfilter.SinkNode
 			if n.SinkTopic != nil {
-				node.Topic = *n.SinkTopic
+				node.Topic = name(*n.SinkTopic)
 			}
 		default:
 			node.Kind = topicfilter.ProcessorNode

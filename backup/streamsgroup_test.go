@@ -1,0 +1,99 @@
+package backup_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
+)
+
+// TestSelectTopicsFromTheStreamsGroup: on a real Kafka 4.4 broker that keeps
+// topology descriptions (KIP-1331), the drill app running as a streams
+// group (group.protocol=streams) is classified by its group's topology with
+// no include pattern: SelectTopics selects exactly its inputs, outputs and
+// changelogs, each with its role, never its repartition topics, and says
+// where the topology came from. An application whose group is a classic
+// group has no broker topology: without an include that is
+// ErrNoTopicsSelector, as before (issue 12).
+func TestSelectTopicsFromTheStreamsGroup(t *testing.T) {
+	k := testkit.StartKafka(t, testkit.KafkaProperty("group.streams.topology.description.plugin.class", "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin"))
+	testkit.CreateStreamsAppTopics(t, k.Bootstrap(), 2)
+	app := testkit.StartStreamsApp(t, k.Bootstrap(), testkit.StreamsAppProperty("group.protocol", "streams"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := testkit.Client(t, k.Addrs())
+	// The members send the description with their first heartbeats.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		g, err := streamsgroup.Describe(ctx, cl, app.ApplicationID())
+		if err == nil && g.DescriptionStatus == streamsgroup.DescriptionAvailable && g.State == streamsgroup.StateStable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the drill app's streams group is not Stable with its description within a minute: %+v, %v", g, err)
+		}
+	}
+	adm := kadm.NewClient(cl)
+
+	t.Run("streams group", func(t *testing.T) {
+		o := backup.Options{ApplicationID: app.ApplicationID(), Source: []kgo.Opt{kgo.SeedBrokers(k.Addrs()...)}, RetryTimeout: 10 * time.Second}
+		sel, err := backup.SelectTopics(ctx, adm, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roles := map[string]string{}
+		for _, d := range sel.Selected() {
+			roles[d.Topic] = string(d.Role)
+		}
+		want := map[string]string{
+			testkit.StreamsAppEventsTopic: "input", testkit.StreamsAppCategoriesTopic: "input",
+			testkit.StreamsAppCountsTopic: "output", testkit.StreamsAppWindowCountsTopic: "output", testkit.StreamsAppLabeledTopic: "output",
+			"drill-app-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000024-changelog": "changelog",
+			"drill-app-category-labels-store-changelog":                              "changelog",
+			"drill-app-counts-store-changelog":                                       "changelog",
+			"drill-app-latest-by-user-store-changelog":                               "changelog",
+			"drill-app-window-counts-store-changelog":                                "changelog",
+		}
+		if !equalMaps(roles, want) {
+			t.Errorf("selected (topic: role) %v,\nwant %v", roles, want)
+		}
+		if sel.Topology == nil || sel.Topology.From != `streams group "drill-app" on the source cluster (StreamsGroupDescribe)` || !sel.Topology.OutputsKnown {
+			t.Errorf("Selection.Topology = %+v, want the streams group's, outputs known", sel.Topology)
+		}
+	})
+	t.Run("classic group", func(t *testing.T) {
+		var off kadm.Offsets
+		off.Add(kadm.Offset{Topic: testkit.StreamsAppEventsTopic, Partition: 0, At: 0, LeaderEpoch: -1})
+		if _, err := adm.CommitOffsets(ctx, "classic-app", off); err != nil {
+			t.Fatal(err)
+		}
+		o := backup.Options{ApplicationID: "classic-app", Source: []kgo.Opt{kgo.SeedBrokers(k.Addrs()...)}, RetryTimeout: 10 * time.Second}
+		if sel, err := backup.SelectTopics(ctx, adm, o, nil); !errors.Is(err, backup.ErrNoTopicsSelector) {
+			t.Fatalf("SelectTopics of a classic group without include = %+v, %v; want ErrNoTopicsSelector", sel, err)
+		}
+	})
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if v, ok := b[k]; !ok || v != a[k] {
+			return false
+		}
+	}
+	return true
+}
