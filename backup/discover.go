@@ -351,6 +351,7 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	for name, td := range details {
 		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(td.Partitions), Internal: td.IsInternal, Compacted: compacted[name]})
 	}
+	c.Topology = o.Topology // as the backup will classify them
 	decisions, warnings, err := topicfilter.Plan(filter, c, infos, topicfilter.PlanOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("discover: %w", err)

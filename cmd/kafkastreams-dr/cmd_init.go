@@ -89,7 +89,9 @@ THE FILE
   A header says when, from which cluster and by which discovery it was written;
   application_id; source.bootstrap_servers (with a commented security block: add TLS or
   SASL there, init connects in plaintext); source.topics.include as a literal list;
-  source_changelog_topics and other_application_ids when known; a "Left out:" comment;
+  source_changelog_topics and other_application_ids when known; topology_file naming the
+  --topology file (relative to the config's directory when it is under it), so that backups
+  classify by it too; a "Left out:" comment;
   and storage: a directory, --storage-path (default ./backups, taken from the file's
   directory), or S3 with --bucket (and --prefix, --region, --endpoint, --path-style).
   The file is parsed as every command parses it, and the topics a backup with it would
@@ -262,7 +264,14 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 		return withCode(exitError, fmt.Errorf("the config init wrote does not parse (a bug; nothing written): %w", err), "")
 	}
 	// What a backup with the file selects must be what was discovered.
-	sel, err := backup.SelectTopics(ctx, adm, backupOptionsFromConfig(cfg), o.Logger)
+	// As topics -c does: the source's client (so that a streams group's
+	// topology classifies) and the topology file's topology.
+	bo := backupOptionsFromConfig(cfg)
+	bo.Source = opts
+	if o.Topology != "" {
+		bo.Topology = topology
+	}
+	sel, err := backup.SelectTopics(ctx, adm, bo, o.Logger)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("cluster %s: check the discovered topics: %w", servers, err), "run init again")
 	}
@@ -352,19 +361,36 @@ func readTopologyFile(path, app string) (*topicfilter.AppTopology, error) {
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "")
 	}
-	t, err := topicfilter.ParseTopology(string(data))
+	t, err := topicfilter.DescribedTopology(string(data), app, fmt.Sprintf("topology file %q", filepath.Base(path)))
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: %w", path, err),
 			"give the text the application's Topology#describe() prints (e.g. log topology.describe() at startup)")
 	}
-	if len(t.SubTopologies) == 0 && len(t.GlobalStores) == 0 {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: no sub-topology in it (want the text of Topology#describe(), from \"Topologies:\" on)", path), "")
+	if len(t.Inputs)+len(t.Patterns)+len(t.GlobalInputs) == 0 {
+		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: no source topic in it (want the text of Topology#describe(), from \"Topologies:\" on)", path), "")
 	}
-	return &topicfilter.AppTopology{
-		From:           fmt.Sprintf("topology file %q", filepath.Base(path)),
-		TopologyTopics: t.Topics(app, false),
-		OutputsKnown:   true,
-	}, nil
+	return t, nil
+}
+
+// topologyFileKey is the topology_file value that names path from the
+// directory of the config file out: relative when path is under that
+// directory, else absolute ("-": absolute).
+func topologyFileKey(path, out string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if out == "-" {
+		return abs
+	}
+	dir, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return abs
+	}
+	if rel, err := filepath.Rel(dir, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel
+	}
+	return abs
 }
 
 // writeNew writes data to path whole or not at all: a temporary file in

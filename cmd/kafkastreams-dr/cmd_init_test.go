@@ -203,11 +203,17 @@ func TestInitFromTopologyFile(t *testing.T) {
 			"drill-app-v1-counts-store-changelog"},
 		[]string{"drill-categories"},
 		map[string][]string{"drill-app-v1": {"drill-events"}})
-	topology, err := filepath.Abs(filepath.Join("..", "..", "topicfilter", "testdata", "topologies", "drill-app.txt"))
+	// The topology file beside the config: topology_file names it relative.
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "topicfilter", "testdata", "topologies", "drill-app.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "drill-app.yaml")
+	topology := filepath.Join(dir, "drill-app.txt")
+	if err := os.WriteFile(topology, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "drill-app.yaml")
 	code, stdout, stderr := runCLI(t, "init", "--application-id", "drill-app", "--bootstrap-servers", kf.Bootstrap(),
 		"--topology", topology, "-o", out, "--bucket", "dr-backups", "--prefix", "drill-app", "--region", "eu-west-1")
 	if code != exitOK {
@@ -227,6 +233,15 @@ func TestInitFromTopologyFile(t *testing.T) {
 	slices.Sort(want)
 	if got := topicsSelected(t, out); !reflect.DeepEqual(got, want) {
 		t.Errorf("topics -c selects %v, want %v\n%s", got, want, text)
+	}
+	if cfg.TopologyFile != topology || !strings.Contains(text, "\ntopology_file: \"drill-app.txt\"\n") {
+		t.Errorf("topology_file = %q, want %q, written relative to the file's directory\n%s", cfg.TopologyFile, topology, text)
+	}
+	if _, err := config.LoadAndCheckFiles(out); err != nil {
+		t.Errorf("config validate would refuse the file: %v", err)
+	}
+	if !strings.Contains(text, "list them under dead_letter_queue_topics") {
+		t.Errorf("no word on dead-letter topics:\n%s", text)
 	}
 	if !reflect.DeepEqual(cfg.SourceChangelogTopics, []string{"drill-categories"}) {
 		t.Errorf("source_changelog_topics = %v, want [drill-categories]\n%s", cfg.SourceChangelogTopics, text)
