@@ -296,6 +296,7 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	}
 	c := topicfilter.Classifier{ApplicationID: app, OtherApplicationIDs: others, SourceChangelogTopics: sourceChangelogs}
 	otherApps := map[string]bool{}
+	unnamed := map[string]bool{} // changelogs under the prefix the topology does not name
 	for _, topic := range names {
 		if known[topic] {
 			continue
@@ -307,7 +308,8 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 			leftOut[topic] = &LeftOutTopic{Topic: topic, OtherApplicationID: other, Reason: reason}
 			otherApps[other] = true
 		case class == topicfilter.Changelog && o.Topology != nil:
-			leave(topic, fmt.Sprintf("it is named like a changelog of this application (%s), but the topology does not name its store: an old store's changelog, or another application's; include it by hand if the application still uses it", reason))
+			unnamed[topic] = true
+			leave(topic, fmt.Sprintf("named like a changelog of this application (%s), but the topology does not name its store: an old store's changelog, or another application's; include it by hand if the application still uses it", reason))
 		case class == topicfilter.Changelog:
 			add(topic, RoleChangelog, reason+", by the reset tool's naming rule")
 		case class == topicfilter.Repartition:
@@ -370,6 +372,11 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 		}
 	}
 	for _, dec := range decisions {
+		if unnamed[dec.Topic] && dec.OtherApplicationID != "" {
+			// The topology's classification names the likely owner.
+			leftOut[dec.Topic] = &LeftOutTopic{Topic: dec.Topic, OtherApplicationID: dec.OtherApplicationID,
+				Reason: strings.TrimPrefix(dec.Reason, "not selected: ") + "; include it by hand if it is this application's"}
+		}
 		if f, ok := found[dec.Topic]; ok && !dec.Selected {
 			delete(found, dec.Topic)
 			leftOut[dec.Topic] = &LeftOutTopic{Topic: dec.Topic, Reason: fmt.Sprintf("found as %s (%s), but a backup would not copy it: %s", f.Role, f.Why, strings.TrimPrefix(dec.Reason, "not selected: "))}
