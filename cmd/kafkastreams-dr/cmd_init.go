@@ -104,9 +104,10 @@ THE FILE
 REFUSALS (exit 2)
   no --application-id or --bootstrap-servers, a server that is not host:port, --bucket
   with --storage-path, --region/--endpoint/--path-style without --bucket; the output
-  file exists (without --force); a --topology file that cannot be read or parsed; the
-  application is not found: no streams group APP, no consumer group APP, no committed
-  offsets, no topic "APP-*" (or, with --topology, none of its topics on the cluster).
+  file exists (without --force), is a directory, or its directory does not exist; a
+  --topology file that cannot be read or parsed; the application is not found: no
+  streams group APP, no consumer group APP, no committed offsets, no topic "APP-*" (or,
+  with --topology, none of its topics on the cluster).
   The cluster not reached within --timeout (default 1m) is exit 1.`,
 		Example: `  kafkastreams-dr init --application-id order-processor --bootstrap-servers kafka-1:9092,kafka-2:9092
   kafkastreams-dr init --application-id order-processor --bootstrap-servers kafka:9092 \
@@ -337,8 +338,20 @@ func errFileExists(path string) error {
 
 // refuseExisting refuses an existing output file before the cluster is
 // asked anything (writeNew refuses again if one appears meanwhile).
+// A directory at the output path, or an output directory that is not
+// one, is refused too (exit 2), whatever --force says.
 func refuseExisting(o *initOptions) error {
-	if o.Output == "-" || o.Force {
+	if o.Output == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(o.Output); err == nil && fi.IsDir() {
+		return withCode(exitUsage, fmt.Errorf("-o %s is a directory", o.Output), "give a file name, e.g. -o "+filepath.Join(o.Output, o.ApplicationID+".yaml"))
+	}
+	dir := filepath.Dir(o.Output)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return withCode(exitUsage, fmt.Errorf("-o %s: directory %s does not exist", o.Output, dir), "create it first, or give -o a file in an existing directory (-o - writes to stdout)")
+	}
+	if o.Force {
 		return nil
 	}
 	if _, err := os.Lstat(o.Output); err == nil {

@@ -316,6 +316,10 @@ func TestInitRefusesBadFlags(t *testing.T) {
 		{"region without bucket", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "--region", "eu-west-1"}, []string{"give --bucket too"}},
 		{"bad bucket name", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "--bucket", "My_Bucket"}, []string{"invalid --bucket"}},
 		{"an argument", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "extra"}, []string{"unknown command \"extra\""}},
+		{"output in a missing directory", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "-o", filepath.Join(dir, "no", "app.yaml")},
+			[]string{"-o " + filepath.Join(dir, "no", "app.yaml") + ": directory " + filepath.Join(dir, "no") + " does not exist"}},
+		{"output is a directory", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "-o", dir, "--force"},
+			[]string{"-o " + dir + " is a directory", "give a file name, e.g. -o " + filepath.Join(dir, "app.yaml")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"init", "-o", out}, tt.args...)...)
