@@ -1,14 +1,19 @@
 package backup_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
@@ -96,4 +101,47 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestSelectTopicsWhenTheGroupCannotBeDescribed: a failure to describe the
+// application's group other than "not a streams group" (here
+// FindCoordinator answers GROUP_AUTHORIZATION_FAILED, as for a principal
+// without DESCRIBE on the group) is a warning naming the group, and the
+// selection goes on by names: a backup that worked before still works.
+func TestSelectTopicsWhenTheGroupCannotBeDescribed(t *testing.T) {
+	kf := testkit.StartKfake(t, 1)
+	adm := testkit.Admin(t, kf.Addrs())
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	kf.ControlKey(int16(kmsg.FindCoordinator), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		req := kr.(*kmsg.FindCoordinatorRequest)
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		for _, key := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.ErrorCode = key, kerr.GroupAuthorizationFailed.Code
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil, true
+	})
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o := backup.Options{ApplicationID: "app", Include: []string{"orders"}, Source: []kgo.Opt{kgo.SeedBrokers(kf.Addrs()...)}, RetryTimeout: 10 * time.Second}
+	sel, err := backup.SelectTopics(t.Context(), adm, o, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range sel.Selected() {
+		got = append(got, d.Topic)
+	}
+	if !slices.Equal(got, []string{"orders"}) || sel.Topology != nil {
+		t.Errorf("selected %q with topology %+v, want [orders] by name", got, sel.Topology)
+	}
+	if !strings.Contains(logs.String(), "could not describe the application's streams group") || !strings.Contains(logs.String(), "group=app") ||
+		!strings.Contains(logs.String(), "GROUP_AUTHORIZATION_FAILED") {
+		t.Errorf("warnings %q: want one naming the group and the broker's error", logs.String())
+	}
 }
