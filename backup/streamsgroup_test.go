@@ -17,6 +17,8 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
 )
 
@@ -25,7 +27,8 @@ import (
 // group (group.protocol=streams) is classified by its group's topology with
 // no include pattern: SelectTopics selects exactly its inputs, outputs and
 // changelogs, each with its role, never its repartition topics, and says
-// where the topology came from. An application whose group is a classic
+// where the topology came from; a backup (Run) copies those topics and its
+// manifest records the topology's source. An application whose group is a classic
 // group has no broker topology: without an include that is
 // ErrNoTopicsSelector, as before (issue 12).
 func TestSelectTopicsFromTheStreamsGroup(t *testing.T) {
@@ -71,6 +74,35 @@ func TestSelectTopicsFromTheStreamsGroup(t *testing.T) {
 		}
 		if sel.Topology == nil || sel.Topology.From != `streams group "drill-app" on the source cluster (StreamsGroupDescribe)` || !sel.Topology.OutputsKnown {
 			t.Errorf("Selection.Topology = %+v, want the streams group's, outputs known", sel.Topology)
+		}
+	})
+	t.Run("backup", func(t *testing.T) {
+		// backup.Run resolves the same topology and records where it
+		// came from; the manifest holds exactly the selected topics.
+		fs, err := storage.NewFilesystem(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := backup.Run(ctx, backup.Options{ApplicationID: app.ApplicationID(), Source: []kgo.Opt{kgo.SeedBrokers(k.Addrs()...)},
+			Store: fs, SourceClusterID: "test", RetryTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := backupcheck.Latest(t, fs, r.BackupID)
+		var names []string
+		for _, tp := range m.Topics {
+			names = append(names, tp.Name)
+		}
+		slices.Sort(names)
+		want := []string{"drill-app-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000024-changelog", "drill-app-category-labels-store-changelog",
+			"drill-app-counts-store-changelog", "drill-app-latest-by-user-store-changelog", "drill-app-window-counts-store-changelog",
+			testkit.StreamsAppCategoriesTopic, testkit.StreamsAppCountsTopic, testkit.StreamsAppEventsTopic, testkit.StreamsAppLabeledTopic, testkit.StreamsAppWindowCountsTopic}
+		slices.Sort(want)
+		if !slices.Equal(names, want) {
+			t.Errorf("backed up %q,\nwant %q", names, want)
+		}
+		if m.Selection == nil || m.Selection.TopologyFrom != `streams group "drill-app" on the source cluster (StreamsGroupDescribe)` || len(m.Selection.TopologySHA256) != 64 {
+			t.Errorf("manifest selection %+v: want the streams group as the topology's source, with its digest", m.Selection)
 		}
 	})
 	t.Run("classic group", func(t *testing.T) {
