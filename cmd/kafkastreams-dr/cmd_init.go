@@ -374,7 +374,11 @@ func readTopologyFile(path, app string) (*topicfilter.AppTopology, error) {
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "")
 	}
-	t, err := topicfilter.DescribedTopology(string(data), app, fmt.Sprintf("topology file %q", filepath.Base(path)))
+	_, err = topicfilter.ParseTopology(string(data)) // its error names the line, without DescribedTopology's prefix
+	var t *topicfilter.AppTopology
+	if err == nil {
+		t, err = topicfilter.DescribedTopology(string(data), app, fmt.Sprintf("topology file %q", filepath.Base(path)))
+	}
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: %w", path, err),
 			"give the text the application's Topology#describe() prints (e.g. log topology.describe() at startup)")
