@@ -211,8 +211,9 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 		return err
 	}
 	var topology *topicfilter.AppTopology
+	var described *topicfilter.Topology
 	if o.Topology != "" {
-		if topology, err = readTopologyFile(o.Topology, o.ApplicationID); err != nil {
+		if topology, described, err = readTopologyFile(o.Topology, o.ApplicationID); err != nil {
 			return err
 		}
 	}
@@ -239,9 +240,9 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 	var notes []string
 	streamsGroup := ""
 	if topology == nil {
-		topology, streamsGroup, notes = streamsGroupTopology(ctx, cl, o.ApplicationID, o.Logger)
+		topology, described, streamsGroup, notes = streamsGroupTopology(ctx, cl, o.ApplicationID, o.Logger)
 	}
-	d, err := backup.Discover(ctx, adm, backup.DiscoverOptions{ApplicationID: o.ApplicationID, Topology: topology}, o.Logger)
+	d, err := backup.Discover(ctx, adm, backup.DiscoverOptions{ApplicationID: o.ApplicationID, Topology: topology, Described: described}, o.Logger)
 	var notFound *backup.ApplicationNotFoundError
 	if errors.As(err, &notFound) {
 		if streamsGroup != "" {
@@ -304,24 +305,24 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 // instead, for a not-found error (looked) and for the file (notes): no
 // streams group (a classic group, an older broker) is not an error, and a
 // group that cannot be described is a note, discovery going on without.
-func streamsGroupTopology(ctx context.Context, cl *kgo.Client, app string, log *slog.Logger) (t *topicfilter.AppTopology, looked string, notes []string) {
+func streamsGroupTopology(ctx context.Context, cl *kgo.Client, app string, log *slog.Logger) (t *topicfilter.AppTopology, described *topicfilter.Topology, looked string, notes []string) {
 	g, err := streamsgroup.Describe(ctx, cl, app)
 	switch {
 	case errors.Is(err, streamsgroup.ErrNotFound):
-		return nil, fmt.Sprintf("no streams group %q (StreamsGroupDescribe)", app), nil
+		return nil, nil, fmt.Sprintf("no streams group %q (StreamsGroupDescribe)", app), nil
 	case errors.Is(err, streamsgroup.ErrNotStreamsGroup):
-		return nil, fmt.Sprintf("group %q is not a streams group", app), nil
+		return nil, nil, fmt.Sprintf("group %q is not a streams group", app), nil
 	case errors.Is(err, streamsgroup.ErrUnsupported):
-		return nil, "no streams groups on this cluster (StreamsGroupDescribe not served)", nil
+		return nil, nil, "no streams groups on this cluster (StreamsGroupDescribe not served)", nil
 	case err != nil:
 		log.Warn("could not describe the streams group; discovering without it", "group", app, "err", err)
-		return nil, "", []string{fmt.Sprintf("the streams group %q could not be described (%v): discovered without its topology", app, err)}
+		return nil, nil, "", []string{fmt.Sprintf("the streams group %q could not be described (%v): discovered without its topology", app, err)}
 	}
 	if t = g.AppTopology(app); t == nil {
-		return nil, fmt.Sprintf("streams group %q holds no topology (state %s)", app, g.State),
+		return nil, nil, fmt.Sprintf("streams group %q holds no topology (state %s)", app, g.State),
 			[]string{fmt.Sprintf("the streams group %q holds no topology yet (state %s): discovered without it; run init again while the application runs", app, g.State)}
 	}
-	return t, "", nil
+	return t, g.Description, "", nil
 }
 
 // initTimeout is the cause of init's context when --timeout ends it: the
@@ -362,31 +363,31 @@ func refuseExisting(o *initOptions) error {
 
 // readTopologyFile reads and parses a Topology#describe() text; any
 // problem is a usage error naming the file.
-func readTopologyFile(path, app string) (*topicfilter.AppTopology, error) {
+func readTopologyFile(path, app string) (*topicfilter.AppTopology, *topicfilter.Topology, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "give the file that holds the text of the application's Topology#describe()")
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "give the file that holds the text of the application's Topology#describe()")
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxTopologyBytes {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: not a regular file of at most %d MiB", path, maxTopologyBytes>>20), "")
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: not a regular file of at most %d MiB", path, maxTopologyBytes>>20), "")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "")
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "")
 	}
-	_, err = topicfilter.ParseTopology(string(data)) // its error names the line, without DescribedTopology's prefix
+	described, err := topicfilter.ParseTopology(string(data)) // its error names the line, without DescribedTopology's prefix
 	var t *topicfilter.AppTopology
 	if err == nil {
 		t, err = topicfilter.DescribedTopology(string(data), app, fmt.Sprintf("topology file %q", filepath.Base(path)))
 	}
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: %w", path, err),
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: %w", path, err),
 			"give the text the application's Topology#describe() prints (e.g. log topology.describe() at startup)")
 	}
 	if len(t.Inputs)+len(t.Patterns)+len(t.GlobalInputs) == 0 {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: no source topic in it (want the text of Topology#describe(), from \"Topologies:\" on)", path), "")
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: no source topic in it (want the text of Topology#describe(), from \"Topologies:\" on)", path), "")
 	}
-	return t, nil
+	return t, described, nil
 }
 
 // topologyFileKey is the topology_file value that names path from the

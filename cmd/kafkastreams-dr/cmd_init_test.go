@@ -250,10 +250,10 @@ func TestInitFromTopologyFile(t *testing.T) {
 		t.Errorf("storage %+v", s)
 	}
 	for topic, wantIn := range map[string]string{
-		"drill-events":                     `# input: read by the topology (topology file "drill-app.txt")`,
-		"drill-categories":                 `# input, source-topic changelog: read by the topology (topology file "drill-app.txt"); store "category-labels-store" restores from it`,
-		"drill-labeled":                    `# output: written by the topology`,
-		"drill-app-counts-store-changelog": `# changelog: changelog of store "counts-store" (topology file "drill-app.txt")`,
+		"drill-events":                     `# input: read by sub-topology 0 (topology file "drill-app.txt")`,
+		"drill-categories":                 `# input, source-topic changelog: read by sub-topology 2 (topology file "drill-app.txt"); store "category-labels-store" restores from it`,
+		"drill-labeled":                    `# output: written by sub-topology 0 (topology file "drill-app.txt")`,
+		"drill-app-counts-store-changelog": `# changelog: changelog of store "counts-store" of sub-topology 1 (topology file "drill-app.txt")`,
 	} {
 		if c := commentOf(text, topic); !strings.Contains(c, wantIn) {
 			t.Errorf("comment of %s = %q, want it to hold %q", topic, c, wantIn)
