@@ -28,6 +28,11 @@ type DiscoverOptions struct {
 	// is discovered from its group's committed offsets and the reset
 	// tool's naming rule, and its outputs stay unknown.
 	Topology *topicfilter.AppTopology
+	// Described is the parsed Topology#describe() text Topology came from
+	// (topicfilter.ParseTopology of a --topology file, or a streams
+	// group's KIP-1331 description), when there is one: the reasons then
+	// name the sub-topologies ("read by sub-topology 0"). Optional.
+	Described *topicfilter.Topology
 	// RetryTimeout bounds the retries of each request (retriable Kafka
 	// errors, as in SelectTopics); 0: DefaultRetryTimeout.
 	RetryTimeout time.Duration
@@ -249,7 +254,7 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	if t := o.Topology; t != nil {
 		d.FromTopology, d.OutputsKnown = true, t.OutputsKnown
 		d.Method = t.From
-		discoverFromTopology(d, t, names, exists, add, leave, known)
+		discoverFromTopology(d, t, subTopologies(o.Described, app), names, exists, add, leave, known)
 	} else {
 		d.Method = fmt.Sprintf("the committed offsets of consumer group %q and the internal-topic naming rule of Kafka's StreamsResetter", app)
 		committed, err := committedTopics(ctx, adm, app, o.RetryTimeout)
@@ -296,6 +301,7 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	}
 	c := topicfilter.Classifier{ApplicationID: app, OtherApplicationIDs: others, SourceChangelogTopics: sourceChangelogs}
 	otherApps := map[string]bool{}
+	unnamed := map[string]bool{} // changelogs under the prefix the topology does not name
 	for _, topic := range names {
 		if known[topic] {
 			continue
@@ -307,7 +313,8 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 			leftOut[topic] = &LeftOutTopic{Topic: topic, OtherApplicationID: other, Reason: reason}
 			otherApps[other] = true
 		case class == topicfilter.Changelog && o.Topology != nil:
-			leave(topic, fmt.Sprintf("it is named like a changelog of this application (%s), but the topology does not name its store: an old store's changelog, or another application's; include it by hand if the application still uses it", reason))
+			unnamed[topic] = true
+			leave(topic, fmt.Sprintf("named like a changelog of this application (%s), but the topology does not name its store: an old store's changelog, or another application's; include it by hand if the application still uses it", reason))
 		case class == topicfilter.Changelog:
 			add(topic, RoleChangelog, reason+", by the reset tool's naming rule")
 		case class == topicfilter.Repartition:
@@ -351,6 +358,7 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	for name, td := range details {
 		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(td.Partitions), Internal: td.IsInternal, Compacted: compacted[name]})
 	}
+	c.Topology = o.Topology // as the backup will classify them
 	decisions, warnings, err := topicfilter.Plan(filter, c, infos, topicfilter.PlanOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("discover: %w", err)
@@ -369,6 +377,11 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 		}
 	}
 	for _, dec := range decisions {
+		if unnamed[dec.Topic] && dec.OtherApplicationID != "" {
+			// The topology's classification names the likely owner.
+			leftOut[dec.Topic] = &LeftOutTopic{Topic: dec.Topic, OtherApplicationID: dec.OtherApplicationID,
+				Reason: strings.TrimPrefix(dec.Reason, "not selected: ") + "; include it by hand if it is this application's"}
+		}
 		if f, ok := found[dec.Topic]; ok && !dec.Selected {
 			delete(found, dec.Topic)
 			leftOut[dec.Topic] = &LeftOutTopic{Topic: dec.Topic, Reason: fmt.Sprintf("found as %s (%s), but a backup would not copy it: %s", f.Role, f.Why, strings.TrimPrefix(dec.Reason, "not selected: "))}
@@ -395,7 +408,7 @@ func topologyName(a *topicfilter.AppTopology) string {
 
 // discoverFromTopology adds the topology's topics that are on the cluster
 // and leaves out those that are not, or are its repartition topics.
-func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, names []string, exists map[string]bool,
+func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, subs subTopologyIndex, names []string, exists map[string]bool,
 	add func(string, Role, string) *FoundTopic, leave func(string, string), known map[string]bool) {
 	from := topologyName(a)
 	app := d.ApplicationID
@@ -434,7 +447,7 @@ func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, names []stri
 			continue
 		}
 		known[topic] = true
-		sourceChangelog(add(topic, RoleInput, "read by the topology ("+from+")"))
+		sourceChangelog(add(topic, RoleInput, fmt.Sprintf("read by %s (%s)", subs.name(subs.readBy[topic], "the topology"), from)))
 	}
 	for _, topic := range a.GlobalInputs {
 		if !exists[topic] {
@@ -442,7 +455,7 @@ func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, names []stri
 			continue
 		}
 		known[topic] = true
-		add(topic, RoleInput, "read whole into a global store ("+from+")")
+		add(topic, RoleInput, fmt.Sprintf("read whole into a global store (%s)", from))
 	}
 	for _, p := range a.Patterns {
 		re, err := regexp.Compile("^(?:" + p + ")$")
@@ -468,7 +481,7 @@ func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, names []stri
 			continue
 		}
 		known[topic] = true
-		add(topic, RoleOutput, "written by the topology ("+from+")")
+		add(topic, RoleOutput, fmt.Sprintf("written by %s (%s)", subs.name(subs.writtenBy[topic], "the topology"), from))
 	}
 	for _, topic := range a.Changelogs {
 		if _, ok := reused[topic]; ok {
@@ -481,14 +494,73 @@ func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, names []stri
 		}
 		known[topic] = true
 		store := strings.TrimSuffix(strings.TrimPrefix(topic, app+"-"), "-changelog")
-		add(topic, RoleChangelog, fmt.Sprintf("changelog of store %q (%s)", store, from))
+		of := ""
+		if ids := subs.storeIn[topic]; len(ids) > 0 {
+			of = " of " + subs.name(ids, "")
+		}
+		add(topic, RoleChangelog, fmt.Sprintf("changelog of store %q%s (%s)", store, of, from))
 	}
 	for _, topic := range a.Repartition {
 		known[topic] = true
+		what := "repartition topic"
+		if strings.HasSuffix(topic, "-topic") {
+			what = "foreign-key-join subscription topic"
+		}
 		if exists[topic] {
-			leave(topic, fmt.Sprintf("repartition topic of %s: never backed up as data; its in-flight tail is captured", from))
+			leave(topic, fmt.Sprintf("%s of %s: never backed up as data; its in-flight tail is captured", what, from))
 		}
 	}
+}
+
+// subTopologyIndex says which sub-topologies read, write and keep the
+// stores of which topics (broker names), from a describe() text.
+type subTopologyIndex struct {
+	readBy, writtenBy, storeIn map[string][]int
+}
+
+// subTopologies indexes t's sub-topologies for application app; an empty
+// index for a nil t.
+func subTopologies(t *topicfilter.Topology, app string) subTopologyIndex {
+	x := subTopologyIndex{readBy: map[string][]int{}, writtenBy: map[string][]int{}, storeIn: map[string][]int{}}
+	if t == nil {
+		return x
+	}
+	note := func(m map[string][]int, topic string, id int) {
+		if !slices.Contains(m[topic], id) {
+			m[topic] = append(m[topic], id)
+		}
+	}
+	for _, st := range t.SubTopologies {
+		for _, n := range st.Nodes {
+			for _, topic := range n.Topics {
+				note(x.readBy, topic, st.ID)
+			}
+			if n.Kind == topicfilter.SinkNode && n.Topic != "" {
+				note(x.writtenBy, n.Topic, st.ID)
+			}
+			for _, store := range n.Stores {
+				note(x.storeIn, app+"-"+store+"-changelog", st.ID)
+			}
+		}
+	}
+	return x
+}
+
+// name is "sub-topology 0" or "sub-topologies 0, 2" for ids, or dflt for
+// none.
+func (subTopologyIndex) name(ids []int, dflt string) string {
+	if len(ids) == 0 {
+		return dflt
+	}
+	ids = slices.Sorted(slices.Values(ids))
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	if len(s) == 1 {
+		return "sub-topology " + s[0]
+	}
+	return "sub-topologies " + strings.Join(s, ", ")
 }
 
 // otherApplication returns the other application.id that owns topic, an

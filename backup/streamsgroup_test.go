@@ -1,17 +1,24 @@
 package backup_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
 )
 
@@ -20,7 +27,8 @@ import (
 // group (group.protocol=streams) is classified by its group's topology with
 // no include pattern: SelectTopics selects exactly its inputs, outputs and
 // changelogs, each with its role, never its repartition topics, and says
-// where the topology came from. An application whose group is a classic
+// where the topology came from; a backup (Run) copies those topics and its
+// manifest records the topology's source. An application whose group is a classic
 // group has no broker topology: without an include that is
 // ErrNoTopicsSelector, as before (issue 12).
 func TestSelectTopicsFromTheStreamsGroup(t *testing.T) {
@@ -68,6 +76,35 @@ func TestSelectTopicsFromTheStreamsGroup(t *testing.T) {
 			t.Errorf("Selection.Topology = %+v, want the streams group's, outputs known", sel.Topology)
 		}
 	})
+	t.Run("backup", func(t *testing.T) {
+		// backup.Run resolves the same topology and records where it
+		// came from; the manifest holds exactly the selected topics.
+		fs, err := storage.NewFilesystem(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := backup.Run(ctx, backup.Options{ApplicationID: app.ApplicationID(), Source: []kgo.Opt{kgo.SeedBrokers(k.Addrs()...)},
+			Store: fs, SourceClusterID: "test", RetryTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := backupcheck.Latest(t, fs, r.BackupID)
+		var names []string
+		for _, tp := range m.Topics {
+			names = append(names, tp.Name)
+		}
+		slices.Sort(names)
+		want := []string{"drill-app-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000024-changelog", "drill-app-category-labels-store-changelog",
+			"drill-app-counts-store-changelog", "drill-app-latest-by-user-store-changelog", "drill-app-window-counts-store-changelog",
+			testkit.StreamsAppCategoriesTopic, testkit.StreamsAppCountsTopic, testkit.StreamsAppEventsTopic, testkit.StreamsAppLabeledTopic, testkit.StreamsAppWindowCountsTopic}
+		slices.Sort(want)
+		if !slices.Equal(names, want) {
+			t.Errorf("backed up %q,\nwant %q", names, want)
+		}
+		if m.Selection == nil || m.Selection.TopologyFrom != `streams group "drill-app" on the source cluster (StreamsGroupDescribe)` || len(m.Selection.TopologySHA256) != 64 {
+			t.Errorf("manifest selection %+v: want the streams group as the topology's source, with its digest", m.Selection)
+		}
+	})
 	t.Run("classic group", func(t *testing.T) {
 		var off kadm.Offsets
 		off.Add(kadm.Offset{Topic: testkit.StreamsAppEventsTopic, Partition: 0, At: 0, LeaderEpoch: -1})
@@ -96,4 +133,47 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestSelectTopicsWhenTheGroupCannotBeDescribed: a failure to describe the
+// application's group other than "not a streams group" (here
+// FindCoordinator answers GROUP_AUTHORIZATION_FAILED, as for a principal
+// without DESCRIBE on the group) is a warning naming the group, and the
+// selection goes on by names: a backup that worked before still works.
+func TestSelectTopicsWhenTheGroupCannotBeDescribed(t *testing.T) {
+	kf := testkit.StartKfake(t, 1)
+	adm := testkit.Admin(t, kf.Addrs())
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	kf.ControlKey(int16(kmsg.FindCoordinator), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		req := kr.(*kmsg.FindCoordinatorRequest)
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		for _, key := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.ErrorCode = key, kerr.GroupAuthorizationFailed.Code
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil, true
+	})
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o := backup.Options{ApplicationID: "app", Include: []string{"orders"}, Source: []kgo.Opt{kgo.SeedBrokers(kf.Addrs()...)}, RetryTimeout: 10 * time.Second}
+	sel, err := backup.SelectTopics(t.Context(), adm, o, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range sel.Selected() {
+		got = append(got, d.Topic)
+	}
+	if !slices.Equal(got, []string{"orders"}) || sel.Topology != nil {
+		t.Errorf("selected %q with topology %+v, want [orders] by name", got, sel.Topology)
+	}
+	if !strings.Contains(logs.String(), "could not describe the application's streams group") || !strings.Contains(logs.String(), "group=app") ||
+		!strings.Contains(logs.String(), "GROUP_AUTHORIZATION_FAILED") {
+		t.Errorf("warnings %q: want one naming the group and the broker's error", logs.String())
+	}
 }

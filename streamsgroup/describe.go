@@ -115,8 +115,10 @@ type Topology struct {
 // names are broker names (internal ones prefixed "<application.id>-").
 type Subtopology struct {
 	ID string
-	// SourceTopics are the topics it reads, repartition topics included.
-	// (StreamsGroupDescribe does not return the source topic patterns a
+	// SourceTopics are the input topics it reads: not the repartition
+	// topics it reads, which are RepartitionSourceTopics (measured on
+	// Kafka 4.4: the drill app's sub-topology 1 reads only its repartition
+	// topic and has no SourceTopics). (StreamsGroupDescribe does not return the source topic patterns a
 	// member's StreamsGroupHeartbeat may send, SourceTopicRegex.)
 	SourceTopics []string
 	// RepartitionSinkTopics are the repartition topics it writes.

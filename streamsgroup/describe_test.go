@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -203,5 +205,55 @@ func TestDescribeUnsupported(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `"drill-app"`) {
 		t.Errorf("error %q does not name the group", err)
+	}
+}
+
+// TestDescribeRetriesTheCoordinator: COORDINATOR_LOAD_IN_PROGRESS from
+// FindCoordinator is retried (kfake answers it twice, then finds the
+// coordinator, which serves no StreamsGroupDescribe: ErrUnsupported), and
+// an error that never clears gives up after the bounded attempts, naming
+// the error.
+func TestDescribeRetriesTheCoordinator(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures int32 // FindCoordinator answers with the error; -1: always
+		want     error
+		calls    int32
+	}{
+		{"two failures, then found", 2, streamsgroup.ErrUnsupported, 3},
+		{"never found", -1, kerr.CoordinatorLoadInProgress, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kf := testkit.StartKfake(t, 1)
+			var calls, left atomic.Int32
+			left.Store(tt.failures)
+			kf.ControlKey(int16(kmsg.FindCoordinator), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				kf.KeepControl()
+				calls.Add(1)
+				if n := left.Load(); n == 0 || (n > 0 && !left.CompareAndSwap(n, n-1)) {
+					return nil, nil, false
+				}
+				req := kr.(*kmsg.FindCoordinatorRequest)
+				resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+				for _, key := range req.CoordinatorKeys {
+					c := kmsg.NewFindCoordinatorResponseCoordinator()
+					c.Key, c.ErrorCode = key, kerr.CoordinatorLoadInProgress.Code
+					resp.Coordinators = append(resp.Coordinators, c)
+				}
+				resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+				return resp, nil, true
+			})
+			cl := testkit.Client(t, kf.Addrs())
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := streamsgroup.Describe(ctx, cl, "drill-app")
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Describe = %v, want %v", err, tt.want)
+			}
+			if got := calls.Load(); got != tt.calls {
+				t.Errorf("FindCoordinator asked %d times, want %d", got, tt.calls)
+			}
+		})
 	}
 }

@@ -98,8 +98,9 @@ func convertNodes(in []kmsg.TopologyDescriptionNode, name func(string) string) [
 //
 // The broker's subtopologies are the authority for the internal topics:
 // repartition topics are their repartition sink and source topics,
-// changelogs their state changelog topics, inputs the source topics that
-// are not repartition topics. A state changelog topic that is also a
+// changelogs their state changelog topics, inputs the source topics (the
+// broker lists repartition topics apart; one that were listed in both
+// would be taken as repartition). A state changelog topic that is also a
 // source topic of a subtopology is a source-topic changelog
 // (topology.optimization=all, reuse.ktable.source.topics: Kafka Streams'
 // InternalTopologyBuilder maps the source table's store to its input

@@ -89,7 +89,9 @@ THE FILE
   A header says when, from which cluster and by which discovery it was written;
   application_id; source.bootstrap_servers (with a commented security block: add TLS or
   SASL there, init connects in plaintext); source.topics.include as a literal list;
-  source_changelog_topics and other_application_ids when known; a "Left out:" comment;
+  source_changelog_topics and other_application_ids when known; topology_file naming the
+  --topology file (relative to the config's directory when it is under it), so that backups
+  classify by it too; a "Left out:" comment;
   and storage: a directory, --storage-path (default ./backups, taken from the file's
   directory), or S3 with --bucket (and --prefix, --region, --endpoint, --path-style).
   The file is parsed as every command parses it, and the topics a backup with it would
@@ -102,9 +104,10 @@ THE FILE
 REFUSALS (exit 2)
   no --application-id or --bootstrap-servers, a server that is not host:port, --bucket
   with --storage-path, --region/--endpoint/--path-style without --bucket; the output
-  file exists (without --force); a --topology file that cannot be read or parsed; the
-  application is not found: no streams group APP, no consumer group APP, no committed
-  offsets, no topic "APP-*" (or, with --topology, none of its topics on the cluster).
+  file exists (without --force), is a directory, or its directory does not exist; a
+  --topology file that cannot be read or parsed; the application is not found: no
+  streams group APP, no consumer group APP, no committed offsets, no topic "APP-*" (or,
+  with --topology, none of its topics on the cluster).
   The cluster not reached within --timeout (default 1m) is exit 1.`,
 		Example: `  kafkastreams-dr init --application-id order-processor --bootstrap-servers kafka-1:9092,kafka-2:9092
   kafkastreams-dr init --application-id order-processor --bootstrap-servers kafka:9092 \
@@ -208,8 +211,9 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 		return err
 	}
 	var topology *topicfilter.AppTopology
+	var described *topicfilter.Topology
 	if o.Topology != "" {
-		if topology, err = readTopologyFile(o.Topology, o.ApplicationID); err != nil {
+		if topology, described, err = readTopologyFile(o.Topology, o.ApplicationID); err != nil {
 			return err
 		}
 	}
@@ -236,9 +240,9 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 	var notes []string
 	streamsGroup := ""
 	if topology == nil {
-		topology, streamsGroup, notes = streamsGroupTopology(ctx, cl, o.ApplicationID, o.Logger)
+		topology, described, streamsGroup, notes = streamsGroupTopology(ctx, cl, o.ApplicationID, o.Logger)
 	}
-	d, err := backup.Discover(ctx, adm, backup.DiscoverOptions{ApplicationID: o.ApplicationID, Topology: topology}, o.Logger)
+	d, err := backup.Discover(ctx, adm, backup.DiscoverOptions{ApplicationID: o.ApplicationID, Topology: topology, Described: described}, o.Logger)
 	var notFound *backup.ApplicationNotFoundError
 	if errors.As(err, &notFound) {
 		if streamsGroup != "" {
@@ -262,7 +266,14 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 		return withCode(exitError, fmt.Errorf("the config init wrote does not parse (a bug; nothing written): %w", err), "")
 	}
 	// What a backup with the file selects must be what was discovered.
-	sel, err := backup.SelectTopics(ctx, adm, backupOptionsFromConfig(cfg), o.Logger)
+	// As topics -c does: the source's client (so that a streams group's
+	// topology classifies) and the topology file's topology.
+	bo := backupOptionsFromConfig(cfg)
+	bo.Source = opts
+	if o.Topology != "" {
+		bo.Topology = topology
+	}
+	sel, err := backup.SelectTopics(ctx, adm, bo, o.Logger)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("cluster %s: check the discovered topics: %w", servers, err), "run init again")
 	}
@@ -294,24 +305,24 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 // instead, for a not-found error (looked) and for the file (notes): no
 // streams group (a classic group, an older broker) is not an error, and a
 // group that cannot be described is a note, discovery going on without.
-func streamsGroupTopology(ctx context.Context, cl *kgo.Client, app string, log *slog.Logger) (t *topicfilter.AppTopology, looked string, notes []string) {
+func streamsGroupTopology(ctx context.Context, cl *kgo.Client, app string, log *slog.Logger) (t *topicfilter.AppTopology, described *topicfilter.Topology, looked string, notes []string) {
 	g, err := streamsgroup.Describe(ctx, cl, app)
 	switch {
 	case errors.Is(err, streamsgroup.ErrNotFound):
-		return nil, fmt.Sprintf("no streams group %q (StreamsGroupDescribe)", app), nil
+		return nil, nil, fmt.Sprintf("no streams group %q (StreamsGroupDescribe)", app), nil
 	case errors.Is(err, streamsgroup.ErrNotStreamsGroup):
-		return nil, fmt.Sprintf("group %q is not a streams group", app), nil
+		return nil, nil, fmt.Sprintf("group %q is not a streams group", app), nil
 	case errors.Is(err, streamsgroup.ErrUnsupported):
-		return nil, "no streams groups on this cluster (StreamsGroupDescribe not served)", nil
+		return nil, nil, "no streams groups on this cluster (StreamsGroupDescribe not served)", nil
 	case err != nil:
 		log.Warn("could not describe the streams group; discovering without it", "group", app, "err", err)
-		return nil, "", []string{fmt.Sprintf("the streams group %q could not be described (%v): discovered without its topology", app, err)}
+		return nil, nil, "", []string{fmt.Sprintf("the streams group %q could not be described (%v): discovered without its topology", app, err)}
 	}
 	if t = g.AppTopology(app); t == nil {
-		return nil, fmt.Sprintf("streams group %q holds no topology (state %s)", app, g.State),
+		return nil, nil, fmt.Sprintf("streams group %q holds no topology (state %s)", app, g.State),
 			[]string{fmt.Sprintf("the streams group %q holds no topology yet (state %s): discovered without it; run init again while the application runs", app, g.State)}
 	}
-	return t, "", nil
+	return t, g.Description, "", nil
 }
 
 // initTimeout is the cause of init's context when --timeout ends it: the
@@ -328,8 +339,20 @@ func errFileExists(path string) error {
 
 // refuseExisting refuses an existing output file before the cluster is
 // asked anything (writeNew refuses again if one appears meanwhile).
+// A directory at the output path, or an output directory that is not
+// one, is refused too (exit 2), whatever --force says.
 func refuseExisting(o *initOptions) error {
-	if o.Output == "-" || o.Force {
+	if o.Output == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(o.Output); err == nil && fi.IsDir() {
+		return withCode(exitUsage, fmt.Errorf("-o %s is a directory", o.Output), "give a file name, e.g. -o "+filepath.Join(o.Output, o.ApplicationID+".yaml"))
+	}
+	dir := filepath.Dir(o.Output)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return withCode(exitUsage, fmt.Errorf("-o %s: directory %s does not exist", o.Output, dir), "create it first, or give -o a file in an existing directory (-o - writes to stdout)")
+	}
+	if o.Force {
 		return nil
 	}
 	if _, err := os.Lstat(o.Output); err == nil {
@@ -340,31 +363,52 @@ func refuseExisting(o *initOptions) error {
 
 // readTopologyFile reads and parses a Topology#describe() text; any
 // problem is a usage error naming the file.
-func readTopologyFile(path, app string) (*topicfilter.AppTopology, error) {
+func readTopologyFile(path, app string) (*topicfilter.AppTopology, *topicfilter.Topology, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "give the file that holds the text of the application's Topology#describe()")
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "give the file that holds the text of the application's Topology#describe()")
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxTopologyBytes {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: not a regular file of at most %d MiB", path, maxTopologyBytes>>20), "")
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: not a regular file of at most %d MiB", path, maxTopologyBytes>>20), "")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "")
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "")
 	}
-	t, err := topicfilter.ParseTopology(string(data))
+	described, err := topicfilter.ParseTopology(string(data)) // its error names the line, without DescribedTopology's prefix
+	var t *topicfilter.AppTopology
+	if err == nil {
+		t, err = topicfilter.DescribedTopology(string(data), app, fmt.Sprintf("topology file %q", filepath.Base(path)))
+	}
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: %w", path, err),
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: %w", path, err),
 			"give the text the application's Topology#describe() prints (e.g. log topology.describe() at startup)")
 	}
-	if len(t.SubTopologies) == 0 && len(t.GlobalStores) == 0 {
-		return nil, withCode(exitUsage, fmt.Errorf("--topology %s: no sub-topology in it (want the text of Topology#describe(), from \"Topologies:\" on)", path), "")
+	if len(t.Inputs)+len(t.Patterns)+len(t.GlobalInputs) == 0 {
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: no source topic in it (want the text of Topology#describe(), from \"Topologies:\" on)", path), "")
 	}
-	return &topicfilter.AppTopology{
-		From:           fmt.Sprintf("topology file %q", filepath.Base(path)),
-		TopologyTopics: t.Topics(app, false),
-		OutputsKnown:   true,
-	}, nil
+	return t, described, nil
+}
+
+// topologyFileKey is the topology_file value that names path from the
+// directory of the config file out: relative when path is under that
+// directory, else absolute ("-": absolute).
+func topologyFileKey(path, out string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if out == "-" {
+		return abs
+	}
+	dir, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return abs
+	}
+	if rel, err := filepath.Rel(dir, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel
+	}
+	return abs
 }
 
 // writeNew writes data to path whole or not at all: a temporary file in

@@ -203,11 +203,17 @@ func TestInitFromTopologyFile(t *testing.T) {
 			"drill-app-v1-counts-store-changelog"},
 		[]string{"drill-categories"},
 		map[string][]string{"drill-app-v1": {"drill-events"}})
-	topology, err := filepath.Abs(filepath.Join("..", "..", "topicfilter", "testdata", "topologies", "drill-app.txt"))
+	// The topology file beside the config: topology_file names it relative.
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "topicfilter", "testdata", "topologies", "drill-app.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "drill-app.yaml")
+	topology := filepath.Join(dir, "drill-app.txt")
+	if err := os.WriteFile(topology, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "drill-app.yaml")
 	code, stdout, stderr := runCLI(t, "init", "--application-id", "drill-app", "--bootstrap-servers", kf.Bootstrap(),
 		"--topology", topology, "-o", out, "--bucket", "dr-backups", "--prefix", "drill-app", "--region", "eu-west-1")
 	if code != exitOK {
@@ -228,6 +234,15 @@ func TestInitFromTopologyFile(t *testing.T) {
 	if got := topicsSelected(t, out); !reflect.DeepEqual(got, want) {
 		t.Errorf("topics -c selects %v, want %v\n%s", got, want, text)
 	}
+	if cfg.TopologyFile != topology || !strings.Contains(text, "\ntopology_file: \"drill-app.txt\"\n") {
+		t.Errorf("topology_file = %q, want %q, written relative to the file's directory\n%s", cfg.TopologyFile, topology, text)
+	}
+	if _, err := config.LoadAndCheckFiles(out); err != nil {
+		t.Errorf("config validate would refuse the file: %v", err)
+	}
+	if !strings.Contains(text, "list them under dead_letter_queue_topics") {
+		t.Errorf("no word on dead-letter topics:\n%s", text)
+	}
 	if !reflect.DeepEqual(cfg.SourceChangelogTopics, []string{"drill-categories"}) {
 		t.Errorf("source_changelog_topics = %v, want [drill-categories]\n%s", cfg.SourceChangelogTopics, text)
 	}
@@ -235,10 +250,10 @@ func TestInitFromTopologyFile(t *testing.T) {
 		t.Errorf("storage %+v", s)
 	}
 	for topic, wantIn := range map[string]string{
-		"drill-events":                     `# input: read by the topology (topology file "drill-app.txt")`,
-		"drill-categories":                 `# input, source-topic changelog: read by the topology (topology file "drill-app.txt"); store "category-labels-store" restores from it`,
-		"drill-labeled":                    `# output: written by the topology`,
-		"drill-app-counts-store-changelog": `# changelog: changelog of store "counts-store" (topology file "drill-app.txt")`,
+		"drill-events":                     `# input: read by sub-topology 0 (topology file "drill-app.txt")`,
+		"drill-categories":                 `# input, source-topic changelog: read by sub-topology 2 (topology file "drill-app.txt"); store "category-labels-store" restores from it`,
+		"drill-labeled":                    `# output: written by sub-topology 0 (topology file "drill-app.txt")`,
+		"drill-app-counts-store-changelog": `# changelog: changelog of store "counts-store" of sub-topology 1 (topology file "drill-app.txt")`,
 	} {
 		if c := commentOf(text, topic); !strings.Contains(c, wantIn) {
 			t.Errorf("comment of %s = %q, want it to hold %q", topic, c, wantIn)
@@ -301,6 +316,10 @@ func TestInitRefusesBadFlags(t *testing.T) {
 		{"region without bucket", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "--region", "eu-west-1"}, []string{"give --bucket too"}},
 		{"bad bucket name", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "--bucket", "My_Bucket"}, []string{"invalid --bucket"}},
 		{"an argument", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "extra"}, []string{"unknown command \"extra\""}},
+		{"output in a missing directory", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "-o", filepath.Join(dir, "no", "app.yaml")},
+			[]string{"-o " + filepath.Join(dir, "no", "app.yaml") + ": directory " + filepath.Join(dir, "no") + " does not exist"}},
+		{"output is a directory", []string{"--application-id", "app", "--bootstrap-servers", "kafka:9092", "-o", dir, "--force"},
+			[]string{"-o " + dir + " is a directory", "give a file name, e.g. -o " + filepath.Join(dir, "app.yaml")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"init", "-o", out}, tt.args...)...)
@@ -402,7 +421,8 @@ func TestInitApplicationNotFound(t *testing.T) {
 		{"the topology's topics are not on the cluster", []string{"--application-id", "drill-app", "--topology", topology}, []string{
 			`application.id "drill-app" not found on the cluster: none of the topics of topology file "drill-app.txt" is on the cluster`}},
 		{"no topology file", []string{"--application-id", "orders-app", "--topology", filepath.Join(dir, "missing.txt")}, []string{"--topology", "missing.txt", "no such file"}},
-		{"not a topology", []string{"--application-id", "orders-app", "--topology", garbage}, []string{"--topology " + garbage, "Topology#describe()"}},
+		{"not a topology", []string{"--application-id", "orders-app", "--topology", garbage}, []string{
+			"Error: --topology " + garbage + `: topology description line 2: "this is not a node" is not a sub-topology`, "Topology#describe()"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"init", "--bootstrap-servers", kf.Bootstrap(), "-o", out}, tt.args...)...)

@@ -47,6 +47,12 @@ func renderInitConfig(d *backup.Discovery, o *initOptions, at time.Time) string 
 		w("# Note: %s", comment(n))
 	}
 	w("application_id: %s", yamlString(d.ApplicationID))
+	if o.Topology != "" {
+		w("# The application's Topology#describe() text (relative to this file's directory): the")
+		w("# authority for which topics are the application's; a backup refuses when the include")
+		w("# leaves out one of its inputs or changelogs.")
+		w("topology_file: %s", yamlString(topologyFileKey(o.Topology, o.Output)))
+	}
 	if scs := d.SourceChangelogs(); len(scs) > 0 {
 		w("# Inputs a state store restores from as its changelog (topology.optimization=all):")
 		w("# a point-in-time restore of them is refused.")
@@ -142,6 +148,10 @@ func renderLeftOut(w func(string, ...any), d *backup.Discovery) {
 		}
 		w("    #   add them to the include list above, or run init again with")
 		w("    #   --topology FILE (the text of the application's Topology#describe())")
+	}
+	if d.FromTopology {
+		w("    #   dead-letter queue topics (KIP-1034, errors.dead.letter.queue.topic.name): a topology")
+		w("    #   does not show them; list them under dead_letter_queue_topics and in the include list")
 	}
 	if n := len(d.Unrelated); n > 0 {
 		what := " of the cluster, which the topology neither reads nor writes"
