@@ -374,3 +374,42 @@ func TestDescribedTopology(t *testing.T) {
 		t.Errorf("SHA256 of nil %q, of topic lists %q %q", none.SHA256(), c.SHA256(), d.SHA256())
 	}
 }
+
+// TestPlanTopologyTopicReadBack: describe() names a topic both written by
+// a sink and read by a source (a user topic the application writes and
+// reads back, KStream#through or to + stream) like an internal
+// repartition topic; on the cluster it exists under its own name, not
+// the prefixed one, so it is an input, with a note. A dead-letter topic
+// an include leaves out is a warning, not a refusal.
+func TestPlanTopologyTopicReadBack(t *testing.T) {
+	text := `Topologies:
+   Sub-topology: 0
+    Source: a (topics: [events])
+      --> b
+    Sink: b (topic: events-rekeyed)
+      <-- a
+   Sub-topology: 1
+    Source: c (topics: [events-rekeyed])
+      --> none
+`
+	top, err := DescribedTopology(text, "app", "topology file app.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Classifier{ApplicationID: "app", Topology: top, DeadLetterTopics: []string{"app-dlq"}}
+	ds, _, err := Plan(mustFilter(t, nil, nil), c, infos("events", "events-rekeyed", "app-dlq"), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decisionFor(t, ds, "events-rekeyed")
+	if d.Role != RoleInput || !d.Selected || !strings.Contains(d.Reason, "the application also writes it") {
+		t.Errorf("events-rekeyed: role %q selected %v reason %q", d.Role, d.Selected, d.Reason)
+	}
+	_, ws, err := Plan(mustFilter(t, []string{"events*"}, nil), c, infos("events", "events-rekeyed", "app-dlq"), PlanOptions{})
+	if err != nil {
+		t.Fatalf("a dead-letter topic left out is no refusal: %v", err)
+	}
+	if w := `dead-letter queue topic "app-dlq" (topology file app.txt) is not selected: add "app-dlq" to source.topics.include (outputs are not needed to restore the application's state)`; !slices.Contains(ws, w) {
+		t.Errorf("warnings %q, want %q", ws, w)
+	}
+}

@@ -139,6 +139,11 @@ func TestBackupWithATopologyFlag(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("backed up %v, want %v", got, want)
 	}
+	// describe names the topology the backup classified by.
+	code, stdout, stderr = runCLI(t, "--log-level", "error", "describe", "-c", cfg)
+	if w := fmt.Sprintf("topology file %q, sha256 ", top); code != 0 || !regexp.MustCompile(`(?m)^ +topology +topology file`).MatchString(stdout) || !strings.Contains(stdout, w) {
+		t.Errorf("describe (exit %d) has no topology row with %q:\n%s\n%s", code, w, stdout, stderr)
+	}
 
 	cfg, top = topologyCluster(t, "  topics:\n    include: [\"*\"]\n    exclude: [orders]\n")
 	code, _, stderr = runCLI(t, "--log-level", "error", "backup", "-c", cfg, "--topology", top)
