@@ -200,7 +200,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if scan.resume != nil && !scan.resume.Selection.Equal(selection) {
 		what := "other filters than the config's now"
 		if rs := scan.resume.Selection; rs != nil && rs.TopologySHA256 != selection.TopologySHA256 {
-			what = fmt.Sprintf("another topology (%s) than now (%s)", orNone(rs.TopologyFrom), orNone(selection.TopologyFrom))
+			what = fmt.Sprintf("another topology (%s) than now (%s)", topologyName(rs), topologyName(selection))
 		}
 		r.warnings = append(r.warnings, fmt.Sprintf("interrupted backup %s chose its topics with %s; starting a new backup instead of resuming it (its segments are left unreferenced)", scan.resume.BackupID, what))
 		log.Warn(r.warnings[len(r.warnings)-1])
@@ -1069,10 +1069,11 @@ feed:
 	return context.Cause(ctx)
 }
 
-// orNone is s, or "none" when s is empty.
-func orNone(s string) string {
-	if s == "" {
+// topologyName names the topology of a selection for people: its source
+// and the first 12 hex digits of its sha256, or "none".
+func topologyName(s *format.Selection) string {
+	if s.TopologySHA256 == "" {
 		return "none"
 	}
-	return s
+	return fmt.Sprintf("%s, sha256 %.12s", s.TopologyFrom, s.TopologySHA256)
 }

@@ -84,7 +84,7 @@ func TestBackupWithATopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := "with another topology (topology file sample.txt) than now (topology file sample.txt)"; r.Resumed || !strings.Contains(strings.Join(r.Warnings, "\n"), w) {
+	if w := "with another topology (topology file sample.txt, sha256 aa) than now (topology file sample.txt, sha256 bb)"; r.Resumed || !strings.Contains(strings.Join(r.Warnings, "\n"), w) {
 		t.Fatalf("changed topology: resumed %v, warnings %q; want a new backup and %q", r.Resumed, r.Warnings, w)
 	}
 	// The same topology resumes.

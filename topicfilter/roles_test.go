@@ -107,7 +107,7 @@ func TestPlanWithTopology(t *testing.T) {
 		// Field case 04: with topology.optimization=all no
 		// "-catalog-store-changelog" exists; the table's input is its
 		// store's changelog, with no source_changelog_topics declaration.
-		{"case 04, a source table's input is its changelog", "case04-inventory-app.txt", "inventory-app", []string{
+		{"field case 04, a source table's input is its changelog", "case04-inventory-app.txt", "inventory-app", []string{
 			"product-catalog", "stock-moves", "stock-levels",
 		}, map[string]string{
 			"product-catalog": "source-changelog changelog selected",
@@ -142,7 +142,8 @@ func TestPlanWithTopology(t *testing.T) {
 	}
 }
 
-// TestPlanTopologySourceChangelogReason: case 04's source changelog says
+// TestPlanTopologySourceChangelogReason: field case 04 (a source table's
+// input reused as its store's changelog): its source changelog says
 // which store restores from it and why, and that its "-changelog" topic
 // is absent (so no warning says the changelog is missing); when that
 // changelog does exist, the input is a plain input.
