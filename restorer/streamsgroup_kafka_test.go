@@ -1,6 +1,7 @@
 package restorer_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
@@ -261,4 +263,36 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestStreamsGroupWithMembersRefused: a target where the application runs
+// as a streams group (group.protocol=streams) refuses the restore before
+// its first write, counting the group's members (StreamsGroupDescribe:
+// DescribeGroups does not describe a streams group, and the refusal said
+// 0 members); after the instance is killed it is still a member until its
+// session times out, and the refusal says to wait for that
+// (../shared/cases/18-group-must-be-empty-before-offset-reset.md).
+func TestStreamsGroupWithMembersRefused(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	rewriteManifest(t, store, m, func(m *format.Manifest) { m.Group.Type = format.GroupTypeStreams })
+	dst := testkit.StartKafka(t)
+	testkit.CreateStreamsAppTopics(t, dst.Bootstrap(), 1)
+	app := testkit.StartStreamsApp(t, dst.Bootstrap(), testkit.StreamsAppID(sample.AppID), testkit.StreamsAppProperty("group.protocol", "streams"))
+	restore := func(when string) {
+		t.Helper()
+		_, err := restorer.Run(t.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store,
+			ApplicationID: sample.AppID, ReplicationFactor: 1, DryRun: true})
+		re, ok := errors.AsType[*restorer.RefusedError](err)
+		if !ok {
+			t.Fatalf("restore %s: %v; want a *RefusedError", when, err)
+		}
+		for _, s := range []string{fmt.Sprintf("streams group (KIP-1071) %q on the target", sample.AppID), "with 1 member(s)", "streams.session.timeout.ms, 45 s by default"} {
+			if !strings.Contains(re.Error(), s) {
+				t.Errorf("refusal %s %q does not say %q", when, re.Error(), s)
+			}
+		}
+	}
+	restore("while the application runs")
+	app.Kill(t)
+	restore("right after the application was killed")
 }
