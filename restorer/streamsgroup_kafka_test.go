@@ -36,7 +36,8 @@ var streamsGroupConfigs = map[string]string{
 // group (group.protocol=streams, KIP-1071) on a real Kafka 4.4 source, with
 // two group configs set on its group. The backup records the group's type
 // (streams) and those configs (source DYNAMIC_GROUP_CONFIG, nothing else).
-// The target already holds the application's streams group, empty (the
+// A fresh target gets the configs before the offsets make the group. A
+// target that already holds the application's streams group, empty (the
 // app ran there and stopped): the restore sets the configs on it
 // (DescribeConfigs and Kafka's own ConfigCommand read them back), commits
 // the offsets to the empty streams group as Admin#alterStreamsGroupOffsets
@@ -98,6 +99,19 @@ func TestStreamsGroupRestoredOnKafka(t *testing.T) {
 	}
 	if !equalMaps(got, streamsGroupConfigs) {
 		t.Errorf("manifest group configs %v, want exactly those set on the group %v", got, streamsGroupConfigs)
+	}
+
+	// A fresh target, where the group does not exist yet: the broker
+	// takes configs for a group it does not know, and the restore sets
+	// them before the offsets make the group.
+	fresh := testkit.StartKafka(t)
+	if _, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(fresh.Addrs()...)}, Store: store, ApplicationID: group}); err != nil {
+		t.Fatalf("restore into a fresh target: %v", err)
+	}
+	for k, want := range streamsGroupConfigs {
+		if c := describeGroupConfigs(t, testkit.Client(t, fresh.Addrs()), group)[k]; c.Value == nil || *c.Value != want || c.Source != kmsg.ConfigSourceGroupConfig {
+			t.Errorf("fresh target group config %s = %+v: want %s set on the group", k, c, want)
+		}
 	}
 
 	// The target: the app ran there on empty topics and stopped, leaving
