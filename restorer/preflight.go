@@ -126,6 +126,9 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		plan.Warnings = append(plan.Warnings, kf.warnings...)
 		plan.Group = g
 	}
+	if m.Group != nil && m.Group.Type == format.GroupTypeShare {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q was a share group (KIP-932) on the source, not the application's consumer group: the backup holds none of it, and the restore leaves the target's group alone", m.Group.GroupID))
+	}
 	plan.InFlight = inFlightPlan(sel, o)
 	plan.Warnings = append(plan.Warnings, inFlightWarnings(plan.InFlight, o)...)
 	plan.Complete = planComplete(plan, r.jour)
