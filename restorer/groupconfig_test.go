@@ -2,6 +2,7 @@ package restorer_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,5 +96,8 @@ func TestShareGroupLeftAlone(t *testing.T) {
 	}
 	if rep.Group != nil || rep.Committed {
 		t.Errorf("report group %+v committed %v: want the share group left alone", rep.Group, rep.Committed)
+	}
+	if !slices.ContainsFunc(rep.Plan.Warnings, func(w string) bool { return strings.Contains(w, "share group (KIP-932)") }) {
+		t.Errorf("plan warnings %q: want one saying the share group is left alone", rep.Plan.Warnings)
 	}
 }

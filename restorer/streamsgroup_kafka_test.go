@@ -1,6 +1,7 @@
 package restorer_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
@@ -34,7 +36,8 @@ var streamsGroupConfigs = map[string]string{
 // group (group.protocol=streams, KIP-1071) on a real Kafka 4.4 source, with
 // two group configs set on its group. The backup records the group's type
 // (streams) and those configs (source DYNAMIC_GROUP_CONFIG, nothing else).
-// The target already holds the application's streams group, empty (the
+// A fresh target gets the configs before the offsets make the group. A
+// target that already holds the application's streams group, empty (the
 // app ran there and stopped): the restore sets the configs on it
 // (DescribeConfigs and Kafka's own ConfigCommand read them back), commits
 // the offsets to the empty streams group as Admin#alterStreamsGroupOffsets
@@ -96,6 +99,19 @@ func TestStreamsGroupRestoredOnKafka(t *testing.T) {
 	}
 	if !equalMaps(got, streamsGroupConfigs) {
 		t.Errorf("manifest group configs %v, want exactly those set on the group %v", got, streamsGroupConfigs)
+	}
+
+	// A fresh target, where the group does not exist yet: the broker
+	// takes configs for a group it does not know, and the restore sets
+	// them before the offsets make the group.
+	fresh := testkit.StartKafka(t)
+	if _, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(fresh.Addrs()...)}, Store: store, ApplicationID: group}); err != nil {
+		t.Fatalf("restore into a fresh target: %v", err)
+	}
+	for k, want := range streamsGroupConfigs {
+		if c := describeGroupConfigs(t, testkit.Client(t, fresh.Addrs()), group)[k]; c.Value == nil || *c.Value != want || c.Source != kmsg.ConfigSourceGroupConfig {
+			t.Errorf("fresh target group config %s = %+v: want %s set on the group", k, c, want)
+		}
 	}
 
 	// The target: the app ran there on empty topics and stopped, leaving
@@ -261,4 +277,36 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestStreamsGroupWithMembersRefused: a target where the application runs
+// as a streams group (group.protocol=streams) refuses the restore before
+// its first write, counting the group's members (StreamsGroupDescribe:
+// DescribeGroups does not describe a streams group, and the refusal said
+// 0 members); after the instance is killed it is still a member until its
+// session times out, and the refusal says to wait for that
+// (../shared/cases/18-group-must-be-empty-before-offset-reset.md).
+func TestStreamsGroupWithMembersRefused(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	rewriteManifest(t, store, m, func(m *format.Manifest) { m.Group.Type = format.GroupTypeStreams })
+	dst := testkit.StartKafka(t)
+	testkit.CreateStreamsAppTopics(t, dst.Bootstrap(), 1)
+	app := testkit.StartStreamsApp(t, dst.Bootstrap(), testkit.StreamsAppID(sample.AppID), testkit.StreamsAppProperty("group.protocol", "streams"))
+	restore := func(when string) {
+		t.Helper()
+		_, err := restorer.Run(t.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store,
+			ApplicationID: sample.AppID, ReplicationFactor: 1, DryRun: true})
+		re, ok := errors.AsType[*restorer.RefusedError](err)
+		if !ok {
+			t.Fatalf("restore %s: %v; want a *RefusedError", when, err)
+		}
+		for _, s := range []string{fmt.Sprintf("streams group (KIP-1071) %q on the target", sample.AppID), "with 1 member(s)", "streams.session.timeout.ms, 45 s by default"} {
+			if !strings.Contains(re.Error(), s) {
+				t.Errorf("refusal %s %q does not say %q", when, re.Error(), s)
+			}
+		}
+	}
+	restore("while the application runs")
+	app.Kill(t)
+	restore("right after the application was killed")
 }

@@ -97,7 +97,11 @@ an executable file, and refuses it with exit 2 otherwise; a command with shell s
 left to the shell. Its output is logged
 at debug level (--log-level debug). An application that exits by itself fails the drill
 with its exit status and last lines; one not caught up within --app-timeout (default
-drill.app.timeout, 10m) fails it too.
+drill.app.timeout, 10m) fails it too. A streams group (group.protocol=streams, KIP-1071)
+that never leaves NotReady (the broker did not validate the topics its topology needs)
+fails app-running (exit 1) naming the group and each topic the target lacks or
+partitions otherwise than the topology needs; --json says when it left NotReady
+(app.ready_at) or why not (app.not_ready).
 
 Three recovery times, each from the loss of the source (the end of the backup phase, or
 the start of a drill of an existing backup):
