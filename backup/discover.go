@@ -346,7 +346,7 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	if len(include) == 0 {
 		looked := []string{fmt.Sprintf("nothing to back up: %s", d.Method)}
 		if o.Topology != nil {
-			looked = []string{fmt.Sprintf("none of the topics of %s is on the cluster", topologyName(o.Topology))}
+			looked = []string{fmt.Sprintf("none of the topics of %s is on the cluster", discoveryTopologyName(o.Topology))}
 		}
 		return nil, &ApplicationNotFoundError{ApplicationID: app, Looked: looked}
 	}
@@ -398,8 +398,8 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	return d, nil
 }
 
-// topologyName names a topology for people.
-func topologyName(a *topicfilter.AppTopology) string {
+// discoveryTopologyName names a topology for people.
+func discoveryTopologyName(a *topicfilter.AppTopology) string {
 	if a.From == "" {
 		return "the topology"
 	}
@@ -410,7 +410,7 @@ func topologyName(a *topicfilter.AppTopology) string {
 // and leaves out those that are not, or are its repartition topics.
 func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, subs subTopologyIndex, names []string, exists map[string]bool,
 	add func(string, Role, string) *FoundTopic, leave func(string, string), known map[string]bool) {
-	from := topologyName(a)
+	from := discoveryTopologyName(a)
 	app := d.ApplicationID
 	missing := func(topic, what string) {
 		known[topic] = true
