@@ -335,7 +335,7 @@ func equalMaps(a, b map[string]string) bool {
 // DescribeGroups does not describe a streams group, and the refusal said
 // 0 members); after the instance is killed it is still a member until its
 // session times out, and the refusal says to wait for that
-// (../shared/cases/18-group-must-be-empty-before-offset-reset.md).
+// (docs/DOMAIN.md#field-case-18).
 func TestStreamsGroupWithMembersRefused(t *testing.T) {
 	_, store, m := backedUpSample(t)
 	rewriteManifest(t, store, m, func(m *format.Manifest) { m.Group.Type = format.GroupTypeStreams })
