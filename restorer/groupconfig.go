@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -100,8 +101,16 @@ func (r *restore) describeGroupConfigs(ctx context.Context, group string) (map[s
 	return got, nil
 }
 
+// groupConfigsBudget bounds how long setGroupConfigs reads the configs
+// back until the broker it asks shows them: a config change reaches the
+// brokers through the metadata log, and a DescribeConfigs answered right
+// after the IncrementalAlterConfigs can still show the old values
+// (measured on a single Kafka 4.4 node).
+const groupConfigsBudget = 30 * time.Second
+
 // setGroupConfigs sets the plan's group configs on the target and reads
-// them back: every one must hold the value set.
+// them back until every one holds the value set (groupConfigsBudget at
+// most; then an error naming each that differs).
 func (r *restore) setGroupConfigs(ctx context.Context, group string, configs map[string]string) error {
 	if len(configs) == 0 {
 		return nil
@@ -109,18 +118,26 @@ func (r *restore) setGroupConfigs(ctx context.Context, group string, configs map
 	if err := r.alterGroupConfigs(ctx, group, configs, false); err != nil {
 		return err
 	}
-	got, err := r.describeGroupConfigs(ctx, group)
-	if err != nil {
-		return err
-	}
-	var diffs []string
-	for _, k := range slices.Sorted(maps.Keys(configs)) {
-		if got[k] != configs[k] {
-			diffs = append(diffs, fmt.Sprintf("%s: set %q, read back %q", k, configs[k], got[k]))
+	began := time.Now()
+	for n := 1; ; n++ {
+		got, err := r.describeGroupConfigs(ctx, group)
+		if err != nil {
+			return err
+		}
+		var diffs []string
+		for _, k := range slices.Sorted(maps.Keys(configs)) {
+			if got[k] != configs[k] {
+				diffs = append(diffs, fmt.Sprintf("%s: set %q, read back %q", k, configs[k], got[k]))
+			}
+		}
+		if len(diffs) == 0 {
+			return nil
+		}
+		if time.Since(began) > groupConfigsBudget {
+			return fmt.Errorf("configs of group %q read back still differ from what was set after %s: %s", group, groupConfigsBudget, strings.Join(diffs, "; "))
+		}
+		if err := sleep(ctx, backoff(n)); err != nil {
+			return err
 		}
 	}
-	if len(diffs) > 0 {
-		return fmt.Errorf("configs of group %q read back differ from what was set: %s", group, strings.Join(diffs, "; "))
-	}
-	return nil
 }

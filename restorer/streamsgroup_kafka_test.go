@@ -3,6 +3,7 @@ package restorer_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +76,22 @@ func TestStreamsGroupRestoredOnKafka(t *testing.T) {
 	app.Stop(t)
 	group := app.ApplicationID()
 	alterGroupConfigs(t, srcCl, group, streamsGroupConfigs)
+	// The broker shows a config change once it applied it from the
+	// metadata log: wait for that, so that the backup reads them.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		cs, n := describeGroupConfigs(t, srcCl, group), 0
+		for k, v := range streamsGroupConfigs {
+			if c := cs[k]; c.Value != nil && *c.Value == v {
+				n++
+			}
+		}
+		if n == len(streamsGroupConfigs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the source does not show the group configs set 30 s ago: %+v", cs)
+		}
+	}
 
 	store, err := storage.NewFilesystem(t.TempDir())
 	if err != nil {
@@ -163,6 +180,7 @@ func TestStreamsGroupRestoredOnKafka(t *testing.T) {
 	events(dstCl, before, after)
 	resumed := testkit.StartStreamsApp(t, dst.Bootstrap(), streams)
 	waitConsumed(t, dstAdm, group, testkit.StreamsAppEventsTopic)
+	waitAllConsumed(t, dstAdm, group) // the counts sit behind the repartition topic
 	resumed.Stop(t)
 	want := map[string]int{}
 	for i := range before + after {
@@ -195,6 +213,38 @@ func waitConsumed(t *testing.T, adm *kadm.Client, group, topic string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("group %s committed %v on %s within 2 minutes, want the ends %v", group, got[topic], topic, ends[topic])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitAllConsumed waits (2 minutes at most) until group has committed,
+// on every partition it has committed on, the partition's last stable
+// offset: every sub-topology has processed all that is upstream of it.
+func waitAllConsumed(t *testing.T, adm *kadm.Client, group string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		got := restorecheck.GroupOffsets(t, adm, group)
+		topics := slices.Collect(maps.Keys(got))
+		ends, err := adm.ListCommittedOffsets(t.Context(), topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			t.Fatalf("last stable offsets of %v: %v", topics, err)
+		}
+		var behind []string
+		ends.Each(func(e kadm.ListedOffset) {
+			if got[e.Topic][e.Partition] != e.Offset {
+				behind = append(behind, fmt.Sprintf("%s/%d %d of %d", e.Topic, e.Partition, got[e.Topic][e.Partition], e.Offset))
+			}
+		})
+		if len(behind) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s still behind after 2 minutes: %v", group, behind)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -285,7 +335,7 @@ func equalMaps(a, b map[string]string) bool {
 // DescribeGroups does not describe a streams group, and the refusal said
 // 0 members); after the instance is killed it is still a member until its
 // session times out, and the refusal says to wait for that
-// (../shared/cases/18-group-must-be-empty-before-offset-reset.md).
+// (docs/DOMAIN.md#field-case-18).
 func TestStreamsGroupWithMembersRefused(t *testing.T) {
 	_, store, m := backedUpSample(t)
 	rewriteManifest(t, store, m, func(m *format.Manifest) { m.Group.Type = format.GroupTypeStreams })
