@@ -78,7 +78,9 @@ var (
 // multi-line format) by Kafka Streams' own rules, with a parser of its own
 // (not topicfilter.ParseTopology): a topic both written by a sink and read
 // by a source of the topology is internal (a repartition or foreign-key
-// join topic, named "<application.id>-<name>" on the broker); other
+// join topic, named "<application.id>-<name>" on the broker; true of the
+// drill app, which writes and reads back no topic of its own, not of every
+// topology: a user topic written with to() and read back is an input); other
 // sources' topics are inputs, other sinks' topics outputs; every store is
 // logged (the drill app disables no changelog and uses no optimization),
 // its changelog is "<application.id>-<store>-changelog"
