@@ -39,6 +39,22 @@ type Options struct {
 	// found only here).
 	OtherApplicationIDs []string
 
+	// Topology is the application's topology when one is known (a
+	// --topology file, topology_file, or the broker's streams group);
+	// nil: topics are classified by name (topicfilter.Classifier.Topology).
+	// With a topology an empty Include selects the topology's topics.
+	Topology *topicfilter.AppTopology
+	// DeadLetterTopics are the application's dead-letter queue topics
+	// (KIP-1034; config dead_letter_queue_topics).
+	DeadLetterTopics []string
+	// AllowTopologyMismatch: a topology topic the patterns do not select
+	// is a warning, not a refusal (source.topics.allow_topology_mismatch).
+	AllowTopologyMismatch bool
+	// IncludeKey and ExcludeKey name the include and exclude lists in a
+	// topology mismatch's fixes (topicfilter.PlanOptions), e.g.
+	// "source.topics.include (line 12 of backup.yaml)".
+	IncludeKey, ExcludeKey string
+
 	// LockWait is how long a run waits for the repository lock while
 	// another run holds it (until it is released, or goes stale 2 minutes
 	// after its holder's last heartbeat); 0 refuses at once with ErrLocked.
@@ -160,6 +176,11 @@ var ErrLocked = repository.ErrLocked
 // ErrNothingSelected is wrapped by the error Run returns when the filters
 // select no topic that can be backed up.
 var ErrNothingSelected = errors.New("no topic selected")
+
+// ErrNoTopicsSelector is returned by SelectTopics (and so Run) when
+// Options.Include is empty and no topology is known: nothing says which
+// topics are the application's. The commands exit 2.
+var ErrNoTopicsSelector = errors.New(`no source.topics.include and no topology: give --topology FILE, set topology_file, or run the app as a streams group (group.protocol=streams) so the broker holds its topology`)
 
 // Run performs one backup run. See the package comment for the order of
 // operations and docs/FORMAT.md for what it writes.

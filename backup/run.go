@@ -180,7 +180,15 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		}
 	}
 
-	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics}
+	if r.o.Topology, err = appTopology(ctx, r.adm, o, log); err != nil {
+		return nil, PhaseCluster, err
+	}
+	o = r.o
+	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics,
+		DeadLetterQueueTopics: o.DeadLetterTopics, AllowTopologyMismatch: o.AllowTopologyMismatch}
+	if o.Topology != nil {
+		selection.TopologyFrom, selection.TopologySHA256 = o.Topology.From, o.Topology.SHA256()
+	}
 	scan, err := r.scanRepository(ctx)
 	if err != nil {
 		return nil, PhaseRepository, err
@@ -190,7 +198,11 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		scan.parent = nil
 	}
 	if scan.resume != nil && !scan.resume.Selection.Equal(selection) {
-		r.warnings = append(r.warnings, fmt.Sprintf("interrupted backup %s chose its topics with other filters than the config's now; starting a new backup instead of resuming it (its segments are left unreferenced)", scan.resume.BackupID))
+		what := "other filters than the config's now"
+		if rs := scan.resume.Selection; rs != nil && rs.TopologySHA256 != selection.TopologySHA256 {
+			what = fmt.Sprintf("another topology (%s) than now (%s)", topologyName(rs), topologyName(selection))
+		}
+		r.warnings = append(r.warnings, fmt.Sprintf("interrupted backup %s chose its topics with %s; starting a new backup instead of resuming it (its segments are left unreferenced)", scan.resume.BackupID, what))
 		log.Warn(r.warnings[len(r.warnings)-1])
 		scan.resume = nil
 	}
@@ -359,6 +371,9 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 			r.log.Debug("topic not backed up", "topic", d.Topic, "class", d.Class, "reason", d.Reason)
 		}
 	}
+	if len(selected) == 0 && len(o.Include) == 0 {
+		return nil, fmt.Errorf("%w: the topology (%s) names no topic that exists on the source cluster and can be backed up", ErrNothingSelected, o.Topology.From)
+	}
 	if len(selected) == 0 {
 		if ex := topicfilter.DescribeExclusions(decisions); ex != "" {
 			return nil, fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster; in source.topics.exclude, %s", ErrNothingSelected, o.Include, ex)
@@ -516,7 +531,7 @@ func (r *runner) readGroup(ctx context.Context, groups kadm.ListedGroups, classi
 // The configs kept are those not at their default, and alwaysKeptConfigs.
 func (r *runner) topicOf(d topicfilter.Decision, det kadm.TopicDetail, configs []kadm.Config) format.Topic {
 	r.setMeta(det)
-	t := format.Topic{Name: d.Topic, TopicID: kafkaTopicID(det.ID), Class: string(d.Class), SourceChangelog: d.SourceChangelog,
+	t := format.Topic{Name: d.Topic, TopicID: kafkaTopicID(det.ID), Class: string(d.Class), SourceChangelog: d.SourceChangelog, Role: d.Role,
 		Partitions: len(det.Partitions), Configs: map[string]format.TopicConfig{}}
 	if p0, ok := det.Partitions[0]; ok {
 		t.ReplicationFactor = len(p0.Replicas)
@@ -1052,4 +1067,13 @@ feed:
 		return first
 	}
 	return context.Cause(ctx)
+}
+
+// topologyName names the topology of a selection for people: its source
+// and the first 12 hex digits of its sha256, or "none".
+func topologyName(s *format.Selection) string {
+	if s.TopologySHA256 == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%s, sha256 %.12s", s.TopologyFrom, s.TopologySHA256)
 }

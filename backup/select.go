@@ -30,6 +30,9 @@ type Selection struct {
 	// applications every consumer group but the application's own and
 	// Options.OtherApplicationIDs, sorted.
 	Classifier topicfilter.Classifier
+	// Topology is the topology the decisions were made with (also
+	// Classifier.Topology): Options.Topology, or nil when none is known.
+	Topology *topicfilter.AppTopology
 	// Decisions are one per topic of the cluster, sorted by name
 	// (topicfilter.Plan); Warnings are Plan's warnings.
 	Decisions []topicfilter.Decision
@@ -79,6 +82,12 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 	filter, err := topicfilter.NewFilter(o.Include, o.Exclude)
 	if err != nil {
 		return nil, err
+	}
+	if o.Topology, err = appTopology(ctx, adm, o, log); err != nil {
+		return nil, err
+	}
+	if len(o.Include) == 0 && o.Topology == nil {
+		return nil, ErrNoTopicsSelector
 	}
 	details, err := ListTopics(ctx, adm, o.RetryTimeout)
 	if err != nil {
@@ -140,9 +149,21 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 		}
 		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(d.Partitions), Internal: d.IsInternal, Compacted: compacted})
 	}
-	s := &Selection{Details: details, Configs: configs, Groups: groups,
+	s := &Selection{Details: details, Configs: configs, Groups: groups, Topology: o.Topology,
 		Classifier: topicfilter.Classifier{ApplicationID: o.ApplicationID, InternalPrefixes: o.InternalPrefixes,
-			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}}
-	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics})
+			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others,
+			Topology: o.Topology, DeadLetterTopics: o.DeadLetterTopics}}
+	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos,
+		topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
+			IncludeKey: o.IncludeKey, ExcludeKey: o.ExcludeKey})
 	return s, err
+}
+
+// appTopology is the application's topology for a backup with options o:
+// o.Topology when set (a --topology file or topology_file); nil when none
+// is known. Run resolves it once, before it compares an interrupted
+// backup's selection, and SelectTopics uses what it returns.
+func appTopology(ctx context.Context, adm *kadm.Client, o Options, log *slog.Logger) (*topicfilter.AppTopology, error) {
+	_, _, _ = ctx, adm, log
+	return o.Topology, nil
 }

@@ -32,6 +32,7 @@ func TestSelectTopics(t *testing.T) {
 		others     []string // the classifier's other applications
 		warning    string   // a warning Plan gives
 		missing    bool     // a *topicfilter.MissingTopicsError, with the decisions
+		mismatch   bool     // a *topicfilter.TopologyMismatchError, with the decisions
 		errContain string   // an error, without a Selection
 	}{
 		{name: "the application's topics, another's changelog left out",
@@ -54,6 +55,16 @@ func TestSelectTopics(t *testing.T) {
 		{name: "a missing literal include comes with the decisions",
 			o:       backup.Options{ApplicationID: "app", Include: []string{"ordres", "orders"}},
 			missing: true, selected: []string{"orders"}, others: []string{"app-v2", "z-app"}},
+		{name: "a topology selects without include: its inputs and changelog, not its repartition topic nor another's changelog",
+			o:        backup.Options{ApplicationID: "app", Topology: appTopology()},
+			selected: []string{"app-store-changelog", "customers", "orders"}, others: []string{"app-v2", "z-app"}},
+		{name: "a topology changelog the include leaves out is refused with the fix",
+			o:        backup.Options{ApplicationID: "app", Topology: appTopology(), Include: []string{"orders", "customers"}, IncludeKey: "source.topics.include (line 4)"},
+			mismatch: true, selected: []string{"customers", "orders"}, others: []string{"app-v2", "z-app"},
+			errContain: `changelog "app-store-changelog" (topology file app.txt) is not selected: add "app-store-changelog" to source.topics.include (line 4)`},
+		{name: "no include and no topology",
+			o:          backup.Options{ApplicationID: "app"},
+			errContain: "no source.topics.include and no topology: give --topology FILE, set topology_file, or run the app as a streams group (group.protocol=streams)"},
 		{name: "a bad pattern",
 			o:          backup.Options{Include: []string{"~("}},
 			errContain: "("},
@@ -110,15 +121,22 @@ func TestSelectTopics(t *testing.T) {
 			o := tt.o
 			o.RetryTimeout = 10 * time.Second
 			sel, err := backup.SelectTopics(t.Context(), adm, o, nil)
-			if tt.errContain != "" {
+			if tt.errContain != "" && !tt.mismatch {
 				if err == nil || !strings.Contains(err.Error(), tt.errContain) || sel != nil {
 					t.Fatalf("SelectTopics = %v, %v; want no selection and an error containing %q", sel, err, tt.errContain)
 				}
 				return
 			}
 			var missing *topicfilter.MissingTopicsError
-			if tt.missing != errors.As(err, &missing) || (err != nil && !tt.missing) {
-				t.Fatalf("SelectTopics error %v, want a missing-topics error: %v", err, tt.missing)
+			var mismatch *topicfilter.TopologyMismatchError
+			if tt.missing != errors.As(err, &missing) || tt.mismatch != errors.As(err, &mismatch) || (err != nil && !tt.missing && !tt.mismatch) {
+				t.Fatalf("SelectTopics error %v, want a missing-topics error: %v, a topology mismatch: %v", err, tt.missing, tt.mismatch)
+			}
+			if tt.mismatch && !strings.Contains(err.Error(), tt.errContain) {
+				t.Errorf("error %q does not contain %q", err, tt.errContain)
+			}
+			if sel != nil && sel.Topology != o.Topology {
+				t.Errorf("selection's topology %v, want %v", sel.Topology, o.Topology)
 			}
 			if sel == nil {
 				t.Fatal("no selection")
@@ -158,4 +176,12 @@ func TestSelectTopics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// appTopology is app's topology as a topology file gives it: orders and
+// customers in, a store's changelog and a repartition topic.
+func appTopology() *topicfilter.AppTopology {
+	return &topicfilter.AppTopology{From: "topology file app.txt", OutputsKnown: true, TopologyTopics: topicfilter.TopologyTopics{
+		Inputs: []string{"customers", "orders"}, Changelogs: []string{"app-store-changelog"}, Repartition: []string{"app-x-repartition"},
+	}}
 }

@@ -79,6 +79,16 @@ type Selection struct {
 	Exclude               []string `json:"exclude"`
 	SourceChangelogTopics []string `json:"source_changelog_topics,omitempty"`
 	AllowMissing          bool     `json:"allow_missing,omitempty"`
+	// DeadLetterQueueTopics and AllowTopologyMismatch are the config's
+	// dead_letter_queue_topics and source.topics.allow_topology_mismatch.
+	DeadLetterQueueTopics []string `json:"dead_letter_queue_topics,omitempty"`
+	AllowTopologyMismatch bool     `json:"allow_topology_mismatch,omitempty"`
+	// TopologyFrom says where the topology that classified the topics
+	// came from (a topology file, a streams group); TopologySHA256 is the
+	// hex sha256 of the text it was read from. Both empty when the topics
+	// were classified by name.
+	TopologyFrom   string `json:"topology_from,omitempty"`
+	TopologySHA256 string `json:"topology_sha256,omitempty"`
 }
 
 // Equal reports whether two selections choose topics alike.
@@ -98,7 +108,9 @@ func (s *Selection) Equal(o *Selection) bool {
 		return true
 	}
 	return eq(s.Include, o.Include) && eq(s.Exclude, o.Exclude) &&
-		eq(s.SourceChangelogTopics, o.SourceChangelogTopics) && s.AllowMissing == o.AllowMissing
+		eq(s.SourceChangelogTopics, o.SourceChangelogTopics) && s.AllowMissing == o.AllowMissing &&
+		eq(s.DeadLetterQueueTopics, o.DeadLetterQueueTopics) && s.AllowTopologyMismatch == o.AllowTopologyMismatch &&
+		s.TopologyFrom == o.TopologyFrom && s.TopologySHA256 == o.TopologySHA256
 }
 
 // Cut records how the backup's cut (the group's committed offsets and every
@@ -166,10 +178,15 @@ type TopicConfig struct {
 
 // Topic is one backed-up topic.
 type Topic struct {
-	Name              string                 `json:"name"`
-	TopicID           string                 `json:"topic_id,omitempty"` // the broker's topic id (base64 or hex UUID as the broker reports it)
-	Class             string                 `json:"class"`              // changelog or external; repartition only in Manifest.InFlight
-	SourceChangelog   bool                   `json:"source_changelog,omitempty"`
+	Name            string `json:"name"`
+	TopicID         string `json:"topic_id,omitempty"` // the broker's topic id (base64 or hex UUID as the broker reports it)
+	Class           string `json:"class"`              // changelog or external; repartition only in Manifest.InFlight
+	SourceChangelog bool   `json:"source_changelog,omitempty"`
+	// Role is the topic's role in the application's topology (input,
+	// output, changelog, source-changelog, dead-letter, global-input;
+	// repartition in InFlight), when one was known
+	// (topicfilter.Decision.Role); "" when classified by name.
+	Role              string                 `json:"role,omitempty"`
 	Partitions        int                    `json:"partitions"`
 	ReplicationFactor int                    `json:"replication_factor"`
 	Configs           map[string]TopicConfig `json:"configs"`

@@ -216,8 +216,8 @@ func TestStateOfAnEmptyPartitionFilledIntoALogThatEndsAbove0(t *testing.T) {
 // TestRebuildProvesTheSourceChangelogsState: --strategy rebuild leaves
 // the changelog out but restores the source-topic changelog whole (an
 // input there): its state is proven, and no other partition gets a state.
-// (--to-time with a source-topic changelog is refused, so "cut" does not
-// occur today.)
+// (A --to-time cut of it is "cut", not compared:
+// TestPointInTimeOfASourceChangelog.)
 func TestRebuildProvesTheSourceChangelogsState(t *testing.T) {
 	_, store, _ := backedUpSample(t)
 	dst := testkit.StartKfake(t, 3)

@@ -57,11 +57,16 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 		}
 		matched++
 		changelog := isChangelog(t, o.SourceChangelogTopics)
-		if o.Strategy == StrategyRebuild && changelog && !t.SourceChangelog && !slices.Contains(o.SourceChangelogTopics, t.Name) {
+		source := t.SourceChangelog || slices.Contains(o.SourceChangelogTopics, t.Name)
+		if o.Strategy == StrategyRebuild && changelog && !source {
 			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: "changelog: the rebuild strategy lets the application rebuild its state from its input"})
 			continue
 		}
-		if o.ToTime != nil && changelog {
+		// Under rebuild a source-topic changelog is an input: its store is
+		// rebuilt from what is restored of it, so a cut of it is as safe as
+		// of any input (docs/DOMAIN.md#pitr). Only where its state is
+		// restored (the changelog strategy) is a cut refused.
+		if o.ToTime != nil && changelog && !(o.Strategy == StrategyRebuild && source) {
 			changelogsUnderPITR = append(changelogsUnderPITR, t.Name)
 		}
 		sel.topics = append(sel.topics, t)
@@ -89,7 +94,7 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 		return nil, &RefusedError{
 			Reasons: []string{fmt.Sprintf("point-in-time restore (--to-time) of changelog topics is refused: %s. %s",
 				strings.Join(changelogsUnderPITR, ", "), pitrWhy)},
-			Hint: "restore with --strategy rebuild --to-time T, leaving source-topic changelogs (inputs that stores reuse as changelogs) out with --topics",
+			Hint: "restore with --strategy rebuild --to-time T: it leaves changelogs out and cuts source-topic changelogs as the inputs they are there",
 		}
 	}
 	if o.ToTime != nil && o.Strategy != StrategyRebuild {

@@ -43,6 +43,34 @@ const (
 	External Class = "external"
 )
 
+// The roles a topology (Classifier.Topology) gives topics in
+// Decision.Role, finer than [Class]; "" when no topology is known or the
+// topology does not name the topic.
+const (
+	// RoleInput is a topic a source reads (Inputs, a source Pattern's
+	// topics). A topic both read and written by the application from
+	// outside its prefix is an input too, with a note in the reason.
+	RoleInput = "input"
+	// RoleOutput is a topic a sink writes that no source reads (Outputs,
+	// when AppTopology.OutputsKnown).
+	RoleOutput = "output"
+	// RoleChangelog is a store's "<prefix>-<store>-changelog" topic.
+	RoleChangelog = "changelog"
+	// RoleSourceChangelog is an input a store restores from
+	// (topology.optimization=all / reuse.ktable.source.topics): Class
+	// Changelog, SourceChangelog true.
+	RoleSourceChangelog = "source-changelog"
+	// RoleRepartition is a repartition topic or a foreign-key join's
+	// subscription registration or response topic.
+	RoleRepartition = "repartition"
+	// RoleDeadLetter is a dead-letter queue topic (KIP-1034,
+	// errors.dead.letter.queue.topic.name): an output.
+	RoleDeadLetter = "dead-letter"
+	// RoleGlobalInput is the source topic of a global store: read whole
+	// by every instance, the store's only changelog.
+	RoleGlobalInput = "global-input"
+)
+
 // TopicInfo is what the caller knows of one topic on the cluster.
 type TopicInfo struct {
 	Name       string
@@ -59,6 +87,10 @@ type Decision struct {
 	Topic           string `json:"topic"`
 	Class           Class  `json:"class"`
 	SourceChangelog bool   `json:"source_changelog,omitempty"` // input topic reused as a store's changelog
+	// Role is the topic's role in the application's topology
+	// (Classifier.Topology); "" when no topology is known or it does not
+	// name the topic. Class stays as by name for compatibility.
+	Role string `json:"role,omitempty"`
 	// OtherApplicationID is set when the topic is an internal topic
 	// (changelog or repartition) of another application: the application.id
 	// from Classifier.OtherApplicationIDs it belongs to. Such a topic is

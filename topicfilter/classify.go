@@ -34,6 +34,19 @@ type Classifier struct {
 	// a prefix of my-app-v1's topics). Ignored when ApplicationID and
 	// InternalPrefixes are both empty.
 	OtherApplicationIDs []string
+	// Topology is the application's topology when one is known (from the
+	// broker's streams group, KIP-1071, or a Topology#describe() text the
+	// user gives); nil: topics are classified by name alone, as above.
+	// When set it is the authority: [Plan] gives every topic it names a
+	// Role, selects (with an empty include) exactly its inputs, outputs,
+	// dead-letter topics, changelogs and source changelogs, and does not
+	// take an internal-format topic under the application's prefix that it
+	// does not name for the application's own (docs/DESIGN.md).
+	Topology *AppTopology
+	// DeadLetterTopics are the application's dead-letter queue topics
+	// (KIP-1034, errors.dead.letter.queue.topic.name; config
+	// dead_letter_queue_topics): outputs a topology does not show as sinks.
+	DeadLetterTopics []string
 }
 
 // fkJoinTopic is the foreign-key-join part of Kafka's
@@ -79,8 +92,8 @@ type verdict struct {
 	brokerInternal  bool   // name starts with "__"
 	otherApp        string // internal topic of this other application.id
 	reason          string
-	// For a changelog of this application: the internal prefix it matched
-	// and the store name after it.
+	// For an internal topic of this application: the internal prefix it
+	// matched, and for a changelog the store name after it.
 	prefix, store string
 }
 
@@ -189,7 +202,7 @@ func (c Classifier) classify(topic string) verdict {
 		return verdict{class: Changelog, prefix: own, store: storeName(topic, own),
 			reason: fmt.Sprintf("changelog of store %q (%s)", storeName(topic, own), prefix)}
 	}
-	return verdict{class: Repartition,
+	return verdict{class: Repartition, prefix: own,
 		reason: fmt.Sprintf("repartition topic (%s after the %s)", rule, prefix)}
 }
 

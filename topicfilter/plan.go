@@ -1,6 +1,7 @@
 package topicfilter
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,16 @@ type PlanOptions struct {
 	// topic list into a warning instead of a *[MissingTopicsError]
 	// (config: source.topics.allow_missing, default false).
 	AllowMissing bool
+	// AllowTopologyMismatch turns the refusal of a topology's input,
+	// changelog or source changelog that the include/exclude patterns do
+	// not select (a *[TopologyMismatchError]) into warnings (config:
+	// source.topics.allow_topology_mismatch, default false).
+	AllowTopologyMismatch bool
+	// IncludeKey and ExcludeKey name the include and exclude lists in the
+	// fixes of a *[TopologyMismatchError], e.g.
+	// "source.topics.include (line 12 of backup.yaml)"; defaults
+	// "source.topics.include" and "source.topics.exclude".
+	IncludeKey, ExcludeKey string
 }
 
 // MissingTopicsError is returned by [Plan] when literal includes name topics
@@ -56,10 +67,28 @@ func (e *MissingTopicsError) Error() string {
 // selected names that look like other systems' topics ("_schemas",
 // "connect-offsets", ...).
 //
+// With a topology (c.Topology) the topology is the authority: every topic
+// it names gets its Role (and a Class to match), and an internal-format
+// topic under the application's prefix that it does not name is another
+// application's (KAFKA-14922), never selected, with no group or
+// OtherApplicationIDs needed. An empty include then selects exactly the
+// topology's inputs (source patterns: Java regular expressions matched
+// against the whole name), global stores' inputs, outputs, dead-letter
+// topics, changelogs and source changelogs present on the cluster (a
+// source table's input is its store's changelog when the store's
+// "-changelog" topic is absent: topology.optimization=all); repartition
+// and FK-join topics never. With an include, a topology input, changelog
+// or source changelog the patterns leave out returns a
+// *[TopologyMismatchError] naming each fix (o.AllowTopologyMismatch: a
+// warning); an output left out is a warning. Topology changelogs and
+// inputs absent from the cluster are warnings.
+//
 // Errors: a nil f, or a topic named twice in topics, returns only an error.
 // Literal includes (see [Filter.Literals]) absent from topics return a
 // *[MissingTopicsError] unless o.AllowMissing; the decisions and warnings
-// are then returned too, complete, so a dry run can still show them.
+// are then returned too, complete, so a dry run can still show them (and
+// so with a *TopologyMismatchError; both at once are joined, errors.As
+// finds either).
 func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions []Decision, warnings []string, err error) {
 	if f == nil {
 		return nil, nil, fmt.Errorf("plan topics: nil filter")
@@ -99,6 +128,38 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 	var compactedWarnings, systemWarnings, storeWarnings []string
 	selected := map[string]bool{}
 
+	var tr roles
+	var mismatch, topologyWarnings []string
+	if c.Topology != nil {
+		names := make([]string, len(sorted))
+		for i, t := range sorted {
+			names[i] = t.Name
+		}
+		tr = c.topologyRoles(names, exists)
+	}
+	includeKey, excludeKey := o.IncludeKey, o.ExcludeKey
+	if includeKey == "" {
+		includeKey = "source.topics.include"
+	}
+	if excludeKey == "" {
+		excludeKey = "source.topics.exclude"
+	}
+	// leftOut notes a topology topic the patterns do not select: a
+	// refusal for inputs and state, a warning for outputs.
+	leftOut := func(topic, role, exc string) {
+		fix := fmt.Sprintf("add %q to %s", topic, includeKey)
+		if exc != "" {
+			fix = fmt.Sprintf("it is excluded by pattern %q: remove the pattern from %s or narrow it", exc, excludeKey)
+		}
+		line := fmt.Sprintf("%s %q (%s) is not selected: %s", roleWord(role), topic, c.Topology.From, fix)
+		if stateRole(role) {
+			mismatch = append(mismatch, line)
+			return
+		}
+		topologyWarnings = append(topologyWarnings, line+" (outputs are not needed to restore the application's state)")
+	}
+	topologyOnly := c.Topology != nil && len(f.include) == 0
+
 	decisions = make([]Decision, 0, len(sorted))
 	for _, t := range sorted {
 		v := c.classify(t.Name)
@@ -109,6 +170,24 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 			OtherApplicationID: v.otherApp,
 			BrokerInternal:     v.brokerInternal || t.Internal,
 			Partitions:         t.Partitions,
+		}
+		role, hasRole := tr.role[t.Name]
+		notOurs := ""
+		if c.Topology != nil {
+			if hasRole && !d.BrokerInternal {
+				d.Role, d.Class, d.SourceChangelog, d.OtherApplicationID = role, roleClass(role), role == RoleSourceChangelog, ""
+				v.reason = roleReason(role, tr.note[t.Name])
+				if role == RoleChangelog && v.store != "" {
+					v.reason = fmt.Sprintf("changelog of the topology's store %q", v.store)
+				}
+			} else if v.class != External && v.prefix != "" {
+				notOurs = c.likelyOwner(t.Name, v.prefix)
+				d.OtherApplicationID = notOurs
+				d.Class = External
+				v.reason = fmt.Sprintf("an internal-topic name under %q that the topology (%s) does not name: not this application's, probably an internal topic of application.id %q (KAFKA-14922)", v.prefix+"-", c.Topology.From, notOurs)
+			} else if !d.BrokerInternal {
+				v.reason += fmt.Sprintf("; the topology (%s) does not name it", c.Topology.From)
+			}
 		}
 		inc := f.firstInclude(t.Name)
 		exc := f.firstExclude(t.Name)
@@ -121,11 +200,31 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 				d.Reason += " (the broker flags it internal)"
 			}
 			d.Reason += "; never backed up"
-		case inc == "":
+		case notOurs != "":
+			d.Reason = "not selected: " + v.reason
+			if inc != "" && exc == "" {
+				topologyWarnings = append(topologyWarnings, fmt.Sprintf("include pattern %q matched %q, an internal-topic name the topology (%s) does not name; not selected: it is probably application.id %q's", inc, t.Name, c.Topology.From, notOurs))
+			}
+		case topologyOnly && (!hasRole || role == RoleRepartition):
+			d.Reason = "not selected: " + v.reason
+			if role == RoleRepartition {
+				d.Reason += "; " + c.repartitionNote(": ")
+			}
+		case topologyOnly && exc != "":
+			d.Reason = fmt.Sprintf("not selected: excluded by pattern %q; %s", exc, v.reason)
+			d.ExcludedBy = exc
+			leftOut(t.Name, role, exc)
+		case inc == "" && !topologyOnly:
 			d.Reason = "not selected: no include pattern matches; " + v.reason
+			if hasRole && role != RoleRepartition {
+				leftOut(t.Name, role, "")
+			}
 		case exc != "":
 			d.Reason = fmt.Sprintf("not selected: excluded by pattern %q; %s", exc, v.reason)
 			d.ExcludedBy = exc
+			if hasRole && role != RoleRepartition {
+				leftOut(t.Name, role, exc)
+			}
 		case d.OtherApplicationID != "":
 			d.Reason = "not selected: " + v.reason + "; back it up with that application's configuration"
 			droppedOther[inc] = append(droppedOther[inc], t.Name)
@@ -138,20 +237,23 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 		default:
 			d.Selected = true
 			selected[t.Name] = true
-			if d.Class == External {
+			switch {
+			case topologyOnly:
+				d.Reason = "selected: " + v.reason
+			case d.Class == External:
 				d.Reason = fmt.Sprintf("selected: %s; matched by include %q", v.reason, inc)
-			} else {
+			default:
 				d.Reason = "selected: " + v.reason
 			}
-			if d.Class == Changelog && !d.SourceChangelog {
+			if d.Class == Changelog && !d.SourceChangelog && c.Topology == nil {
 				if w := c.foreignGeneratedStore(t.Name, v); w != "" {
 					storeWarnings = append(storeWarnings, w)
 				}
 			}
-			if d.Class == External && t.Compacted {
+			if d.Class == External && t.Compacted && c.Topology == nil {
 				compactedWarnings = append(compactedWarnings, fmt.Sprintf("topic %q is compacted and not declared in source_changelog_topics: if a KTable reads it with topology.optimization=all (or reuse.ktable.source.topics), it is that store's changelog; declare it in source_changelog_topics so point-in-time restore is refused for it", t.Name))
 			}
-			if d.Class == External && !literal[t.Name] && looksLikeSystemTopic(t.Name) {
+			if d.Class == External && !literal[t.Name] && !hasRole && looksLikeSystemTopic(t.Name) {
 				systemWarnings = append(systemWarnings, fmt.Sprintf("topic %q looks like another system's topic (Schema Registry, Kafka Connect, ksqlDB) and is selected by include pattern %q; add it to exclude if it is not this application's data", t.Name, inc))
 			}
 		}
@@ -189,11 +291,23 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 		}
 	}
 	warnings = append(warnings, systemWarnings...)
-
-	if len(missing) > 0 && !o.AllowMissing {
-		return decisions, warnings, &MissingTopicsError{Topics: missing}
+	warnings = append(warnings, tr.warnings...)
+	warnings = append(warnings, topologyWarnings...)
+	if o.AllowTopologyMismatch {
+		for _, m := range mismatch {
+			warnings = append(warnings, m+" (source.topics.allow_topology_mismatch: true: backed up without it)")
+		}
+		mismatch = nil
 	}
-	return decisions, warnings, nil
+
+	var errs []error
+	if len(missing) > 0 && !o.AllowMissing {
+		errs = append(errs, &MissingTopicsError{Topics: missing})
+	}
+	if len(mismatch) > 0 {
+		errs = append(errs, &TopologyMismatchError{Fixes: mismatch})
+	}
+	return decisions, warnings, errors.Join(errs...)
 }
 
 // looksLikeSystemTopic reports names that a "*" include catches but that

@@ -26,6 +26,7 @@ type backupOptions struct {
 	LockWait   time.Duration // --lock-wait
 	Embedded   bool          // back up the sample application from an in-process cluster
 	Out        string        // repository directory of --embedded
+	Topology   string        // --topology: a Topology#describe() file
 
 	Logger *slog.Logger
 	global *globalOptions // --metrics-addr, --push-gateway, --push-job
@@ -75,11 +76,22 @@ with progress bars when stderr is a terminal and one summary line at the end.
 --metrics-addr serves the run's Prometheus metrics while it lasts; --push-gateway
 pushes them when it ends (see "kafkastreams-dr --help").
 
+The application's topology, when known (--topology FILE or topology_file: a
+Topology#describe() text; else a streams group's on the broker, KIP-1071),
+classifies the topics and, without source.topics.include, selects its inputs,
+outputs, dead-letter topics, changelogs and source-topic changelogs; the manifest
+records each topic's role and where the topology came from (a changed topology
+starts a new backup instead of resuming one). Refused (exit 2, nothing copied):
+neither include nor topology; a topology input or changelog the include or
+exclude leaves out (the fix is named; source.topics.allow_topology_mismatch: true
+warns instead); a topology file that cannot be read or parsed.
+
 CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,
-  internal_topic_prefixes, source.* (bootstrap_servers, client_id,
+  internal_topic_prefixes, topology_file, dead_letter_queue_topics,
+  source.* (bootstrap_servers, client_id,
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
-  topics.allow_missing), storage.* (backend, bucket, prefix, region, endpoint,
+  topics.allow_missing, topics.allow_topology_mismatch), storage.* (backend, bucket, prefix, region, endpoint,
   path_style, request_timeout, retry_timeout, path), backup.* (compression,
   source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
@@ -101,6 +113,8 @@ CONFIG KEYS USED
 			switch {
 			case o.Embedded && o.ConfigFile != "":
 				return &usageError{errors.New("--embedded uses its own sample config: drop --config")}
+			case o.Embedded && o.Topology != "":
+				return &usageError{errors.New("--embedded backs up its own sample application: drop --topology")}
 			case !o.Embedded && cmd.Flags().Changed("out"):
 				return &usageError{errors.New("--out goes with --embedded; a config's repository is storage.path or storage.bucket")}
 			case !o.Embedded && o.ConfigFile == "":
@@ -120,6 +134,7 @@ CONFIG KEYS USED
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	durationFlag(cmd.Flags(), &o.LockWait, "lock-wait", 3*time.Minute, "refuses at once", "wait this long for the repository lock when another run holds it (a run that died on this host is taken over at once; elsewhere its lock goes stale 2 minutes after its last heartbeat); 0 refuses at once, never negative")
+	cmd.Flags().StringVar(&o.Topology, "topology", "", "a file holding the application's Topology#describe() text: it classifies the topics and, without source.topics.include, selects them (overrides topology_file)")
 	cmd.Flags().BoolVar(&o.Full, "full", false, "start a new backup chain: copy every partition from its log start, naming no earlier backup's segments (after verify found a damaged segment); the repository's latest backup must still be of this application.id")
 	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
@@ -143,6 +158,10 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		Include:               cfg.Source.Topics.Include,
 		Exclude:               cfg.Source.Topics.Exclude,
 		AllowMissingTopics:    cfg.Source.Topics.AllowMissing,
+		DeadLetterTopics:      cfg.DeadLetterQueueTopics,
+		AllowTopologyMismatch: cfg.Source.Topics.AllowTopologyMismatch,
+		IncludeKey:            listKey(cfg, "source.topics.include"),
+		ExcludeKey:            listKey(cfg, "source.topics.exclude"),
 		SourceClusterID:       cfg.Backup.SourceClusterID,
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
@@ -160,6 +179,9 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	}
 	bo := backupOptionsFromConfig(cfg)
 	bo.Full, bo.LockWait = o.Full, o.LockWait
+	if bo.Topology, err = loadTopology(cfg, o.Topology); err != nil {
+		return err
+	}
 	if bo.Source, err = sourceClientOptions(cfg); err != nil {
 		return err
 	}
@@ -197,6 +219,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 // backupError maps a failed run to an exit code and the next thing to do.
 func backupError(err error, file string) error {
 	var missing *topicfilter.MissingTopicsError
+	var mismatch *topicfilter.TopologyMismatchError
 	var pe *backup.PhaseError
 	var progress *repository.ProgressError
 	switch {
@@ -205,6 +228,10 @@ func backupError(err error, file string) error {
 		return withCode(damageExitCode, fmt.Errorf("backup: %w", err), progressHint("", progress.Key))
 	case errors.As(err, &missing):
 		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
+	case errors.As(err, &mismatch):
+		return withCode(exitUsage, err, fmt.Sprintf("see every topic's role and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
+	case errors.Is(err, backup.ErrNoTopicsSelector):
+		return withCode(exitUsage, err, "")
 	case errors.Is(err, backup.ErrNothingSelected):
 		return withCode(exitUsage, err, fmt.Sprintf("fix source.topics.include (or source.topics.exclude); see every topic and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, repository.ErrOtherApplication):

@@ -28,6 +28,13 @@ and the TLS and password files), $${ is a literal "${"; a regular file of at mos
                             count too; an app without a group is known only from here.
   internal_topic_prefixes   this app's internal-topic prefixes when not just application_id
                             (named topologies: <application.id>-<topology>); they replace it
+  topology_file             a file holding the app's Topology#describe() text (relative to
+                            the config file; needs application_id): it classifies topics
+                            (a role each) and, without source.topics.include, selects them;
+                            topics/backup --topology FILE overrides it. Without it a streams
+                            group's topology on the broker serves (KIP-1071)
+  dead_letter_queue_topics  the app's dead-letter queue topics (KIP-1034,
+                            errors.dead.letter.queue.topic.name): outputs, role dead-letter
   source:                   the cluster to back up (required)
     bootstrap_servers       list of host:port (required)
     client_id               Kafka client.id (default kafkastreams-dr)
@@ -47,11 +54,14 @@ and the TLS and password files), $${ is a literal "${"; a regular file of at mos
                             (relative file names are relative to the config file's
                             directory, like storage.path)
     topics:
-      include               globs ("app-*-changelog") or ~regex, anchored (required)
+      include               globs ("app-*-changelog") or ~regex, anchored; optional when a
+                            topology is known (it selects then); neither: refused (exit 2)
       exclude               same syntax; exclude beats include (an exclude that removes
                             every include, e.g. include [clicks] and exclude [clicks], is an
                             error; one that removes a literal include, a warning)
       allow_missing         a literal include that does not exist is a warning (default false)
+      allow_topology_mismatch  a topology input or changelog that include/exclude leave out
+                            is a warning, not a refusal (default false)
   target:                   the cluster a restore writes to (optional; same keys as source,
                             without topics: restore --topics selects, target.topics is refused)
   storage:                  where the backup repository lives (required)

@@ -244,6 +244,9 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	}
 	defer func() { tel.finish(ctx, err) }()
 	bo := backupOptionsFromConfig(cfg)
+	if bo.Topology, err = loadTopology(cfg, ""); err != nil { // topology_file
+		return err
+	}
 	if bo.Source, err = sourceClientOptions(cfg); err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
-	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
 // offsetsShowOptions are the flags of `offsets show`.
@@ -249,10 +248,9 @@ func runOffsetsTranslate(ctx context.Context, o *offsetsTranslateOptions, s *ios
 // translateRefused words a restore's refusal (restorer.RefusedError) for
 // offsets translate, which restores nothing: "offsets translate refused,
 // as a restore with the same flags would be: ...". After --to-time the
-// hint runs as printed: the dry run of the point-in-time restore of
-// backup m's topics that are no changelog of any kind (source-topic
-// changelogs are left out only by restore --topics, a flag offsets
-// translate has not), which shows the plan and the translated offsets.
+// hint runs as printed: the dry run of the point-in-time rebuild of
+// backup m (rebuild leaves the changelogs out and cuts source-topic
+// changelogs as inputs), which shows the plan and the translated offsets.
 func translateRefused(e *restorer.RefusedError, o *offsetsTranslateOptions, m *format.Manifest) error {
 	reasons := "\n  - " + strings.Join(e.Reasons, "\n  - ")
 	if len(e.Reasons) == 1 {
@@ -268,18 +266,12 @@ func translateRefused(e *restorer.RefusedError, o *offsetsTranslateOptions, m *f
 	if o.BackupID != "" && o.BackupID != "latest" {
 		backupID = " --backup-id " + o.BackupID
 	}
-	var others []string
-	if m != nil {
-		for _, t := range m.Topics {
-			if !t.SourceChangelog && t.Class != string(topicfilter.Changelog) {
-				others = append(others, t.Name)
-			}
-		}
-	}
-	if len(others) == 0 {
+	if o.Strategy == restorer.StrategyRebuild || m == nil {
 		return withCode(exitUsage, err, e.Hint)
 	}
-	return withCode(exitUsage, err, fmt.Sprintf("a point-in-time restore is a rebuild that leaves changelogs, source-topic changelogs included, out (--topics); "+
-		"see its plan and translated offsets with kafkastreams-dr restore -c %s%s --dry-run --strategy rebuild%s --topics %s",
-		file, backupID, at, quoteArgs([]string{strings.Join(others, ",")})[0]))
+	// Rebuild leaves the changelogs out itself and cuts source-topic
+	// changelogs as the inputs they are there: no --topics needed.
+	return withCode(exitUsage, err, fmt.Sprintf("a point-in-time restore is a rebuild, which leaves changelogs out and cuts source-topic changelogs as inputs; "+
+		"see its plan and translated offsets with kafkastreams-dr restore -c %s%s --dry-run --strategy rebuild%s",
+		file, backupID, at))
 }

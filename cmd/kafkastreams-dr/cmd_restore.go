@@ -107,9 +107,11 @@ RECORDS IN FLIGHT (--skip-in-flight)
 POINT-IN-TIME RESTORE (--to-time)
   Cuts each partition before its first record with a timestamp after the given time
   (RFC 3339, e.g. 2024-05-01T12:00:00Z, or epoch milliseconds). Refused for changelog
-  topics, including input topics that a store reuses as its changelog: a changelog
-  cut at a time does not match the input offsets and the outputs at that time. The
-  safe point-in-time restore is --strategy rebuild --to-time T.
+  topics whose state is restored (the changelog strategy), including input topics
+  that a store reuses as its changelog: a changelog cut at a time does not match the
+  input offsets and the outputs at that time. The safe point-in-time restore is
+  --strategy rebuild --to-time T: it leaves changelogs out, and cuts source-topic
+  changelogs as the inputs they are there (their stores are rebuilt from the cut).
 
 RECORDS PAST RETENTION (--retention)
   Records older than the target topic's retention.ms (cleanup.policy delete or
@@ -201,7 +203,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.StringVarP(&o.ConfigFile, "config", "c", "", "config file (required unless --embedded)")
 	f.StringVar(&o.BackupID, "backup-id", "latest", "backup to restore: an `ID` (the backups/<id>/ directory of the repository) or \"latest\", the latest complete backup")
 	f.StringVar(&strategy, "strategy", string(restorer.StrategyChangelog), "`STRATEGY` is changelog (topics and state, offsets translated) or rebuild (no changelogs: the app rebuilds its state)")
-	f.StringVar(&toTime, "to-time", "", "point-in-time restore: cut each partition before its first record after `TIME` (RFC 3339 or epoch milliseconds); refused for changelog topics")
+	f.StringVar(&toTime, "to-time", "", "point-in-time restore: cut each partition before its first record after `TIME` (RFC 3339 or epoch milliseconds); refused for changelog topics whose state is restored (the changelog strategy)")
 	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics and in-flight tails matching `PATTERN`s (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")

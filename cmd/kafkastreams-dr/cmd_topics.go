@@ -27,6 +27,9 @@ type topicsOptions struct {
 	// each Kafka call bounded by source.retry_timeout alone, as in a
 	// backup, so that what a backup survives does not fail here.
 	Timeout time.Duration
+	// Topology is --topology: a file holding the application's
+	// Topology#describe() text (overrides topology_file).
+	Topology string
 
 	Logger *slog.Logger
 }
@@ -56,12 +59,27 @@ for source.retry_timeout), so what it shows is what a backup copies. A topic con
 that cannot be read (DescribeConfigs) fails topics as it fails a backup (exit 1,
 naming the topic).
 
+With a topology (--topology FILE, or topology_file: a Topology#describe() text;
+else a streams group's topology on the broker, KIP-1071) each topic also gets a
+ROLE (input, output, changelog, source-changelog, repartition, dead-letter,
+global-input; "-" when the topology does not name it), the topology decides, and
+an internal topic under the prefix that it does not name is another
+application's. Without source.topics.include it selects the topology's inputs,
+outputs, dead-letter topics, changelogs and source-topic changelogs. The summary
+on stderr says where the topology came from, or "classified by name (no
+topology)".
+
 Exits 2, after the table, when a backup would refuse the config: a literal
-include names a topic that does not exist, or no topic is selected at all.
+include names a topic that does not exist, the include or exclude leaves out a
+topology input or changelog (each fix is named; allow_topology_mismatch: true
+under source.topics warns instead), or no topic is selected at all.
+Also 2, before any table: neither source.topics.include nor a topology, or a
+--topology / topology_file that cannot be read or is not a describe() text.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,
-  internal_topic_prefixes, source.bootstrap_servers, source.client_id,
+  internal_topic_prefixes, topology_file, dead_letter_queue_topics,
+  source.topics.allow_topology_mismatch, source.bootstrap_servers, source.client_id,
   source.request_timeout, source.retry_timeout (a transient
   LEADER_NOT_AVAILABLE is retried for it, not taken as a missing topic;
   without --timeout it is the only bound, as for backup), source.security,
@@ -83,6 +101,7 @@ CONFIG KEYS USED
 	}
 	cmd.Flags().StringVarP(&o.ConfigFile, "config", "c", "", "config file (required)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the decisions as a JSON array instead of a table")
+	cmd.Flags().StringVar(&o.Topology, "topology", "", "a file holding the application's Topology#describe() text: it classifies the topics and, without source.topics.include, selects them (overrides topology_file)")
 	durationFlag(cmd.Flags(), &o.Timeout, "timeout", 0, "", "give up reaching the cluster after this long, above zero, e.g. 30s (default: no overall limit; each Kafka call is bounded by source.request_timeout and source.retry_timeout, as for backup)")
 	return cmd
 }
@@ -98,6 +117,13 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 	}
 	if _, err := topicfilter.NewFilter(cfg.Source.Topics.Include, cfg.Source.Topics.Exclude); err != nil { // config.Load has checked the patterns already
 		return withCode(exitUsage, err, "")
+	}
+	// With the source's client options the selection can describe the
+	// application's streams group and classify by its topology.
+	bo := backupOptionsFromConfig(cfg)
+	bo.Source = opts
+	if bo.Topology, err = loadTopology(cfg, o.Topology); err != nil {
+		return err
 	}
 	cl, err := kgo.NewClient(append(opts, kgo.WithLogger(kslog.New(o.Logger)))...)
 	if err != nil {
@@ -121,9 +147,13 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 
 	// The backup's own selection (backup.SelectTopics), so that what this
 	// shows is what a backup copies.
-	sel, planErr := backup.SelectTopics(ctx, kadm.NewClient(cl), backupOptionsFromConfig(cfg), o.Logger)
+	sel, planErr := backup.SelectTopics(ctx, kadm.NewClient(cl), bo, o.Logger)
 	var missing *topicfilter.MissingTopicsError
-	if planErr != nil && !errors.As(planErr, &missing) {
+	var mismatch *topicfilter.TopologyMismatchError
+	if errors.Is(planErr, backup.ErrNoTopicsSelector) {
+		return withCode(exitUsage, planErr, "")
+	}
+	if planErr != nil && !errors.As(planErr, &missing) && !errors.As(planErr, &mismatch) {
 		if errors.Is(context.Cause(ctx), errTopicsTimeout) {
 			timedOut.doing, timedOut.err = "listing its topics, their configs and the consumer groups", planErr
 			return withCode(exitError, timedOut, timedOut.hint(cfg.File()))
@@ -139,11 +169,15 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 	for _, w := range warnings {
 		fmt.Fprintf(s.ErrOut, "warning: %s\n", w)
 	}
-	fmt.Fprintln(s.ErrOut, summarizeDecisions(decisions))
-	// A backup would refuse to run with this config in both cases below, so
+	fmt.Fprintln(s.ErrOut, summarizeTopics(decisions, sel.Topology))
+	// A backup would refuse to run with this config in the cases below, so
 	// the report exits 2 as well: "topics -c F && backup -c F" stops here.
-	if missing != nil {
+	if missing != nil || mismatch != nil {
 		return withCode(exitUsage, planErr, "")
+	}
+	if !slices.ContainsFunc(decisions, func(d topicfilter.Decision) bool { return d.Selected }) && sel.Topology != nil && len(cfg.Source.Topics.Include) == 0 {
+		return withCode(exitUsage, fmt.Errorf("no topic selected: the topology (%s) names no topic that exists on the source cluster and can be backed up; a backup would refuse to run", sel.Topology.From),
+			"check that source.bootstrap_servers is the application's cluster and application_id its application.id")
 	}
 	if !slices.ContainsFunc(decisions, func(d topicfilter.Decision) bool { return d.Selected }) {
 		return withCode(exitUsage, nothingSelectedError(cfg, decisions),

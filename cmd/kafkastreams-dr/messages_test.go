@@ -217,9 +217,7 @@ func TestOffsetsTranslateRefusalIsNotARestore(t *testing.T) {
 		want []string
 	}{
 		{"changelog strategy", []string{"offsets", "translate", "-c", cfg, "--to-time", at},
-			[]string{"Error: offsets translate refused, as a restore with the same flags would be: point-in-time restore (--to-time)", "kafkastreams-dr restore -c " + cfg + " --dry-run --strategy rebuild --to-time " + at + " --topics audit-log,customer-totals,orders,payments"}},
-		{"rebuild with source-topic changelogs", []string{"offsets", "translate", "-c", cfg, "--strategy", "rebuild", "--to-time", at},
-			[]string{"Error: offsets translate refused, as a restore with the same flags would be: point-in-time restore (--to-time)", "kafkastreams-dr restore -c " + cfg + " --dry-run --strategy rebuild --to-time " + at}},
+			[]string{"Error: offsets translate refused, as a restore with the same flags would be: point-in-time restore (--to-time)", "kafkastreams-dr restore -c " + cfg + " --dry-run --strategy rebuild --to-time " + at + "\n"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runBounded(t, append([]string{"--log-level", "error"}, tt.args...)...)
@@ -241,5 +239,10 @@ func TestOffsetsTranslateRefusalIsNotARestore(t *testing.T) {
 				t.Errorf("the hint %q: exit %d\n%s\n%s", hint, code, stdout, stderr)
 			}
 		})
+	}
+	// Under rebuild the sample's source-topic changelog (customers) is an
+	// input and is cut like one (issue 12; it was refused).
+	if code, stdout, stderr := runBounded(t, "--log-level", "error", "offsets", "translate", "-c", cfg, "--strategy", "rebuild", "--to-time", at); code != exitOK {
+		t.Errorf("offsets translate --strategy rebuild --to-time: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

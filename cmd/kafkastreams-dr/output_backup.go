@@ -57,6 +57,7 @@ type backupTopicJSON struct {
 	Topic           string `json:"topic"`
 	Class           string `json:"class"`
 	SourceChangelog bool   `json:"source_changelog,omitempty"`
+	Role            string `json:"role,omitempty"` // its role in the topology, when one was known
 	Partitions      int    `json:"partitions"`
 	Records         int64  `json:"records"`
 	Segments        int    `json:"segments"`
@@ -176,7 +177,7 @@ func writeBackupResult(w io.Writer, asJSON bool, location string, res *backup.Re
 			out.Unread = append(out.Unread, unreadJSON{Topic: u.Topic, Partition: u.Partition, From: u.From, To: u.To, Reason: u.Reason})
 		}
 		topicJSON := func(t format.Topic) backupTopicJSON {
-			bt := backupTopicJSON{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Partitions: t.Partitions}
+			bt := backupTopicJSON{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Role: t.Role, Partitions: t.Partitions}
 			for _, p := range t.PartitionCuts {
 				bt.Records += p.Records
 				bt.Segments += len(p.Segments)

@@ -48,6 +48,11 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 		plural64(d.OwnRecords, "record", "records"), plural(d.OwnSegments, "segment", "segments"), formatBytes(d.OwnBytes)))
 	if dt.Selection != nil {
 		row("selection", fmt.Sprintf("include %s exclude %s", bracket(dt.Selection.Include), bracket(dt.Selection.Exclude)))
+		if dt.Selection.TopologyFrom != "" {
+			row("topology", fmt.Sprintf("%s, sha256 %.12s", dt.Selection.TopologyFrom, dt.Selection.TopologySHA256))
+		} else {
+			row("topology", "none: topics classified by name")
+		}
 	}
 	row("cut proven", describeCut(dt.Cut, d.ApplicationID != ""))
 	row("in flight", describeInFlight(dt.InFlight, d.ApplicationID != ""))

@@ -43,7 +43,13 @@ func TestOutputFunctions(t *testing.T) {
 		}, "[]\n"},
 		{"topics: a table", func(w *strings.Builder) error {
 			return writeDecisions(w, false, []topicfilter.Decision{{Topic: "orders", Class: topicfilter.External, Partitions: 3, Selected: true, Reason: "r"}})
-		}, "TOPIC   CLASS     PARTITIONS  SELECTED  REASON\norders  external  3           yes       r\n"},
+		}, "TOPIC   CLASS     ROLE  PARTITIONS  SELECTED  REASON\norders  external  -     3           yes       r\n"},
+		{"topics: a table with roles", func(w *strings.Builder) error {
+			return writeDecisions(w, false, []topicfilter.Decision{{Topic: "orders", Class: topicfilter.External, Role: topicfilter.RoleInput, Partitions: 3, Selected: true, Reason: "r"}})
+		}, "TOPIC   CLASS     ROLE   PARTITIONS  SELECTED  REASON\norders  external  input  3           yes       r\n"},
+		{"topics: JSON has the role", func(w *strings.Builder) error {
+			return writeDecisions(w, true, []topicfilter.Decision{{Topic: "p", Class: topicfilter.Changelog, SourceChangelog: true, Role: topicfilter.RoleSourceChangelog, Partitions: 1, Selected: true, Reason: "r"}})
+		}, "[\n  {\n    \"topic\": \"p\",\n    \"class\": \"changelog\",\n    \"source_changelog\": true,\n    \"role\": \"source-changelog\",\n    \"partitions\": 1,\n    \"selected\": true,\n    \"reason\": \"r\"\n  }\n]\n"},
 		{"list: no backups, JSON", func(w *strings.Builder) error {
 			return writeBackupList(w, true, "/repo", nil, cut)
 		}, "{\n  \"repository\": \"/repo\",\n  \"backups\": []\n}\n"},

@@ -13,11 +13,12 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
-// printDecisions prints the table TOPIC CLASS PARTITIONS SELECTED REASON,
-// one row per decision.
+// printDecisions prints the table TOPIC CLASS ROLE PARTITIONS SELECTED
+// REASON, one row per decision; ROLE is the topic's role in the topology
+// ("-" when none is known or it does not name the topic).
 func printDecisions(w io.Writer, ds []topicfilter.Decision) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tCLASS\tPARTITIONS\tSELECTED\tREASON")
+	fmt.Fprintln(tw, "TOPIC\tCLASS\tROLE\tPARTITIONS\tSELECTED\tREASON")
 	for _, d := range ds {
 		class := string(d.Class)
 		switch {
@@ -30,7 +31,11 @@ func printDecisions(w io.Writer, ds []topicfilter.Decision) {
 		if d.Selected {
 			sel = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", d.Topic, class, d.Partitions, sel, d.Reason)
+		role := d.Role
+		if role == "" {
+			role = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", d.Topic, class, role, d.Partitions, sel, d.Reason)
 	}
 	tw.Flush()
 }
@@ -50,6 +55,16 @@ func summarizeDecisions(ds []topicfilter.Decision) string {
 	return fmt.Sprintf("%s on the cluster, %d selected (%d changelog, %d external) with %s",
 		plural(len(ds), "topic", "topics"), sel, byClass[topicfilter.Changelog], byClass[topicfilter.External],
 		plural(parts, "partition", "partitions"))
+}
+
+// summarizeTopics is topics' summary line: summarizeDecisions, then where
+// the topology came from ("topology: <AppTopology.From>") or "classified
+// by name (no topology)".
+func summarizeTopics(ds []topicfilter.Decision, top *topicfilter.AppTopology) string {
+	if top == nil {
+		return summarizeDecisions(ds) + "; classified by name (no topology)"
+	}
+	return summarizeDecisions(ds) + "; topology: " + top.From
 }
 
 // writeDecisions prints the decisions as a table (printDecisions) or as a

@@ -104,6 +104,20 @@ type Config struct {
 	// application.id as the prefix: list it too if it is still in use.
 	// Default: [ApplicationID].
 	InternalTopicPrefixes []string `yaml:"internal_topic_prefixes"`
+	// TopologyFile is a file holding the application's
+	// Topology#describe() text (topology.describe().toString(), the
+	// multi-line format or the old one-line one): the topology then
+	// classifies the topics and, without source.topics.include, selects
+	// them (topicfilter.Classifier.Topology). Relative to the config
+	// file's directory. Needs ApplicationID. Optional: without it, a
+	// streams group's topology on the broker (KIP-1071) serves, or the
+	// topics are classified by name. The --topology flag overrides it.
+	TopologyFile string `yaml:"topology_file" config:"location"`
+	// DeadLetterQueueTopics are the application's dead-letter queue topics
+	// (KIP-1034, errors.dead.letter.queue.topic.name): outputs that a
+	// topology does not show as sinks; with a topology they are selected
+	// as outputs (role dead-letter).
+	DeadLetterQueueTopics []string `yaml:"dead_letter_queue_topics"`
 	// Source is the cluster the backup reads from. Required.
 	Source Cluster `yaml:"source"`
 	// Target is the cluster a restore writes to. Optional; validated now,
@@ -130,7 +144,9 @@ type Cluster struct {
 	ClientID string `yaml:"client_id"`
 	// Security configures TLS and SASL; empty means plaintext.
 	Security Security `yaml:"security"`
-	// Topics selects topics. For the source, Include is required.
+	// Topics selects topics. For the source, Include is optional: without
+	// it the application's topology (topology_file, --topology, or the
+	// broker's streams group) selects; with neither the commands refuse.
 	Topics Topics `yaml:"topics"`
 
 	// RequestTimeout bounds one request to a broker, from when it is
@@ -193,6 +209,10 @@ type Topics struct {
 	// AllowMissing makes a literal include (no wildcard) that does not
 	// exist on the cluster a warning instead of an error.
 	AllowMissing bool `yaml:"allow_missing"`
+	// AllowTopologyMismatch makes a topology input, changelog or source
+	// changelog that Include/Exclude leave out a warning instead of a
+	// refusal (topicfilter.TopologyMismatchError). Default false.
+	AllowTopologyMismatch bool `yaml:"allow_topology_mismatch"`
 }
 
 // Storage is where the backup repository lives. Backend "s3" uses Bucket,

@@ -185,11 +185,6 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"storage is required", "line 1"},
 		},
 		{
-			name: "missing include",
-			yaml: strings.Replace(base, "  topics:\n    include: [orders, \"app-*-changelog\"]\n", "", 1),
-			want: []string{"source.topics.include is required", "line 2"},
-		},
-		{
 			name: "unknown backend suggests",
 			yaml: strings.Replace(base, "backend: filesystem", "backend: filesytem", 1),
 			want: []string{`storage.backend "filesytem" is not supported (did you mean filesystem?)`, "line 7"},

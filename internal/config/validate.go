@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -149,6 +151,7 @@ func (v *validator) validate() {
 	}
 
 	v.applications()
+	v.topology()
 
 	if !v.has("source") {
 		v.errf("source", "source is required (the cluster to back up: source.bootstrap_servers and source.topics.include)")
@@ -232,6 +235,41 @@ func (v *validator) applications() {
 	}
 }
 
+// topology checks topology_file (resolved against the config's directory;
+// with checkFiles read and parsed as a Topology#describe() text, an error
+// at its line naming what is wrong) and dead_letter_queue_topics (topic
+// names).
+func (v *validator) topology() {
+	c := v.c
+	if c.TopologyFile != "" {
+		c.TopologyFile = v.fromConfigDir(c.TopologyFile)
+		switch {
+		case c.ApplicationID == "":
+			v.errf("topology_file", "topology_file needs application_id: the topology's internal topics are named \"<application.id>-<name>\" on the broker")
+		case v.checkFiles:
+			if b, err := os.ReadFile(c.TopologyFile); err != nil {
+				why := "cannot be read (" + err.Error() + ")"
+				if errors.Is(err, fs.ErrNotExist) {
+					why = "does not exist"
+				}
+				v.errf("topology_file", "topology_file %q %s: give the file the application's Topology#describe() text was written to (a relative path is relative to the config file)", c.TopologyFile, why)
+			} else if _, err := topicfilter.ParseTopology(string(b)); err != nil {
+				v.errf("topology_file", "topology_file %q: %v", c.TopologyFile, err)
+			}
+		}
+	} else if v.has("topology_file") {
+		v.errf("topology_file", "topology_file is empty: give the file holding the application's Topology#describe() text, or remove the key")
+	}
+	for i, t := range c.DeadLetterQueueTopics {
+		k := fmt.Sprintf("dead_letter_queue_topics[%d]", i)
+		if t == "" {
+			v.errf(k, "%s is empty", k)
+		} else if bad := badTopicChars(t); bad != "" {
+			v.errf(k, "%s %q is not a topic name: it contains %s", k, t, bad)
+		}
+	}
+}
+
 func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 	k := key + ".bootstrap_servers"
 	if len(cl.BootstrapServers) == 0 {
@@ -265,10 +303,6 @@ func (v *validator) cluster(key string, cl *Cluster, isSource bool) {
 			v.errf(key+".topics", "%s.topics is not a key of %s: a restore restores every backed-up topic, or those restore --topics selects; delete %s.topics (source.topics selects what is backed up)", key, key, key)
 		}
 		return
-	}
-	k = key + ".topics.include"
-	if len(cl.Topics.Include) == 0 {
-		v.errf(k, "%s is required: list the topics to back up (globs like \"order-processor-*-changelog\" or ~regex)", k)
 	}
 	v.patterns(key+".topics", cl.Topics)
 	if isSource {

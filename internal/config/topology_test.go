@@ -1,0 +1,97 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestIncludeIsOptional: a source without topics.include is accepted
+// (issue 12: the topology then selects; the commands refuse at run time
+// when there is no topology either). Before, "source.topics.include is
+// required" refused it.
+func TestIncludeIsOptional(t *testing.T) {
+	for _, y := range []string{
+		strings.Replace(base, "  topics:\n    include: [orders, \"app-*-changelog\"]\n", "", 1),
+		strings.Replace(base, "include: [orders, \"app-*-changelog\"]", "exclude: [scratch-*]", 1),
+	} {
+		c, err := Parse([]byte(y), "t.yaml")
+		if err != nil {
+			t.Fatalf("Parse:\n%s\n%v", y, err)
+		}
+		if len(c.Source.Topics.Include) != 0 {
+			t.Errorf("include %q", c.Source.Topics.Include)
+		}
+	}
+}
+
+const describeText = `Topologies:
+   Sub-topology: 0
+    Source: src (topics: [orders])
+      --> none
+`
+
+// TestTopologyFile: topology_file is resolved against the config file's
+// directory, read and parsed by LoadAndCheckFiles (config validate), and
+// refused at its line when it is missing, not a describe() text, empty,
+// or given without application_id.
+func TestTopologyFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.topology.txt"), []byte(describeText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.txt"), []byte("Topologies:\n   Sub-topology: 0\n    Banana: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, y string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	c, err := LoadAndCheckFiles(write("ok.yaml", base+"topology_file: app.topology.txt\ndead_letter_queue_topics: [orders-dlq]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "app.topology.txt"); c.TopologyFile != want {
+		t.Errorf("topology_file %q, want %q", c.TopologyFile, want)
+	}
+	if len(c.DeadLetterQueueTopics) != 1 || c.DeadLetterQueueTopics[0] != "orders-dlq" {
+		t.Errorf("dead_letter_queue_topics %q", c.DeadLetterQueueTopics)
+	}
+	for _, tt := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"missing file", base + "topology_file: nope.txt\n", []string{"topology_file", filepath.Join(dir, "nope.txt"), "does not exist", "relative to the config file", "line 9"}},
+		{"not a description", base + "topology_file: bad.txt\n", []string{"topology_file", `line 3: "Banana: x" is not a sub-topology`, "line 9"}},
+		{"empty", base + "topology_file: \"\"\n", []string{"topology_file is empty", "line 9"}},
+		{"no application_id", strings.Replace(base, "application_id: app\n", "", 1) + "topology_file: app.topology.txt\n", []string{"topology_file needs application_id", "line 8"}},
+		{"dead-letter topic name", base + "dead_letter_queue_topics: [\"a b\"]\n", []string{`dead_letter_queue_topics[0] "a b" is not a topic name`, "line 9"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadAndCheckFiles(write(strings.ReplaceAll(tt.name, " ", "-")+".yaml", tt.yaml))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestAllowTopologyMismatch decodes source.topics.allow_topology_mismatch.
+func TestAllowTopologyMismatch(t *testing.T) {
+	c, err := Parse([]byte(strings.Replace(base, "  topics:\n", "  topics:\n    allow_topology_mismatch: true\n", 1)), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Source.Topics.AllowTopologyMismatch {
+		t.Error("allow_topology_mismatch not decoded")
+	}
+}
