@@ -2,13 +2,16 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
@@ -55,7 +58,10 @@ func (s *Selection) Selected() []topicfilter.Decision {
 // backup (Run) and of the topics command, so that what topics shows is what
 // a backup copies. It uses o.Include, o.Exclude, o.AllowMissingTopics,
 // o.ApplicationID, o.InternalPrefixes, o.SourceChangelogTopics,
-// o.OtherApplicationIDs and o.RetryTimeout (0: DefaultRetryTimeout).
+// o.OtherApplicationIDs and o.RetryTimeout (0: DefaultRetryTimeout), and
+// o.Topology, or when it is nil and o.Source is set, the topology of
+// o.ApplicationID's streams group on the source cluster (appTopology:
+// StreamsGroupDescribe; a failure there is a warning, never an error).
 //
 // In order: every topic with ListTopics; the configs of the topics that are
 // not broker-internal, for cleanup.policy (a compacted input may be a
@@ -160,10 +166,52 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 }
 
 // appTopology is the application's topology for a backup with options o:
-// o.Topology when set (a --topology file or topology_file); nil when none
-// is known. Run resolves it once, before it compares an interrupted
-// backup's selection, and SelectTopics uses what it returns.
+// o.Topology when set (a --topology file or topology_file); else, when
+// o.ApplicationID's group on the source cluster is a streams group
+// (KIP-1071, group.protocol=streams), the topology its coordinator holds
+// (streamsgroup.Describe through a client of o.Source, then
+// Group.AppTopology: From `streams group "<id>" on the source cluster
+// (StreamsGroupDescribe)`); nil when none is known. Run resolves it once,
+// before it compares an interrupted backup's selection, and SelectTopics
+// uses what it returns.
+//
+// The broker's answer is never fatal: no group of that id, a classic or
+// consumer group, and a broker without StreamsGroupDescribe (Kafka before
+// 4.1) give nil quietly (debug on log); any other failure (e.g.
+// GROUP_AUTHORIZATION_FAILED: DESCRIBE on the group is not granted) is a
+// warning on log and nil, so topics are classified by name as before.
 func appTopology(ctx context.Context, adm *kadm.Client, o Options, log *slog.Logger) (*topicfilter.AppTopology, error) {
-	_, _, _ = ctx, adm, log
-	return o.Topology, nil
+	_ = adm // kadm cannot reach a group's coordinator with StreamsGroupDescribe; a client of o.Source does
+	if o.Topology != nil || o.ApplicationID == "" || len(o.Source) == 0 {
+		return o.Topology, nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cl, err := kgo.NewClient(o.Source...)
+	if err != nil {
+		log.Warn("could not describe the application's streams group; topics are classified by name", "group", o.ApplicationID, "err", err)
+		return nil, nil
+	}
+	defer cl.Close()
+	g, err := streamsgroup.Describe(ctx, cl, o.ApplicationID)
+	switch {
+	case errors.Is(err, streamsgroup.ErrNotFound), errors.Is(err, streamsgroup.ErrNotStreamsGroup), errors.Is(err, streamsgroup.ErrUnsupported):
+		log.Debug("no streams group topology on the source cluster; topics are classified by name", "group", o.ApplicationID, "why", err)
+		return nil, nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		log.Warn("could not describe the application's streams group; topics are classified by name", "group", o.ApplicationID, "err", err)
+		return nil, nil
+	}
+	at := g.AppTopology(o.ApplicationID)
+	if at == nil {
+		log.Info("the application's streams group holds no topology yet; topics are classified by name", "group", o.ApplicationID, "state", g.State)
+		return nil, nil
+	}
+	log.Info("classifying topics by the streams group's topology", "group", o.ApplicationID, "state", g.State,
+		"description", g.DescriptionStatus, "outputs_known", at.OutputsKnown)
+	return at, nil
 }

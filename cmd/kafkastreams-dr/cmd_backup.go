@@ -44,6 +44,12 @@ partition of the selected topics up to the end captured after those offsets
 interrupted backup is resumed by the next run. Repartition topics are never
 backed up; see "kafkastreams-dr topics -c FILE" for what is selected and why.
 
+Without a topology file, an application whose group is a streams group
+(group.protocol=streams, Kafka 4.1+) is classified by the topology its group
+coordinator holds (StreamsGroupDescribe; DESCRIBE on the group), so
+source.topics.include may be left out; a group that cannot be described is a
+warning and topics are classified by name.
+
 Every Kafka request is bounded by source.request_timeout (default 30s); retriable
 failures (a broker that does not answer or restarts, LEADER_NOT_AVAILABLE,
 COORDINATOR_NOT_AVAILABLE) are retried with backoff for source.retry_timeout

@@ -53,6 +53,14 @@ prefix, such as "orders-app-v1-KSTREAM-AGGREGATE-STATE-STORE-0000000004" under
 orders-app: probably another application's, compacted inputs that may be source
 changelogs, missing literal includes) go to stderr.
 
+When application_id's group is a streams group (the application runs with
+group.protocol=streams, KIP-1071, Kafka 4.1 or later) and no topology file is
+configured, the topology its group coordinator holds classifies the topics
+(StreamsGroupDescribe; DESCRIBE on the group is needed): its inputs, changelogs
+and repartition topics, and its outputs when the broker keeps topology
+descriptions (KIP-1331). If the group cannot be described, a warning says so and
+topics are classified by name.
+
 The selection is the backup's own (one function, backup.SelectTopics): the same
 requests, retried alike (a REQUEST_TIMED_OUT or LEADER_NOT_AVAILABLE is asked again
 for source.retry_timeout), so what it shows is what a backup copies. A topic config

@@ -120,7 +120,9 @@ func newLogger(w io.Writer, tty bool, level slog.Level) *slog.Logger {
 const rootLong = `kafkastreams-dr backs up and restores Kafka Streams applications: input, output and
 changelog topics plus the application's consumer-group offsets, to S3 or a local directory.
 
-Each application is described by one YAML config file; start with
+Each application is described by one YAML config file, which
+  kafkastreams-dr init --application-id APP --bootstrap-servers HOST:PORT
+writes from what the cluster knows of the application; check a file with
 "kafkastreams-dr config validate -c FILE" and "kafkastreams-dr topics -c FILE".
 
 backup and restore draw a progress bar per topic when stderr is a terminal (nothing
@@ -188,6 +190,7 @@ func newRootCmd(s *iostreams) *cobra.Command {
 		newEstimateCmd(g, s, nil),
 		newStateCmd(g, s, nil, nil),
 		newOffsetsCmd(g, s, nil, nil),
+		newInitCmd(g, s, nil),
 		newTopicsCmd(g, s, nil),
 		newConfigCmd(g, s, nil),
 		newVersionCmd(s),

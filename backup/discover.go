@@ -1,0 +1,641 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
+)
+
+// DiscoverOptions tunes Discover.
+type DiscoverOptions struct {
+	// ApplicationID is the Kafka Streams application.id to discover
+	// (also its consumer group id and the prefix of its internal
+	// topics). Required.
+	ApplicationID string
+	// Topology is the application's topology when one is known: from a
+	// Topology#describe() text the user gives (topicfilter.ParseTopology)
+	// or from the broker's streams group (KIP-1071). nil: the application
+	// is discovered from its group's committed offsets and the reset
+	// tool's naming rule, and its outputs stay unknown.
+	Topology *topicfilter.AppTopology
+	// Described is the parsed Topology#describe() text Topology came from
+	// (topicfilter.ParseTopology of a --topology file, or a streams
+	// group's KIP-1331 description), when there is one: the reasons then
+	// name the sub-topologies ("read by sub-topology 0"). Optional.
+	Described *topicfilter.Topology
+	// RetryTimeout bounds the retries of each request (retriable Kafka
+	// errors, as in SelectTopics); 0: DefaultRetryTimeout.
+	RetryTimeout time.Duration
+}
+
+// Role is what a discovered topic is to the application.
+type Role string
+
+// The roles of the topics Discover selects.
+const (
+	RoleInput     Role = "input"
+	RoleOutput    Role = "output"
+	RoleChangelog Role = "changelog"
+)
+
+// FoundTopic is a topic of the application that a backup should copy.
+type FoundTopic struct {
+	Topic string
+	Role  Role
+	// Why says, for people, how it was found: e.g. `read by the topology
+	// (topology file "x.txt")`, `the group "app" has committed offsets on
+	// it`, `changelog of store "counts" (the reset tool's naming rule)`.
+	Why string
+	// SourceChangelog is an input a state store uses as its changelog
+	// (topology.optimization=all, reuse.ktable.source.topics): the
+	// topology names a source table's store whose
+	// "<application.id>-<store>-changelog" is not on the cluster.
+	SourceChangelog bool
+	// MaybeSourceChangelog is a compacted input when no topology says
+	// whether a store reads it as its changelog.
+	MaybeSourceChangelog bool
+}
+
+// LeftOutTopic is a topic of (or near) the application that a backup
+// does not copy, with the reason.
+type LeftOutTopic struct {
+	Topic  string
+	Reason string
+	// OtherApplicationID is set for an internal topic of another
+	// application whose application.id extends this one's (KAFKA-14922).
+	OtherApplicationID string
+	// Repartition is set for a repartition or foreign-key-join topic of
+	// this application: never copied as data, its in-flight tail is.
+	Repartition bool
+}
+
+// Discovery is what Discover found of one application on a cluster.
+type Discovery struct {
+	ApplicationID string
+	// Method says how the application was discovered, for people: the
+	// topology's From, or `the committed offsets of consumer group "app"
+	// and the internal-topic naming rule of Kafka's StreamsResetter`.
+	Method string
+	// FromTopology is true when a topology was the authority; then
+	// OutputsKnown is the topology's.
+	FromTopology bool
+	OutputsKnown bool
+	// ClusterID is the cluster's id from its metadata ("" when the broker
+	// does not say).
+	ClusterID string
+	// Topics are the topics to back up, sorted by name.
+	Topics []FoundTopic
+	// LeftOut are the application's topics, and the topics under its
+	// prefix, that a backup leaves out, sorted by name.
+	LeftOut []LeftOutTopic
+	// OtherApplicationIDs are the consumer groups that own internal topics
+	// under this application's prefix (KAFKA-14922), sorted.
+	OtherApplicationIDs []string
+	// BrokerInternal are the broker's own topics ("__*" or flagged
+	// internal), never backed up; sorted.
+	BrokerInternal []string
+	// Unrelated are the other topics of the cluster: not read or written
+	// by the application as far as Discover can tell (without a topology,
+	// its outputs are among them), sorted.
+	Unrelated []string
+	// Notes are what Discover could not find out (e.g. the consumer groups
+	// could not be listed), for people.
+	Notes []string
+}
+
+// Include returns the topics to back up, sorted: the literal
+// source.topics.include of the application's config.
+func (d *Discovery) Include() []string {
+	out := make([]string, len(d.Topics))
+	for i, t := range d.Topics {
+		out[i] = t.Topic
+	}
+	return out
+}
+
+// SourceChangelogs returns the inputs known to be source-topic
+// changelogs, sorted: the config's source_changelog_topics.
+func (d *Discovery) SourceChangelogs() []string {
+	var out []string
+	for _, t := range d.Topics {
+		if t.SourceChangelog {
+			out = append(out, t.Topic)
+		}
+	}
+	return out
+}
+
+// ApplicationNotFoundError is Discover's error when nothing on the cluster
+// belongs to the application: Looked says what was looked for.
+type ApplicationNotFoundError struct {
+	ApplicationID string
+	Looked        []string
+}
+
+func (e *ApplicationNotFoundError) Error() string {
+	return fmt.Sprintf("application.id %q not found on the cluster: %s", e.ApplicationID, strings.Join(e.Looked, "; "))
+}
+
+// Discover finds the topics of Kafka Streams application
+// o.ApplicationID on the cluster behind adm: the inputs, outputs and
+// changelogs a backup copies, and what it leaves out and why.
+//
+// With o.Topology, the topology is the authority: its inputs (source
+// topics, source patterns matched against the cluster's topics, global
+// stores' topics), outputs (sinks) and changelogs that are on the
+// cluster; a source table's store whose "<application.id>-<store>-changelog"
+// is not on the cluster makes its input a source-topic changelog. Without
+// one, the inputs are the topics the application.id consumer group has
+// committed offsets on (OffsetFetch) that are not internal topics, and the
+// changelogs are the cluster's topics under "<application.id>-" that pass
+// Kafka's StreamsResetter.matchesInternalTopicFormat and end in
+// "-changelog"; outputs are then unknown (Discovery.OutputsKnown false).
+// In both cases repartition and foreign-key-join topics are left out (a
+// backup captures their in-flight tails), and so are internal topics of
+// other applications whose consumer group id extends the prefix
+// (KAFKA-14922, topicfilter.Classifier.OtherApplicationIDs). Every topic
+// found is checked with topicfilter.Plan against a literal include of the
+// found set, so that a backup with that include selects exactly them.
+//
+// Requests: ListTopics, DescribeConfigs of the topics (cleanup.policy),
+// ListGroups, OffsetFetch of the group (without a topology) and Metadata
+// (the cluster id); retriable errors are retried for o.RetryTimeout. A
+// ListGroups failure is a Note, not an error. Nothing of the application
+// on the cluster returns an *ApplicationNotFoundError.
+func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slog.Logger) (*Discovery, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	app := o.ApplicationID
+	if app == "" {
+		return nil, errors.New("discover: no application.id")
+	}
+	if o.RetryTimeout <= 0 {
+		o.RetryTimeout = DefaultRetryTimeout
+	}
+	details, err := ListTopics(ctx, adm, o.RetryTimeout)
+	if err != nil {
+		return nil, err
+	}
+	d := &Discovery{ApplicationID: app}
+	var names []string
+	for name, td := range details {
+		if td.IsInternal || strings.HasPrefix(name, "__") {
+			d.BrokerInternal = append(d.BrokerInternal, name)
+			continue
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	slices.Sort(d.BrokerInternal)
+	compacted, err := compactedTopics(ctx, adm, names, o.RetryTimeout)
+	if err != nil {
+		return nil, err
+	}
+	var groups kadm.ListedGroups
+	if gerr := retrying(ctx, o.RetryTimeout, func() (err error) {
+		groups, err = adm.ListGroups(ctx)
+		return err
+	}); gerr != nil {
+		log.Warn("could not list consumer groups; prefix collisions with other application.ids cannot be detected", "err", gerr)
+		d.Notes = append(d.Notes, fmt.Sprintf("the consumer groups could not be listed (%v): internal topics of other applications whose application.id starts with %q cannot be told apart; list them in other_application_ids", gerr, app+"-"))
+	}
+	var others []string
+	for g := range groups {
+		if g != app {
+			others = append(others, g)
+		}
+	}
+	slices.Sort(others)
+	if err := retrying(ctx, o.RetryTimeout, func() error {
+		m, err := adm.BrokerMetadata(ctx)
+		d.ClusterID = m.Cluster
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("cluster metadata: %w", err)
+	}
+
+	exists := map[string]bool{}
+	for _, n := range names {
+		exists[n] = true
+	}
+	found := map[string]*FoundTopic{}
+	leftOut := map[string]*LeftOutTopic{}
+	add := func(topic string, role Role, why string) *FoundTopic {
+		if f, ok := found[topic]; ok {
+			return f
+		}
+		f := &FoundTopic{Topic: topic, Role: role, Why: why}
+		found[topic] = f
+		return f
+	}
+	leave := func(topic, reason string) {
+		if _, ok := found[topic]; ok {
+			return
+		}
+		if _, ok := leftOut[topic]; !ok {
+			leftOut[topic] = &LeftOutTopic{Topic: topic, Reason: reason}
+		}
+	}
+	// known are the topics the topology (or the group) accounts for:
+	// the prefix scan below does not judge them again.
+	known := map[string]bool{}
+
+	if t := o.Topology; t != nil {
+		d.FromTopology, d.OutputsKnown = true, t.OutputsKnown
+		d.Method = t.From
+		discoverFromTopology(d, t, subTopologies(o.Described, app), names, exists, add, leave, known)
+	} else {
+		d.Method = fmt.Sprintf("the committed offsets of consumer group %q and the internal-topic naming rule of Kafka's StreamsResetter", app)
+		committed, err := committedTopics(ctx, adm, app, o.RetryTimeout)
+		if err != nil {
+			return nil, err
+		}
+		c := topicfilter.Classifier{ApplicationID: app, OtherApplicationIDs: others}
+		for _, topic := range committed {
+			if strings.HasPrefix(topic, "__") {
+				continue
+			}
+			class, _, _ := c.Classify(topic)
+			if class != topicfilter.External {
+				continue // its own repartition topic (or changelog): judged by the prefix scan
+			}
+			known[topic] = true
+			if !exists[topic] {
+				leave(topic, fmt.Sprintf("the group %q has committed offsets on it, but it is not on the cluster (deleted?)", app))
+				continue
+			}
+			add(topic, RoleInput, fmt.Sprintf("the group %q has committed offsets on it", app))
+		}
+		_, member := groups[app]
+		if len(committed) == 0 && !member && !underPrefix(names, app) {
+			looked := []string{
+				fmt.Sprintf("no consumer group %q (ListGroups)", app),
+				fmt.Sprintf("no committed offsets of group %q (OffsetFetch)", app),
+				fmt.Sprintf("no topic named %q (%d topics on the cluster)", app+"-*", len(names)),
+			}
+			return nil, &ApplicationNotFoundError{ApplicationID: app, Looked: looked}
+		}
+		if len(committed) == 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("the group %q has no committed offsets, so its inputs are not known: add them to source.topics.include (or give --topology FILE)", app))
+		}
+	}
+
+	// The topics under the application's prefix that the topology (or the
+	// group) did not account for, by the reset tool's naming rule.
+	var sourceChangelogs []string
+	for _, f := range found {
+		if f.SourceChangelog {
+			sourceChangelogs = append(sourceChangelogs, f.Topic)
+		}
+	}
+	c := topicfilter.Classifier{ApplicationID: app, OtherApplicationIDs: others, SourceChangelogTopics: sourceChangelogs}
+	otherApps := map[string]bool{}
+	unnamed := map[string]bool{} // changelogs under the prefix the topology does not name
+	for _, topic := range names {
+		if known[topic] {
+			continue
+		}
+		class, _, reason := c.Classify(topic)
+		other := otherApplication(c, topic)
+		switch {
+		case other != "":
+			leftOut[topic] = &LeftOutTopic{Topic: topic, OtherApplicationID: other, Reason: reason}
+			otherApps[other] = true
+		case class == topicfilter.Changelog && o.Topology != nil:
+			unnamed[topic] = true
+			leave(topic, fmt.Sprintf("named like a changelog of this application (%s), but the topology does not name its store: an old store's changelog, or another application's; include it by hand if the application still uses it", reason))
+		case class == topicfilter.Changelog:
+			add(topic, RoleChangelog, reason+", by the reset tool's naming rule")
+		case class == topicfilter.Repartition:
+			leftOut[topic] = &LeftOutTopic{Topic: topic, Repartition: true, Reason: reason + ": never backed up as data; its in-flight tail is captured"}
+		default:
+			d.Unrelated = append(d.Unrelated, topic)
+		}
+	}
+	for a := range otherApps {
+		d.OtherApplicationIDs = append(d.OtherApplicationIDs, a)
+	}
+	slices.Sort(d.OtherApplicationIDs)
+	if o.Topology == nil {
+		for _, f := range found {
+			if f.Role == RoleInput && compacted[f.Topic] {
+				f.MaybeSourceChangelog = true
+			}
+		}
+	}
+
+	// What a backup with the found set as a literal include selects: a
+	// topic it would not (an input named like a repartition topic of this
+	// application, say) is left out with Plan's reason.
+	var include []string
+	for topic := range found {
+		include = append(include, topic)
+	}
+	slices.Sort(include)
+	if len(include) == 0 {
+		looked := []string{fmt.Sprintf("nothing to back up: %s", d.Method)}
+		if o.Topology != nil {
+			looked = []string{fmt.Sprintf("none of the topics of %s is on the cluster", appTopologyName(o.Topology))}
+		}
+		return nil, &ApplicationNotFoundError{ApplicationID: app, Looked: looked}
+	}
+	filter, err := topicfilter.NewFilter(include, nil)
+	if err != nil {
+		return nil, fmt.Errorf("discover: %w", err)
+	}
+	infos := make([]topicfilter.TopicInfo, 0, len(details))
+	for name, td := range details {
+		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(td.Partitions), Internal: td.IsInternal, Compacted: compacted[name]})
+	}
+	c.Topology = o.Topology // as the backup will classify them
+	decisions, warnings, err := topicfilter.Plan(filter, c, infos, topicfilter.PlanOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("discover: %w", err)
+	}
+	if o.Topology == nil {
+		// A changelog found by name whose store name is a name Kafka
+		// Streams generates after a prefix belongs, most likely, to an
+		// application whose group is gone (Plan's warning says which).
+		for _, w := range warnings {
+			for topic, f := range found {
+				if f.Role == RoleChangelog && strings.HasPrefix(w, fmt.Sprintf("changelog %q is taken as store", topic)) {
+					delete(found, topic)
+					leftOut[topic] = &LeftOutTopic{Topic: topic, Reason: strings.TrimSuffix(w, "; otherwise exclude it") + "; if it is this application's, include it by hand"}
+				}
+			}
+		}
+	}
+	for _, dec := range decisions {
+		if unnamed[dec.Topic] && dec.OtherApplicationID != "" {
+			// The topology's classification names the likely owner.
+			leftOut[dec.Topic] = &LeftOutTopic{Topic: dec.Topic, OtherApplicationID: dec.OtherApplicationID,
+				Reason: strings.TrimPrefix(dec.Reason, "not selected: ") + "; include it by hand if it is this application's"}
+		}
+		if f, ok := found[dec.Topic]; ok && !dec.Selected {
+			delete(found, dec.Topic)
+			leftOut[dec.Topic] = &LeftOutTopic{Topic: dec.Topic, Reason: fmt.Sprintf("found as %s (%s), but a backup would not copy it: %s", f.Role, f.Why, strings.TrimPrefix(dec.Reason, "not selected: "))}
+		}
+	}
+	for _, f := range found {
+		d.Topics = append(d.Topics, *f)
+	}
+	slices.SortFunc(d.Topics, func(a, b FoundTopic) int { return strings.Compare(a.Topic, b.Topic) })
+	for _, l := range leftOut {
+		d.LeftOut = append(d.LeftOut, *l)
+	}
+	slices.SortFunc(d.LeftOut, func(a, b LeftOutTopic) int { return strings.Compare(a.Topic, b.Topic) })
+	return d, nil
+}
+
+// appTopologyName names a topology for people: its From, or "the topology".
+func appTopologyName(a *topicfilter.AppTopology) string {
+	if a.From == "" {
+		return "the topology"
+	}
+	return a.From
+}
+
+// discoverFromTopology adds the topology's topics that are on the cluster
+// and leaves out those that are not, or are its repartition topics.
+func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, subs subTopologyIndex, names []string, exists map[string]bool,
+	add func(string, Role, string) *FoundTopic, leave func(string, string), known map[string]bool) {
+	from := appTopologyName(a)
+	app := d.ApplicationID
+	missing := func(topic, what string) {
+		known[topic] = true
+		leave(topic, fmt.Sprintf("%s of %s, but not on the cluster (the application has not created it yet, or it was deleted): run init again once it exists, or add it by hand", what, from))
+	}
+	// Source tables: store <- topic. The store's changelog is the input
+	// itself when "<app>-<store>-changelog" is not on the cluster.
+	reused := map[string]string{} // changelog name -> input topic
+	for _, st := range a.SourceTables {
+		store, topic, ok := strings.Cut(st, " <- ")
+		if !ok {
+			continue
+		}
+		if cl := app + "-" + store + "-changelog"; !exists[cl] && exists[topic] {
+			reused[cl] = topic
+		}
+	}
+	sourceChangelog := func(f *FoundTopic) {
+		for cl, topic := range reused {
+			if topic == f.Topic {
+				f.SourceChangelog = true
+				store := strings.TrimSuffix(strings.TrimPrefix(cl, app+"-"), "-changelog")
+				f.Why += fmt.Sprintf("; store %q restores from it (no topic %q on the cluster: topology.optimization=all)", store, cl)
+			}
+		}
+		if slices.Contains(a.SourceChangelogs, f.Topic) && !f.SourceChangelog {
+			f.SourceChangelog = true
+			f.Why += fmt.Sprintf("; a store restores from it (%s)", from)
+		}
+	}
+	for _, topic := range a.Inputs {
+		if !exists[topic] {
+			missing(topic, "an input")
+			continue
+		}
+		known[topic] = true
+		sourceChangelog(add(topic, RoleInput, fmt.Sprintf("read by %s (%s)", subs.name(subs.readBy[topic], "the topology"), from)))
+	}
+	for _, topic := range a.GlobalInputs {
+		if !exists[topic] {
+			missing(topic, "a global store's input")
+			continue
+		}
+		known[topic] = true
+		add(topic, RoleInput, fmt.Sprintf("read whole into a global store (%s)", from))
+	}
+	for _, p := range a.Patterns {
+		re, err := regexp.Compile("^(?:" + p + ")$")
+		if err != nil {
+			d.Notes = append(d.Notes, fmt.Sprintf("source pattern %q of %s is not a pattern Go reads (%v): add the topics it reads by hand", p, from, err))
+			continue
+		}
+		n := 0
+		for _, topic := range names {
+			if re.MatchString(topic) && !strings.HasPrefix(topic, app+"-") {
+				known[topic] = true
+				sourceChangelog(add(topic, RoleInput, fmt.Sprintf("matches source pattern %q of the topology (%s)", p, from)))
+				n++
+			}
+		}
+		if n == 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("source pattern %q of %s matches no topic on the cluster now: run init again, or add its topics by hand, once they exist", p, from))
+		}
+	}
+	for _, topic := range a.Outputs {
+		if !exists[topic] {
+			missing(topic, "an output")
+			continue
+		}
+		known[topic] = true
+		add(topic, RoleOutput, fmt.Sprintf("written by %s (%s)", subs.name(subs.writtenBy[topic], "the topology"), from))
+	}
+	for _, topic := range a.Changelogs {
+		if _, ok := reused[topic]; ok {
+			known[topic] = true
+			continue
+		}
+		if !exists[topic] {
+			missing(topic, "a changelog")
+			continue
+		}
+		known[topic] = true
+		store := strings.TrimSuffix(strings.TrimPrefix(topic, app+"-"), "-changelog")
+		of := ""
+		if ids := subs.storeIn[topic]; len(ids) > 0 {
+			of = " of " + subs.name(ids, "")
+		}
+		add(topic, RoleChangelog, fmt.Sprintf("changelog of store %q%s (%s)", store, of, from))
+	}
+	for _, topic := range a.Repartition {
+		known[topic] = true
+		what := "repartition topic"
+		if strings.HasSuffix(topic, "-topic") {
+			what = "foreign-key-join subscription topic"
+		}
+		if exists[topic] {
+			leave(topic, fmt.Sprintf("%s of %s: never backed up as data; its in-flight tail is captured", what, from))
+		}
+	}
+}
+
+// subTopologyIndex says which sub-topologies read, write and keep the
+// stores of which topics (broker names), from a describe() text.
+type subTopologyIndex struct {
+	readBy, writtenBy, storeIn map[string][]int
+}
+
+// subTopologies indexes t's sub-topologies for application app; an empty
+// index for a nil t.
+func subTopologies(t *topicfilter.Topology, app string) subTopologyIndex {
+	x := subTopologyIndex{readBy: map[string][]int{}, writtenBy: map[string][]int{}, storeIn: map[string][]int{}}
+	if t == nil {
+		return x
+	}
+	note := func(m map[string][]int, topic string, id int) {
+		if !slices.Contains(m[topic], id) {
+			m[topic] = append(m[topic], id)
+		}
+	}
+	for _, st := range t.SubTopologies {
+		for _, n := range st.Nodes {
+			for _, topic := range n.Topics {
+				note(x.readBy, topic, st.ID)
+			}
+			if n.Kind == topicfilter.SinkNode && n.Topic != "" {
+				note(x.writtenBy, n.Topic, st.ID)
+			}
+			for _, store := range n.Stores {
+				note(x.storeIn, app+"-"+store+"-changelog", st.ID)
+			}
+		}
+	}
+	return x
+}
+
+// name is "sub-topology 0" or "sub-topologies 0, 2" for ids, or dflt for
+// none.
+func (subTopologyIndex) name(ids []int, dflt string) string {
+	if len(ids) == 0 {
+		return dflt
+	}
+	ids = slices.Sorted(slices.Values(ids))
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	if len(s) == 1 {
+		return "sub-topology " + s[0]
+	}
+	return "sub-topologies " + strings.Join(s, ", ")
+}
+
+// otherApplication returns the other application.id that owns topic, an
+// internal topic under this application's prefix, or "".
+func otherApplication(c topicfilter.Classifier, topic string) string {
+	f, err := topicfilter.NewFilter([]string{topic}, nil)
+	if err != nil {
+		return ""
+	}
+	ds, _, err := topicfilter.Plan(f, c, []topicfilter.TopicInfo{{Name: topic}}, topicfilter.PlanOptions{})
+	if err != nil || len(ds) != 1 {
+		return ""
+	}
+	return ds[0].OtherApplicationID
+}
+
+// underPrefix reports whether a topic of names starts with app+"-".
+func underPrefix(names []string, app string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, app+"-") })
+}
+
+// compactedTopics returns which of names have a cleanup.policy with
+// "compact" (DescribeConfigs), retried as SelectTopics does.
+func compactedTopics(ctx context.Context, adm *kadm.Client, names []string, retryTimeout time.Duration) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	err := retrying(ctx, retryTimeout, func() error {
+		rcs, err := adm.DescribeTopicConfigs(ctx, names...)
+		if err != nil {
+			return fmt.Errorf("describe topic configs: %w", err)
+		}
+		for _, rc := range rcs {
+			if rc.Err != nil {
+				return fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
+			}
+			for _, c := range rc.Configs {
+				if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
+					out[rc.Name] = true
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// committedTopics returns the topics group has committed offsets on
+// (OffsetFetch), sorted; none for a group that does not exist.
+func committedTopics(ctx context.Context, adm *kadm.Client, group string, retryTimeout time.Duration) ([]string, error) {
+	var topics []string
+	err := retrying(ctx, retryTimeout, func() error {
+		resps, err := adm.FetchOffsets(ctx, group)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			topics = nil
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("fetch the committed offsets of group %q: %w", group, err)
+		}
+		if err := resps.Error(); err != nil {
+			return fmt.Errorf("fetch the committed offsets of group %q: %w", group, err)
+		}
+		topics = topics[:0]
+		for topic, ps := range resps {
+			for _, r := range ps {
+				if r.At >= 0 {
+					topics = append(topics, topic)
+					break
+				}
+			}
+		}
+		return nil
+	})
+	slices.Sort(topics)
+	return topics, err
+}

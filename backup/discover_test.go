@@ -1,0 +1,114 @@
+package backup_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
+)
+
+// TestDiscoverFromStreamsGroupTopology: the topology a streams group's
+// coordinator holds without the describe() text (as streamsgroup's
+// Group.AppTopology gives it for the drill app run with
+// topology.optimization=all: no outputs, the source table's input among
+// its source changelogs) is the authority: its inputs and the changelogs
+// on the cluster are found, the source changelog marked, the outputs not
+// known (the cluster's other topics, outputs among them, are unrelated),
+// the repartition and FK-join topics and a changelog under the prefix
+// that the topology does not name (orders-app-v1's, whose group is gone)
+// left out.
+func TestDiscoverFromStreamsGroupTopology(t *testing.T) {
+	kf := testkit.StartKfake(t, 1)
+	cl := testkit.Client(t, kf.Addrs())
+	fkReg := "drill-opt-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000020-topic"
+	fkResp := "drill-opt-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000028-topic"
+	fkStore := "drill-opt-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000024-changelog"
+	decoy := "drill-opt-v1-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog"
+	topics := []string{"drill-events", "drill-categories", "drill-counts", "drill-labeled", "drill-window-counts",
+		fkReg, fkResp, "drill-opt-by-category-repartition", fkStore, "drill-opt-counts-store-changelog",
+		"drill-opt-latest-by-user-store-changelog", "drill-opt-window-counts-store-changelog", decoy}
+	if _, err := kadm.NewClient(cl).CreateTopics(t.Context(), 1, 1, nil, topics...); err != nil {
+		t.Fatal(err)
+	}
+	at := &topicfilter.AppTopology{
+		From: `streams group "drill-opt" on the source cluster (StreamsGroupDescribe)`,
+		TopologyTopics: topicfilter.TopologyTopics{
+			Inputs:      []string{"drill-categories", "drill-events"},
+			Repartition: []string{fkReg, fkResp, "drill-opt-by-category-repartition"},
+			Changelogs: []string{fkStore, "drill-opt-counts-store-changelog", "drill-opt-latest-by-user-store-changelog",
+				"drill-opt-window-counts-store-changelog"},
+		},
+		SourceChangelogs: []string{"drill-categories"},
+	}
+	d, err := backup.Discover(t.Context(), kadm.NewClient(cl), backup.DiscoverOptions{ApplicationID: "drill-opt", Topology: at}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantInclude := []string{"drill-categories", "drill-events", fkStore, "drill-opt-counts-store-changelog",
+		"drill-opt-latest-by-user-store-changelog", "drill-opt-window-counts-store-changelog"}
+	if got := d.Include(); !reflect.DeepEqual(got, wantInclude) {
+		t.Errorf("Include() = %v, want %v", got, wantInclude)
+	}
+	if got := d.SourceChangelogs(); !reflect.DeepEqual(got, []string{"drill-categories"}) {
+		t.Errorf("SourceChangelogs() = %v", got)
+	}
+	if !d.FromTopology || d.OutputsKnown || d.Method != at.From {
+		t.Errorf("FromTopology %v, OutputsKnown %v, Method %q", d.FromTopology, d.OutputsKnown, d.Method)
+	}
+	if want := []string{"drill-counts", "drill-labeled", "drill-window-counts"}; !reflect.DeepEqual(d.Unrelated, want) {
+		t.Errorf("Unrelated = %v, want %v", d.Unrelated, want)
+	}
+	left := map[string]string{}
+	for _, l := range d.LeftOut {
+		left[l.Topic] = l.Reason
+	}
+	for topic, want := range map[string]string{
+		fkReg:                               "foreign-key-join subscription topic of streams group",
+		fkResp:                              "its in-flight tail is captured",
+		"drill-opt-by-category-repartition": "repartition topic of streams group",
+		decoy:                               `that the topology (streams group "drill-opt" on the source cluster (StreamsGroupDescribe)) does not name: not this application's, probably an internal topic of application.id "drill-opt-v1"`,
+	} {
+		if !strings.Contains(left[topic], want) {
+			t.Errorf("left out %s: %q, want it to hold %q", topic, left[topic], want)
+		}
+	}
+	if len(left) != 4 {
+		t.Errorf("left out %v, want the 4 above", left)
+	}
+}
+
+// TestDiscoverNotFound: nothing of the application on the cluster is an
+// *ApplicationNotFoundError saying what was looked for; a group that
+// committed offsets is enough to be found.
+func TestDiscoverNotFound(t *testing.T) {
+	kf := testkit.StartKfake(t, 1)
+	cl := testkit.Client(t, kf.Addrs())
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopics(t.Context(), 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := backup.Discover(t.Context(), adm, backup.DiscoverOptions{ApplicationID: "ghost"}, nil)
+	var nf *backup.ApplicationNotFoundError
+	if !errors.As(err, &nf) || nf.ApplicationID != "ghost" || len(nf.Looked) != 3 {
+		t.Fatalf("err = %v, want an ApplicationNotFoundError with 3 things looked for", err)
+	}
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "orders", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var os kadm.Offsets
+	os.AddOffset("orders", 0, 1, -1)
+	if _, err := adm.CommitOffsets(t.Context(), "ghost", os); err != nil {
+		t.Fatal(err)
+	}
+	d, err := backup.Discover(t.Context(), adm, backup.DiscoverOptions{ApplicationID: "ghost"}, nil)
+	if err != nil || !reflect.DeepEqual(d.Include(), []string{"orders"}) {
+		t.Fatalf("after a commit: %v, %v", d, err)
+	}
+}
