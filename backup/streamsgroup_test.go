@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -175,5 +176,41 @@ func TestSelectTopicsWhenTheGroupCannotBeDescribed(t *testing.T) {
 	if !strings.Contains(logs.String(), "could not describe the application's streams group") || !strings.Contains(logs.String(), "group=app") ||
 		!strings.Contains(logs.String(), "GROUP_AUTHORIZATION_FAILED") {
 		t.Errorf("warnings %q: want one naming the group and the broker's error", logs.String())
+	}
+}
+
+// TestSelectTopicsWarnsOutputsUnknown: a topology that cannot name the
+// outputs (a streams group's, on brokers that keep no KIP-1331
+// descriptions) with no include backs up no output: a warning says so and
+// how to include them; with an include (which names them) there is none.
+func TestSelectTopicsWarnsOutputsUnknown(t *testing.T) {
+	kf := seededKfake(t)
+	adm := testkit.Admin(t, kf.Addrs())
+	top := sampleTopology("")
+	top.OutputsKnown, top.Outputs, top.From = false, nil, `streams group "`+sample.AppID+`" on the source cluster (StreamsGroupDescribe)`
+	for _, tt := range []struct {
+		name    string
+		include []string
+		warn    bool
+	}{
+		{"no include", nil, true},
+		{"an include", sample.Include, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := backup.Options{ApplicationID: sample.AppID, Include: tt.include, Exclude: sample.Exclude, Topology: top, RetryTimeout: 10 * time.Second}
+			sel, err := backup.SelectTopics(t.Context(), adm, o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			warned := false
+			for _, w := range sel.Warnings {
+				if strings.Contains(w, "names no output topics") && strings.Contains(w, "source.topics.include") && strings.Contains(w, "group.streams.topology.description.plugin.class") {
+					warned = true
+				}
+			}
+			if warned != tt.warn {
+				t.Errorf("warnings %q: want the outputs-unknown warning %v", sel.Warnings, tt.warn)
+			}
+		})
 	}
 }

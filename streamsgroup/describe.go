@@ -39,9 +39,10 @@ var (
 	// .streamsGroup).
 	ErrNotStreamsGroup = errors.New("not a streams group")
 	// ErrUnsupported: the broker does not serve StreamsGroupDescribe
-	// (API key 89): Kafka before 4.1, or the streams protocol is not
-	// enabled (group.coordinator.rebalance.protocols without "streams",
-	// or the streams.version feature at 0).
+	// (API key 89 is not in its ApiVersions, or it answers
+	// UNSUPPORTED_VERSION): Kafka before 4.1, or, presumably, a broker
+	// whose streams protocol is turned off (the streams.version feature;
+	// not measured here). Tested against kfake, which serves no key 89.
 	ErrUnsupported = errors.New("broker does not serve StreamsGroupDescribe (Kafka 4.1 or later with the streams rebalance protocol enabled is needed)")
 )
 

@@ -257,3 +257,26 @@ func TestDescribeRetriesTheCoordinator(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeRealBrokerWithoutDescriptions: a Kafka 4.4 broker as it comes
+// (no description plugin) answers NOT_STORED; the group's topology still
+// names the drill app's inputs, repartition topics and changelogs, and
+// AppTopology says the outputs are not known.
+func TestDescribeRealBrokerWithoutDescriptions(t *testing.T) {
+	k := testkit.StartKafka(t)
+	testkit.CreateStreamsAppTopics(t, k.Bootstrap(), 2)
+	cl := testkit.Client(t, k.Addrs())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	app := testkit.StartStreamsApp(t, k.Bootstrap(), testkit.StreamsAppProperty("group.protocol", "streams"))
+	g := describeUntil(ctx, t, cl, app.ApplicationID(), func(g *streamsgroup.Group) bool {
+		return g.State == streamsgroup.StateStable && g.Topology != nil
+	})
+	if g.DescriptionStatus != streamsgroup.DescriptionNotStored || g.Description != nil {
+		t.Errorf("description status %s (description %v), want NOT_STORED and none", g.DescriptionStatus, g.Description != nil)
+	}
+	want := &topicfilter.AppTopology{From: `streams group "drill-app" on the source cluster (StreamsGroupDescribe)`, TopologyTopics: withoutOutputs(drillApp)}
+	if at := g.AppTopology(app.ApplicationID()); !reflect.DeepEqual(at, want) {
+		t.Errorf("AppTopology:\n got %+v\nwant %+v", at, want)
+	}
+}
