@@ -180,7 +180,8 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		}
 	}
 
-	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics}
+	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics,
+		SchemaRegistryTopic: o.SchemaRegistryTopic}
 	scan, err := r.scanRepository(ctx)
 	if err != nil {
 		return nil, PhaseRepository, err
@@ -517,7 +518,7 @@ func (r *runner) readGroup(ctx context.Context, groups kadm.ListedGroups, classi
 func (r *runner) topicOf(d topicfilter.Decision, det kadm.TopicDetail, configs []kadm.Config) format.Topic {
 	r.setMeta(det)
 	t := format.Topic{Name: d.Topic, TopicID: kafkaTopicID(det.ID), Class: string(d.Class), SourceChangelog: d.SourceChangelog,
-		Partitions: len(det.Partitions), Configs: map[string]format.TopicConfig{}}
+		SchemaRegistry: d.SchemaRegistry, Partitions: len(det.Partitions), Configs: map[string]format.TopicConfig{}}
 	if p0, ok := det.Partitions[0]; ok {
 		t.ReplicationFactor = len(p0.Replicas)
 	}

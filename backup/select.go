@@ -51,6 +51,7 @@ func (s *Selection) Selected() []topicfilter.Decision {
 // backup with options o copies it and why: the one topic selection of a
 // backup (Run) and of the topics command, so that what topics shows is what
 // a backup copies. It uses o.Include, o.Exclude, o.AllowMissingTopics,
+// o.SchemaRegistryTopic,
 // o.ApplicationID, o.InternalPrefixes, o.SourceChangelogTopics,
 // o.OtherApplicationIDs and o.RetryTimeout (0: DefaultRetryTimeout).
 //
@@ -143,6 +144,6 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 	s := &Selection{Details: details, Configs: configs, Groups: groups,
 		Classifier: topicfilter.Classifier{ApplicationID: o.ApplicationID, InternalPrefixes: o.InternalPrefixes,
 			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others}}
-	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics})
+	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos, topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics, SchemaRegistryTopic: o.SchemaRegistryTopic})
 	return s, err
 }

@@ -143,6 +143,7 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		Include:               cfg.Source.Topics.Include,
 		Exclude:               cfg.Source.Topics.Exclude,
 		AllowMissingTopics:    cfg.Source.Topics.AllowMissing,
+		SchemaRegistryTopic:   schemaRegistryTopic(cfg),
 		SourceClusterID:       cfg.Backup.SourceClusterID,
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
@@ -151,6 +152,15 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		RetryTimeout:          cfg.Source.RetryTimeout,
 		ToolVersion:           version,
 	}
+}
+
+// schemaRegistryTopic is the config's schema_registry.topic, "" without a
+// schema_registry section.
+func schemaRegistryTopic(cfg *config.Config) string {
+	if cfg.SchemaRegistry == nil {
+		return ""
+	}
+	return cfg.SchemaRegistry.Topic
 }
 
 func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) {
