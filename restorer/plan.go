@@ -66,6 +66,19 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 		}
 		sel.topics = append(sel.topics, t)
 	}
+	// The Schema Registry's storage topic comes first: its records are
+	// written before any other topic's (restoreRecords), so a consumer
+	// of the restored topics never meets a schema id the registry does
+	// not know yet.
+	slices.SortStableFunc(sel.topics, func(a, b *format.Topic) int {
+		switch {
+		case a.SchemaRegistry == b.SchemaRegistry:
+			return 0
+		case a.SchemaRegistry:
+			return -1
+		}
+		return 1
+	})
 	if filter != nil && matched == 0 {
 		// --topics chooses among the in-flight tails too (below), so a
 		// pattern that matches only tails matches something.
