@@ -52,7 +52,11 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 			return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the backup holds broker-internal topic %q: it cannot be restored as data", t.Name)}}
 		}
 		if filter != nil && !filter.Match(t.Name) {
-			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: "not matched by --topics"})
+			reason := "not matched by --topics"
+			if t.SchemaRegistry {
+				reason += "; it is the Schema Registry's storage topic: without it a registry on the target cannot resolve the schema ids of the restored records (add it to --topics)"
+			}
+			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: reason})
 			continue
 		}
 		matched++

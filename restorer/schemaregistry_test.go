@@ -122,6 +122,27 @@ func TestRestoreSchemaRegistryTopicFirst(t *testing.T) {
 	}
 }
 
+// TestRestoreTopicsWithoutTheRegistryTopicSaysSo: --topics that leaves
+// the registry's topic out skips it with the consequence and the fix.
+func TestRestoreTopicsWithoutTheRegistryTopicSaysSo(t *testing.T) {
+	store, _, _ := backedUpWithRegistry(t)
+	dst := testkit.StartKfake(t, 1)
+	plan, err := restorer.Run(t.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store,
+		Topics: []string{"orders", "payments"}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reason string
+	for _, s := range plan.Plan.Skipped {
+		if s.Topic == registryTopic {
+			reason = s.Reason
+		}
+	}
+	if !strings.Contains(reason, "not matched by --topics; it is the Schema Registry's storage topic") || !strings.Contains(reason, "add it to --topics") {
+		t.Errorf("skipped %+v: want the registry topic skipped with the consequence and the fix", plan.Plan.Skipped)
+	}
+}
+
 // TestRestoreRefusesAWrittenRegistryTopic: a target whose registry topic
 // already holds records (a registry was started there first) is refused
 // before the first write, with the fix.

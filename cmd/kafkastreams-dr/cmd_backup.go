@@ -81,7 +81,9 @@ CONFIG KEYS USED
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
   topics.allow_missing), storage.* (backend, bucket, prefix, region, endpoint,
   path_style, request_timeout, retry_timeout, path), backup.* (compression,
-  source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout).
+  source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout),
+  schema_registry.topic (the registry's storage topic, copied whatever the filters
+  say and marked in the manifest, so that restore writes it first).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
   shared config and credentials files, web identity / IRSA, instance roles).
   See "kafkastreams-dr config validate --help" for every key.`,
