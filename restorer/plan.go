@@ -141,9 +141,17 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 	for _, t := range sel.topics {
 		sel.cuts[t.Name] = map[int32]int64{}
 		sel.records[t.Name] = map[int32]int64{}
+		toTime := o.ToTime
+		if t.SchemaRegistry {
+			// The registry's topic is never cut at a time: a schema
+			// registered after it harms nothing (ids are never reused),
+			// one registered "after" it only by the registry's clock
+			// would leave a restored record's id unresolvable.
+			toTime = nil
+		}
 		for pi := range t.PartitionCuts {
 			p := &t.PartitionCuts[pi]
-			end, err := cutEnd(ctx, store, t.Name, p, o.ToTime)
+			end, err := cutEnd(ctx, store, t.Name, p, toTime)
 			if err != nil {
 				return nil, err
 			}

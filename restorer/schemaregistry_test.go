@@ -122,6 +122,32 @@ func TestRestoreSchemaRegistryTopicFirst(t *testing.T) {
 	}
 }
 
+// TestRestoreToTimeKeepsTheWholeRegistryTopic: a point-in-time restore
+// cuts the app's topics but restores the registry's topic whole: a schema
+// registered after the cut harms nothing, one lost to a clock skew between
+// the registry and a producer would leave an id unresolvable.
+func TestRestoreToTimeKeepsTheWholeRegistryTopic(t *testing.T) {
+	store, m, _ := backedUpWithRegistry(t)
+	recs := backupcheck.Records(t, store, m, registryTopic, 0)
+	cut := time.UnixMilli(recs[1].Timestamp) // after two registry records, before every order
+	dst := testkit.StartKfake(t, 1)
+	rep, err := restorer.Run(t.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store,
+		Strategy: restorer.StrategyRebuild, ToTime: &cut, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range rep.Plan.Topics {
+		for _, pp := range tp.PartitionPlans {
+			switch {
+			case tp.Topic == registryTopic && (pp.Records != int64(len(recs)) || pp.CutAt != -1):
+				t.Errorf("registry topic partition %d: %d records, cut at %d; want all %d, no cut", pp.Partition, pp.Records, pp.CutAt, len(recs))
+			case tp.Topic != registryTopic && pp.Records != 0:
+				t.Errorf("topic %s partition %d: %d records restored, want none (every record is after the time)", tp.Topic, pp.Partition, pp.Records)
+			}
+		}
+	}
+}
+
 // TestRestoreTopicsWithoutTheRegistryTopicSaysSo: --topics that leaves
 // the registry's topic out skips it with the consequence and the fix.
 func TestRestoreTopicsWithoutTheRegistryTopicSaysSo(t *testing.T) {
