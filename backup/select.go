@@ -57,6 +57,7 @@ func (s *Selection) Selected() []topicfilter.Decision {
 // backup with options o copies it and why: the one topic selection of a
 // backup (Run) and of the topics command, so that what topics shows is what
 // a backup copies. It uses o.Include, o.Exclude, o.AllowMissingTopics,
+// o.SchemaRegistryTopic,
 // o.ApplicationID, o.InternalPrefixes, o.SourceChangelogTopics,
 // o.OtherApplicationIDs and o.RetryTimeout (0: DefaultRetryTimeout), and
 // o.Topology, or when it is nil and o.Source is set, the topology of
@@ -161,7 +162,7 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 			Topology: o.Topology, DeadLetterTopics: o.DeadLetterTopics}}
 	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos,
 		topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
-			IncludeKey: o.IncludeKey, ExcludeKey: o.ExcludeKey})
+			IncludeKey: o.IncludeKey, ExcludeKey: o.ExcludeKey, SchemaRegistryTopic: o.SchemaRegistryTopic})
 	if o.Topology != nil && !o.Topology.OutputsKnown && len(o.Include) == 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("the topology (%s) names no output topics (the brokers keep no topology descriptions, KIP-1331), so no output is backed up: "+
 			"include them with source.topics.include, give a topology file, or set group.streams.topology.description.plugin.class on the brokers", o.Topology.From))
