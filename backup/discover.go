@@ -231,7 +231,11 @@ func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o D
 	if sel.GroupsErr != nil {
 		d.Notes = append(d.Notes, groupsNote(app, sel.GroupsErr))
 	}
-	d.Notes = append(d.Notes, sel.Warnings...)
+	for _, w := range sel.Warnings {
+		if w != noOutputsWarning(t) { // the file says that outputs are not known (OutputsKnown)
+			d.Notes = append(d.Notes, w)
+		}
+	}
 	subs := subTopologies(o.Described, app)
 	from := appTopologyName(t)
 	for _, dec := range sel.Decisions {

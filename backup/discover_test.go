@@ -83,6 +83,11 @@ func TestDiscoverFromStreamsGroupTopology(t *testing.T) {
 	if len(left) != 4 {
 		t.Errorf("left out %v, want the 4 above", left)
 	}
+	// Every topic of the topology is on the cluster; that the outputs are
+	// not known is OutputsKnown (init's file says it once), not a note.
+	if len(d.Notes) != 0 {
+		t.Errorf("notes %q, want none", d.Notes)
+	}
 }
 
 // TestDiscoverNotFound: nothing of the application on the cluster is an

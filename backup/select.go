@@ -109,10 +109,16 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 		topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
 			IncludeKey: o.IncludeKey, ExcludeKey: o.ExcludeKey})
 	if o.Topology != nil && !o.Topology.OutputsKnown && len(o.Include) == 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("the topology (%s) names no output topics (the brokers keep no topology descriptions, KIP-1331), so no output is backed up: "+
-			"include them with source.topics.include, give a topology file, or set group.streams.topology.description.plugin.class on the brokers", o.Topology.From))
+		s.Warnings = append(s.Warnings, noOutputsWarning(o.Topology))
 	}
 	return s, err
+}
+
+// noOutputsWarning is SelectTopics' warning for a topology that names no
+// outputs (OutputsKnown false) and no include.
+func noOutputsWarning(t *topicfilter.AppTopology) string {
+	return fmt.Sprintf("the topology (%s) names no output topics (the brokers keep no topology descriptions, KIP-1331), so no output is backed up: "+
+		"include them with source.topics.include, give a topology file, or set group.streams.topology.description.plugin.class on the brokers", t.From)
 }
 
 // appTopology is the application's topology for a backup with options o:
