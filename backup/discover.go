@@ -347,13 +347,26 @@ func discoverByOffsets(ctx context.Context, adm *kadm.Client, d *Discovery, o Di
 	}
 
 	// The topics under the application's prefix that the group did not
-	// account for, by the reset tool's naming rule.
+	// account for, by the reset tool's naming rule; Plan (with no include)
+	// says which are other applications' internal topics.
+	none, err := topicfilter.NewFilter(nil, nil)
+	if err != nil {
+		return fmt.Errorf("discover: %w", err)
+	}
+	all, _, err := topicfilter.Plan(none, c, ct.infos(), topicfilter.PlanOptions{})
+	if err != nil {
+		return fmt.Errorf("discover: %w", err)
+	}
+	owner := map[string]string{}
+	for _, dec := range all {
+		owner[dec.Topic] = dec.OtherApplicationID
+	}
 	for _, topic := range names {
 		if known[topic] {
 			continue
 		}
 		class, _, reason := c.Classify(topic)
-		other := otherApplication(c, topic)
+		other := owner[topic]
 		switch {
 		case other != "":
 			leftOut[topic] = &LeftOutTopic{Topic: topic, OtherApplicationID: other, Reason: reason}
@@ -474,20 +487,6 @@ func (subTopologyIndex) name(ids []int, dflt string) string {
 		return "sub-topology " + s[0]
 	}
 	return "sub-topologies " + strings.Join(s, ", ")
-}
-
-// otherApplication returns the other application.id that owns topic, an
-// internal topic under this application's prefix, or "".
-func otherApplication(c topicfilter.Classifier, topic string) string {
-	f, err := topicfilter.NewFilter([]string{topic}, nil)
-	if err != nil {
-		return ""
-	}
-	ds, _, err := topicfilter.Plan(f, c, []topicfilter.TopicInfo{{Name: topic}}, topicfilter.PlanOptions{})
-	if err != nil || len(ds) != 1 {
-		return ""
-	}
-	return ds[0].OtherApplicationID
 }
 
 // underPrefix reports whether a topic of names starts with app+"-".
