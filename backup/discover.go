@@ -349,13 +349,9 @@ func discoverByOffsets(ctx context.Context, adm *kadm.Client, d *Discovery, o Di
 	// The topics under the application's prefix that the group did not
 	// account for, by the reset tool's naming rule; Plan (with no include)
 	// says which are other applications' internal topics.
-	none, err := topicfilter.NewFilter(nil, nil)
+	all, _, err := planLiteral(c, nil, ct.infos())
 	if err != nil {
-		return fmt.Errorf("discover: %w", err)
-	}
-	all, _, err := topicfilter.Plan(none, c, ct.infos(), topicfilter.PlanOptions{})
-	if err != nil {
-		return fmt.Errorf("discover: %w", err)
+		return err
 	}
 	owner := map[string]string{}
 	for _, dec := range all {
@@ -396,13 +392,9 @@ func discoverByOffsets(ctx context.Context, adm *kadm.Client, d *Discovery, o Di
 	if len(include) == 0 {
 		return &ApplicationNotFoundError{ApplicationID: app, Looked: []string{fmt.Sprintf("nothing to back up: %s", d.Method)}}
 	}
-	filter, err := topicfilter.NewFilter(include, nil)
+	decisions, warnings, err := planLiteral(c, include, ct.infos())
 	if err != nil {
-		return fmt.Errorf("discover: %w", err)
-	}
-	decisions, warnings, err := topicfilter.Plan(filter, c, ct.infos(), topicfilter.PlanOptions{})
-	if err != nil {
-		return fmt.Errorf("discover: %w", err)
+		return err
 	}
 	// A changelog found by name whose store name is a name Kafka Streams
 	// generates after a prefix belongs, most likely, to an application
@@ -487,6 +479,20 @@ func (subTopologyIndex) name(ids []int, dflt string) string {
 		return "sub-topology " + s[0]
 	}
 	return "sub-topologies " + strings.Join(s, ", ")
+}
+
+// planLiteral is topicfilter.Plan of infos with c and include as a
+// literal include (nil: none) and no exclude.
+func planLiteral(c topicfilter.Classifier, include []string, infos []topicfilter.TopicInfo) ([]topicfilter.Decision, []string, error) {
+	f, err := topicfilter.NewFilter(include, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("discover: %w", err)
+	}
+	ds, ws, err := topicfilter.Plan(f, c, infos, topicfilter.PlanOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("discover: %w", err)
+	}
+	return ds, ws, nil
 }
 
 // underPrefix reports whether a topic of names starts with app+"-".
