@@ -424,8 +424,14 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 		return nil, err
 	}
 	m.Group, m.Cut = cut.group, &cut.proof
-	if m.Group != nil && len(m.Group.Offsets) == 0 {
-		r.warn(fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
+	switch {
+	case m.Group != nil && m.Group.Type == format.GroupTypeShare:
+		r.warn(fmt.Sprintf("group %q (the application.id) is a share group (KIP-932), not a Kafka Streams application's: its offsets and configs are not read, and a restore leaves it alone", o.ApplicationID))
+	case m.Group != nil:
+		if len(m.Group.Offsets) == 0 {
+			r.warn(fmt.Sprintf("group %q has no committed offsets: a restore will have no positions to translate", o.ApplicationID))
+		}
+		m.Group.Configs = r.readGroupConfigs(ctx, o.ApplicationID)
 	}
 	starts, ends, hws := cut.starts, cut.ends, cut.hws
 	m.CutAt = cut.at
@@ -493,6 +499,11 @@ func (r *runner) readGroup(ctx context.Context, groups kadm.ListedGroups, classi
 	if lg, ok := groups[o.ApplicationID]; ok {
 		g.State, g.Type, g.Protocol = lg.State, lg.GroupType, lg.ProtocolType
 	}
+	if g.Type == format.GroupTypeShare {
+		// A share group's offsets are share-partition state (KIP-932), not
+		// positions a Streams application resumes from: never read.
+		return g, nil
+	}
 	var offs kadm.OffsetResponses
 	err := retrying(ctx, o.RetryTimeout, func() (err error) {
 		// COORDINATOR_NOT_AVAILABLE while a fresh cluster creates
@@ -525,6 +536,41 @@ func (r *runner) readGroup(ctx context.Context, groups kadm.ListedGroups, classi
 		}
 	}
 	return g, nil
+}
+
+// readGroupConfigs reads the GROUP-resource configs of group (DescribeConfigs
+// with resource type GROUP, KIP-848 / KIP-1071) and keeps those set on it
+// (source DYNAMIC_GROUP_CONFIG; kmsg.ConfigSourceGroupConfig). A broker
+// that cannot describe them (before Kafka 3.9, or no DESCRIBE_CONFIGS on
+// the group) leaves them out with a warning naming the fix: the backup
+// goes on, its group has no configs recorded (nil).
+func (r *runner) readGroupConfigs(ctx context.Context, group string) map[string]format.TopicConfig {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	req.Resources = append(req.Resources, rr)
+	var resp *kmsg.DescribeConfigsResponse
+	err := retrying(ctx, r.o.RetryTimeout, func() (err error) {
+		resp, err = req.RequestWith(ctx, r.cl)
+		if err == nil && len(resp.Resources) == 1 {
+			err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+		}
+		return err
+	})
+	if err == nil && len(resp.Resources) != 1 {
+		err = fmt.Errorf("the broker answered for %d resources, not 1", len(resp.Resources))
+	}
+	if err != nil {
+		r.warn(fmt.Sprintf("group %q: its configs (the GROUP config resource, e.g. streams.num.standby.replicas) were not read: %v; a restore will not set them: grant DESCRIBE_CONFIGS on the group (Kafka 3.9 or later describes group configs)", group, err))
+		return nil
+	}
+	configs := map[string]format.TopicConfig{}
+	for _, c := range resp.Resources[0].Configs {
+		if c.Source == kmsg.ConfigSourceGroupConfig {
+			configs[c.Name] = format.TopicConfig{Value: c.Value, Source: format.ConfigSourceDynamicGroup, Sensitive: c.IsSensitive}
+		}
+	}
+	return configs
 }
 
 // topicOf is the manifest entry of topic d (partitions, replication

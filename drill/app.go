@@ -100,6 +100,16 @@ type AppReport struct {
 	// last read (0 once caught up; -1 before the first read).
 	Partitions int   `json:"partitions"`
 	Lag        int64 `json:"lag"`
+	// ReadyAt is when the drill first saw the application's streams group
+	// (KIP-1071) out of NotReady, in Assigning, Reconciling or Stable: the
+	// broker validated the topics its topology needs. Zero (absent) for a
+	// classic group, and when it never left NotReady.
+	ReadyAt time.Time `json:"ready_at,omitzero"`
+	// NotReady is set when the streams group stayed NotReady until the
+	// application's timeout (or its exit): the group and each topic its
+	// topology needs that the target lacks or partitions otherwise. The
+	// app-running phase then fails.
+	NotReady string `json:"not_ready,omitempty"`
 	// ExitStatus is set when the application exited by itself ("exit
 	// status 3", "signal: killed"): the drill failed.
 	ExitStatus string `json:"exit_status,omitempty"`
@@ -618,6 +628,9 @@ func (d *drill) waitApp(ctx context.Context, what string, done func(groupView) b
 			last, lastErr = v, nil
 			ar := d.rep.App
 			ar.GroupType, ar.GroupState, ar.Members, ar.Partitions, ar.Lag = v.groupType, v.state, v.members, v.partitions, v.lag
+			if ar.ReadyAt.IsZero() && strings.EqualFold(v.groupType, format.GroupTypeStreams) && v.members > 0 && leftNotReady(v.state) {
+				ar.ReadyAt = time.Now()
+			}
 			if done(v) {
 				return v, nil
 			}
@@ -627,12 +640,20 @@ func (d *drill) waitApp(ctx context.Context, what string, done func(groupView) b
 		select {
 		case <-d.app.exited:
 			d.rep.App.ExitStatus = d.app.status()
+			if d.stuckNotReady(last) {
+				d.rep.App.NotReady = d.notReadyReason(ctx, time.Since(d.rep.App.StartedAt))
+				return last, fmt.Errorf("%s; %w", d.rep.App.NotReady, d.app.exitedEarly(what))
+			}
 			return last, d.app.exitedEarly(what)
 		case <-ctx.Done():
 			return last, ctx.Err()
 		case <-tick.C:
 		}
 		if !time.Now().Before(d.appDeadline) {
+			if d.stuckNotReady(last) {
+				d.rep.App.NotReady = d.notReadyReason(ctx, d.o.App.Timeout)
+				return last, fmt.Errorf("the application was not %s within %s of its start: %s", what, d.o.App.Timeout, d.rep.App.NotReady)
+			}
 			why := last.notRunning
 			if what != "running" {
 				why = last.notCaught
@@ -644,6 +665,12 @@ func (d *drill) waitApp(ctx context.Context, what string, done func(groupView) b
 				what, d.o.App.Timeout, orNone(why))
 		}
 	}
+}
+
+// stuckNotReady reports whether the application's group, last read as
+// v, is a streams group with members that never left NotReady.
+func (d *drill) stuckNotReady(v groupView) bool {
+	return strings.EqualFold(v.groupType, format.GroupTypeStreams) && d.rep.App.ReadyAt.IsZero() && isNotReady(v.state)
 }
 
 // stopApp stops the application the drill started, if it did.

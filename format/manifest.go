@@ -155,7 +155,30 @@ type Group struct {
 	Protocol string        `json:"protocol,omitempty"` // protocol type, "consumer" for Kafka Streams on the classic protocol
 	ReadAt   time.Time     `json:"read_at"`
 	Offsets  []GroupOffset `json:"offsets"`
+	// Configs are the group's GROUP-resource configs (DescribeConfigs
+	// with resource type GROUP, KIP-848 / KIP-1071; Kafka's GroupConfig:
+	// e.g. streams.num.standby.replicas, streams.session.timeout.ms)
+	// whose source is DYNAMIC_GROUP_CONFIG (set on this group), keyed by
+	// name, in the shape of Topic.Configs. A restore sets them on the
+	// target's group before it commits the offsets. Empty when none is
+	// set; absent in manifests written before they were recorded, and
+	// when the source broker could not describe them (a warning says so).
+	Configs map[string]TopicConfig `json:"configs,omitempty"`
 }
+
+// ConfigSourceDynamicGroup is the source of a config set on a group
+// (Group.Configs): Kafka's DescribeConfigsResponse.ConfigSource
+// DYNAMIC_GROUP_CONFIG (8; franz-go's kmsg.ConfigSourceGroupConfig).
+const ConfigSourceDynamicGroup = "DYNAMIC_GROUP_CONFIG"
+
+// Group types as ListGroups reports them (Group.Type; KIP-848, KIP-932,
+// KIP-1071).
+const (
+	GroupTypeClassic  = "classic"
+	GroupTypeConsumer = "consumer"
+	GroupTypeStreams  = "streams"
+	GroupTypeShare    = "share"
+)
 
 // GroupOffset is one committed offset of the group.
 type GroupOffset struct {

@@ -188,6 +188,11 @@ type GroupPlan struct {
 	TargetState string       `json:"target_state"` // as found on the target: "" (absent), Empty, Dead, ...
 	TargetType  string       `json:"target_type,omitempty"`
 	Offsets     []OffsetPlan `json:"offsets"`
+	// Configs are the group's configs (Group.Configs of the backup) the
+	// restore sets on the target's GROUP config resource
+	// (IncrementalAlterConfigs) before it commits the offsets, name to
+	// value; absent when the backup records none.
+	Configs map[string]string `json:"configs,omitempty"`
 }
 
 // OffsetPlan is one committed offset of the backup and what the restore

@@ -78,6 +78,13 @@ type Options struct {
 	// are any (RefusedError naming each topic's count and oldest
 	// timestamp); see RetentionKeep and RetentionAcceptLoss.
 	Retention RetentionChoice
+	// AllowKafka42 restores a streams group's offsets into a target whose
+	// finalized metadata.version is Kafka 4.2's (restore
+	// --allow-kafka-4-2), which is refused by default: KAFKA-20254 (4.2.0
+	// only, fixed in 4.2.1) can make the streams group fail to load after
+	// a broker restart, and the protocol cannot tell 4.2.0 from 4.2.1.
+	// Set it when the target's brokers run 4.2.1 or later.
+	AllowKafka42 bool
 	// LockWait is how long to wait for another restore into the same
 	// target cluster to finish (or its lock to go stale); 0 refuses at
 	// once with ErrLocked.

@@ -21,6 +21,14 @@ import (
 // observed map) and a warning for each translation the plan did not
 // predict; g itself is not changed. A nil error means every offset was
 // committed and read back equal (RestoreReport.Committed).
+//
+// The commit is an OffsetCommit with generation (member epoch) -1 and no
+// member id, what Kafka's Admin#alterStreamsGroupOffsets sends (Kafka
+// 4.4: through alterConsumerGroupOffsets' AlterConsumerGroupOffsetsHandler)
+// and Admin#alterConsumerGroupOffsets alike: a classic, consumer or
+// streams group (KIP-1071; StreamsGroup#validateOffsetCommit) takes it
+// while it has no members, and a group that does not exist yet is made a
+// classic one (which a streams application converts when it joins).
 func (r *restore) commitOffsets(ctx context.Context, g *GroupPlan, reports []PartitionReport) ([]OffsetPlan, []string, error) {
 	maps := map[string]map[int32]*offsets.Map{}
 	for _, pr := range reports {

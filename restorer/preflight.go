@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
 
@@ -98,14 +99,35 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 	}
 	f.refusals = append(f.refusals, limitRefusals...)
 
-	// The application.id group on the target must have no members.
-	if m.Group != nil {
+	// The application.id group on the target must have no members, and
+	// the target must accept the group's configs. A share group (KIP-932)
+	// is left alone: the backup read none of it.
+	if m.Group != nil && m.Group.Type != format.GroupTypeShare {
 		g, refusals, err := r.planGroup(ctx)
 		if err != nil {
 			return nil, err
 		}
 		f.refusals = append(f.refusals, refusals...)
+		var unset []string
+		g.Configs, unset = groupConfigsToSet(m.Group.Configs)
+		if len(unset) > 0 {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q: configs %s have no value in the backup (sensitive or null): not set on the target", g.GroupID, strings.Join(unset, ", ")))
+		}
+		if len(g.Configs) > 0 {
+			if err := r.alterGroupConfigs(ctx, g.GroupID, g.Configs, true); err != nil {
+				f.refuse("%v", err)
+			}
+		}
+		kf, err := r.kafka20254(ctx, g, m.Group)
+		if err != nil {
+			return nil, err
+		}
+		f.refusals = append(f.refusals, kf.refusals...)
+		plan.Warnings = append(plan.Warnings, kf.warnings...)
 		plan.Group = g
+	}
+	if m.Group != nil && m.Group.Type == format.GroupTypeShare {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q was a share group (KIP-932) on the source, not the application's consumer group: the backup holds none of it, and the restore leaves the target's group alone", m.Group.GroupID))
 	}
 	plan.InFlight = inFlightPlan(sel, o)
 	plan.Warnings = append(plan.Warnings, inFlightWarnings(plan.InFlight, o)...)
@@ -415,7 +437,16 @@ func (r *restore) planGroup(ctx context.Context) (*GroupPlan, []string, error) {
 	if lg, ok := groups[mg.GroupID]; ok {
 		g.TargetState, g.TargetType = lg.State, lg.GroupType
 		members := 0
-		if dg, err := r.adm.DescribeGroups(ctx, mg.GroupID); err == nil {
+		if lg.GroupType == format.GroupTypeStreams {
+			// DescribeGroups does not describe a streams group (KIP-1071):
+			// StreamsGroupDescribe counts its members.
+			if sg, err := streamsgroup.Describe(ctx, r.cl, mg.GroupID); err == nil {
+				members = len(sg.Members)
+				if g.TargetState == "" {
+					g.TargetState = sg.State
+				}
+			}
+		} else if dg, err := r.adm.DescribeGroups(ctx, mg.GroupID); err == nil {
 			if d, ok := dg[mg.GroupID]; ok {
 				members = len(d.Members)
 				if g.TargetState == "" {
@@ -426,12 +457,12 @@ func (r *restore) planGroup(ctx context.Context) (*GroupPlan, []string, error) {
 		switch g.TargetState {
 		case "Empty", "Dead", "":
 		default:
-			kind := "consumer group"
-			if lg.GroupType == "streams" {
-				kind = "streams group (KIP-1071)"
+			kind, wait := "consumer group", ""
+			if lg.GroupType == format.GroupTypeStreams {
+				kind, wait = "streams group (KIP-1071)", "; a killed instance stays a member until its session times out (the group's streams.session.timeout.ms, 45 s by default): wait that long and run the restore again"
 			}
-			f.refuse("the %s %q on the target is %s with %d member(s): stop every instance of the application (and any consumer in that group) before restoring; offsets can only be reset on a group with no members",
-				kind, mg.GroupID, g.TargetState, members)
+			f.refuse("the %s %q on the target is %s with %d member(s): stop every instance of the application (and any consumer in that group) before restoring; offsets can only be reset on a group with no members%s",
+				kind, mg.GroupID, g.TargetState, members, wait)
 		}
 	}
 	current := kadm.OffsetResponses{}

@@ -267,6 +267,11 @@ func (r *restore) restore(ctx context.Context, started time.Time) (*Report, erro
 		done.Warnings = append(slices.Clone(plan.Warnings), fmt.Sprintf("the offsets of group %q were not committed: the restored state differs from the backup's", plan.Group.GroupID))
 	case plan.Group != nil:
 		phase = time.Now()
+		// The group's configs first: the application finds them when it
+		// joins (streams.num.standby.replicas, session timeouts).
+		if err := r.setGroupConfigs(ctx, plan.Group.GroupID, plan.Group.Configs); err != nil {
+			return nil, err
+		}
 		committed, warnings, err := r.commitOffsets(ctx, plan.Group, reports)
 		if err != nil {
 			return nil, err

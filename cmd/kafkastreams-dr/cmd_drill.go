@@ -31,6 +31,7 @@ type drillOptions struct {
 	ReplicationFactor int                      // 0 keeps the backed-up replication factor
 	TargetBootstrap   []string                 // --target-bootstrap-servers
 	Retention         restorer.RetentionChoice // --retention, as for restore
+	AllowKafka42      bool                     // --allow-kafka-4-2, as for restore
 	JSON              bool
 	JUnit             string        // --junit FILE
 	NoDeep            bool          // verify the repository by size and SHA-256 only
@@ -96,7 +97,11 @@ an executable file, and refuses it with exit 2 otherwise; a command with shell s
 left to the shell. Its output is logged
 at debug level (--log-level debug). An application that exits by itself fails the drill
 with its exit status and last lines; one not caught up within --app-timeout (default
-drill.app.timeout, 10m) fails it too.
+drill.app.timeout, 10m) fails it too. A streams group (group.protocol=streams, KIP-1071)
+that never leaves NotReady (the broker did not validate the topics its topology needs)
+fails app-running (exit 1) naming the group and each topic the target lacks or
+partitions otherwise than the topology needs; --json says when it left NotReady
+(app.ready_at) or why not (app.not_ready).
 
 Three recovery times, each from the loss of the source (the end of the backup phase, or
 the start of a drill of an existing backup):
@@ -179,6 +184,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one)")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the drill target cluster (default: target.bootstrap_servers)")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep or accept-loss, for records already past the target topic's retention.ms, as for restore")
+	f.BoolVar(&o.AllowKafka42, "allow-kafka-4-2", false, allowKafka42Usage)
 	f.BoolVar(&o.JSON, "json", false, "print the drill report as JSON")
 	f.StringVar(&o.JUnit, "junit", "", "also write the drill report as JUnit XML to `FILE` (one test case per phase); its directory must exist (or be --out)")
 	f.BoolVar(&o.NoDeep, "no-deep", false, "check the backup's objects by size and SHA-256 only, without decoding their records")
@@ -288,6 +294,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	ro.Topics = o.Topics
 	ro.ReplicationFactor = o.ReplicationFactor
 	ro.Retention = o.Retention
+	ro.AllowKafka42 = o.AllowKafka42
 	bo.Observer, ro.Observer = tel.backupObserver(), tel.restoreObserver()
 	do := drill.Options{Store: store, Backup: bo, BackupID: o.BackupID, Restore: ro, Shallow: o.NoDeep, Logger: o.Logger}
 	do.App = app

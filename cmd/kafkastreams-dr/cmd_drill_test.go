@@ -127,8 +127,8 @@ func TestDrillFlags(t *testing.T) {
 	t.Run("retention", func(t *testing.T) {
 		var got *drillOptions
 		cmd := newDrillCmd(g, s, func(_ context.Context, o *drillOptions, _ *iostreams) error { got = o; return nil })
-		parseOnly(t, cmd, "-c", "app.yaml", "--retention", "keep")
-		if got == nil || got.Retention != restorer.RetentionKeep {
+		parseOnly(t, cmd, "-c", "app.yaml", "--retention", "keep", "--allow-kafka-4-2")
+		if got == nil || got.Retention != restorer.RetentionKeep || !got.AllowKafka42 {
 			t.Errorf("options = %+v", got)
 		}
 	})

@@ -36,6 +36,7 @@ type restoreOptions struct {
 	TargetBootstrap   []string          // --target-bootstrap-servers
 	DryRun            bool
 	SkipInFlight      bool // --skip-in-flight: leave the in-flight tails out (exit 3 when they hold records)
+	AllowKafka42      bool // --allow-kafka-4-2: restore a streams group into a Kafka 4.2 target (KAFKA-20254)
 	Yes               bool
 	LockWait          time.Duration            // --lock-wait
 	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
@@ -139,6 +140,18 @@ STATE CHECK
   something else wrote into (restore again) from a backup whose digest was altered
   (restore an older --backup-id).
 
+STREAMS GROUPS (KIP-1071)
+  The configs set on the application's group (the GROUP config resource:
+  streams.num.standby.replicas, streams.session.timeout.ms, ...) are validated on the
+  target in preflight (refused, exit 2, when the target does not accept them) and set
+  and read back before the offsets are committed. A target that already holds the
+  application's streams group takes the offsets while the group has no members (a
+  killed instance stays a member until its session times out, 45 s by default). On a
+  target whose metadata.version is Kafka 4.2's, a streams group's offsets are refused
+  (exit 2; KAFKA-20254: on 4.2.0 the group can fail to load after a broker restart,
+  fixed in 4.2.1): upgrade its brokers, or pass --allow-kafka-4-2 when they run 4.2.1
+  or later. A share group (KIP-932) under the application's id is left alone.
+
 BROKER LIMITS
   Preflight checks every record against the target's limits as the broker computes
   them: its record batch (61-byte header + record) against the topic's
@@ -215,6 +228,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
 	f.BoolVar(&o.SkipInFlight, "skip-in-flight", false, "changelog strategy: do not restore the repartition topics' in-flight tails; their records are lost (counted in the plan and the warnings; exit 3)")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
+	f.BoolVar(&o.AllowKafka42, "allow-kafka-4-2", false, allowKafka42Usage)
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.BoolVar(&o.JSON, "json", false, `print the report (or with --dry-run the plan) as JSON; the report's "status" is complete, partial or failed`)
@@ -368,6 +382,9 @@ func restoreTarget(cfg *config.Config, override []string) (config.Cluster, error
 	return c, nil
 }
 
+// allowKafka42Usage is the help of restore's and drill's --allow-kafka-4-2.
+const allowKafka42Usage = "restore a streams group's offsets into a target whose metadata.version is Kafka 4.2's, refused by default (KAFKA-20254, fixed in 4.2.1): only when its brokers run 4.2.1 or later"
+
 // restoreOptionsFromConfig maps the config onto restorer.Options; Target,
 // Store, the flags and Logger are filled by the caller.
 func restoreOptionsFromConfig(cfg *config.Config) restorer.Options {
@@ -420,6 +437,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.LockWait = o.LockWait
 	ro.Retention = o.Retention
 	ro.SkipInFlight = o.SkipInFlight
+	ro.AllowKafka42 = o.AllowKafka42
 	ro.Logger = o.Logger
 	return restoreAndReport(ctx, o, s, ro, targetName, "list")
 }

@@ -38,6 +38,8 @@ func TestRestoreFlagParsing(t *testing.T) {
 			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Retention: restorer.RetentionKeep, From: "./kdr-quickstart"}},
 		{"--retention accept-loss", []string{"-c", "app.yaml", "--retention=ACCEPT-LOSS"},
 			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Retention: restorer.RetentionAcceptLoss, From: "./kdr-quickstart"}},
+		{"--allow-kafka-4-2", []string{"-c", "app.yaml", "--allow-kafka-4-2"},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, AllowKafka42: true, From: "./kdr-quickstart"}},
 		{"embedded", []string{"--embedded", "--from", "/tmp/repo", "--json"},
 			restoreOptions{BackupID: "latest", Strategy: restorer.StrategyChangelog, Embedded: true, From: "/tmp/repo", JSON: true}},
 	}
@@ -422,7 +424,9 @@ func sampleReport() *restorer.Report {
 
 func TestPrintPlan(t *testing.T) {
 	var b strings.Builder
-	printPlan(&b, &sampleReport().Plan, "dr-1:9092")
+	p := sampleReport().Plan
+	p.Group.Configs = map[string]string{"streams.session.timeout.ms": "50000", "streams.num.standby.replicas": "1"}
+	printPlan(&b, &p, "dr-1:9092")
 	out := b.String()
 	for _, w := range []string{
 		"restore plan for backup b-1",
@@ -437,6 +441,7 @@ func TestPrintPlan(t *testing.T) {
 		"orders                           1          7        30          9       2",
 		"orders                           0          20       20          -       0",
 		"group order-processor (on the target: absent): 2 offsets to commit, 1 dropped",
+		"group configs set on the target first: streams.num.standby.replicas=1, streams.session.timeout.ms=50000",
 		"TOPIC                          PARTITION  COMMITTED  TRANSLATED  ACTION  NOTE",
 		"order-processor-x-repartition  0          2          -           drop    repartition topic: not restored",
 		"orders                         1          25         7           commit  past the cut",

@@ -61,6 +61,8 @@ type drillJSON struct {
 		Partitions int    `json:"partitions"`
 		ExitStatus string `json:"exit_status"`
 		Stopped    string `json:"stopped"`
+		ReadyAt    string `json:"ready_at"`
+		NotReady   string `json:"not_ready"`
 	} `json:"app"`
 	DrillReportKey string `json:"drill_report_key"`
 }

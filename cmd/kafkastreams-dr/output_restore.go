@@ -184,6 +184,9 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 			state += ", " + g.TargetType
 		}
 		fmt.Fprintf(w, "\ngroup %s (on the target: %s): %s\n", g.GroupID, state, offsetsSummary(g.Offsets))
+		if len(g.Configs) > 0 {
+			fmt.Fprintf(w, "group configs set on the target first: %s\n", formatConfigs(g.Configs))
+		}
 		printOffsets(w, g.Offsets, g.TargetState != "")
 	} else {
 		fmt.Fprintln(w, "\nno group offsets: the backup holds none (was application_id set when it was taken?)")

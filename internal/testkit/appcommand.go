@@ -46,3 +46,22 @@ func StreamsAppCommand(t testing.TB, opts []StreamsAppOpt, args ...string) strin
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// ToolCommand returns a shell command that runs one of Kafka's Java tools
+// (by main class, e.g. org.apache.kafka.tools.TopicCommand) with k's jars
+// and log4j at WARN, then args, quoted as StreamsAppCommand quotes them
+// (an arg that starts with '"$' is written unquoted, for the shell to
+// expand). Chain it before a drill's application command with && to change
+// the target after the restore and before the application starts.
+func (k *Kafka) ToolCommand(class string, args ...string) string {
+	parts := []string{shellQuote(k.java), kafkaHeap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		shellQuote("-Dlog4j2.configurationFile=" + k.toolsLog4j()), "-cp", shellQuote(filepath.Join(k.libDir, "*")), shellQuote(class)}
+	for _, a := range args {
+		if strings.HasPrefix(a, `"$`) {
+			parts = append(parts, a)
+		} else {
+			parts = append(parts, shellQuote(a))
+		}
+	}
+	return strings.Join(parts, " ")
+}

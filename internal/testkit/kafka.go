@@ -57,8 +57,9 @@ type Kafka struct {
 type KafkaOpt func(*kafkaConfig)
 
 type kafkaConfig struct {
-	props        map[string]string
-	startTimeout time.Duration
+	props          map[string]string
+	startTimeout   time.Duration
+	releaseVersion string
 }
 
 // KafkaProperty sets one broker property in server.properties, adding to or
@@ -85,6 +86,15 @@ func KafkaProperties(props map[string]string) KafkaOpt {
 // machine; parallel test packages on 2 cores slow the JVM down).
 func KafkaStartTimeout(d time.Duration) KafkaOpt {
 	return func(c *kafkaConfig) { c.startTimeout = d }
+}
+
+// KafkaReleaseVersion formats the storage with --release-version v (the
+// metadata.version the cluster starts at, e.g. "4.2-IV1"; levels in Kafka's
+// server-common MetadataVersion), so that a 4.4 broker reports a 4.2
+// cluster's finalized metadata.version. Default: the broker's latest
+// production level.
+func KafkaReleaseVersion(v string) KafkaOpt {
+	return func(c *kafkaConfig) { c.releaseVersion = v }
 }
 
 // kafkaDefaultProps are the broker settings for tests, before KafkaOpts.
@@ -217,8 +227,11 @@ func startKafkaOnce(t testing.TB, libDir, java string, cfg kafkaConfig) (*Kafka,
 	// dynamic quorum, found through controller.quorum.bootstrap.servers.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
 	defer cancel()
-	format := k.javaCmd(ctx, k.toolsLog4j(), "kafka.tools.StorageTool",
-		"format", "--standalone", "--cluster-id", k.clusterID, "--config", serverProps)
+	formatArgs := []string{"format", "--standalone", "--cluster-id", k.clusterID, "--config", serverProps}
+	if cfg.releaseVersion != "" {
+		formatArgs = append(formatArgs, "--release-version", cfg.releaseVersion)
+	}
+	format := k.javaCmd(ctx, k.toolsLog4j(), "kafka.tools.StorageTool", formatArgs...)
 	if out, err := format.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("format storage: %w\n%s", err, out)
 	}
