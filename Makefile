@@ -52,21 +52,31 @@ STREAMS_APP_DIR := $(TOOLS_DIR)/streams-app
 STREAMS_APP_JAR := $(STREAMS_APP_DIR)/drill-app.jar
 STREAMS_APP_STAMP := $(STREAMS_APP_DIR)/.complete-$(shell sha256sum $(STREAMS_APP_FILES) | sha256sum | cut -c1-16)
 
+# Apicurio Registry, the Schema Registry the schema tests start
+# (testkit.StartSchemaRegistry; testkit.SchemaRegistryVersion must match):
+# the Quarkus distribution that Maven Central holds as the app module's
+# "all" assembly, unpacked as it is. It runs on Java 21 or newer, which the
+# test kit finds itself ($KDR_REGISTRY_JAVA, $JAVA_HOME, /usr/lib/jvm/*,
+# $PATH).
+APICURIO_VERSION := 3.3.3
+APICURIO_DIR := $(TOOLS_DIR)/apicurio-registry-$(APICURIO_VERSION)
+APICURIO_STAMP := $(APICURIO_DIR)/.complete
+
 # Tell the tests where the tools are, and to fail rather than skip without them.
 TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
-	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR)
+	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR) KDR_SCHEMA_REGISTRY=$(APICURIO_DIR)
 
 .PHONY: tools build test test-short bench quickstart vet fmt-check system-packages lint
 
 # The system packages come first: the tool recipes need mvn, the tests kcat
 # and aws (order-only, so that a run never rebuilds a cached tool).
 tools: system-packages
-$(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP): | system-packages
+$(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP) $(APICURIO_STAMP): | system-packages
 
 system-packages:
 	@.ci/system-packages
 
-tools: $(VERSITYGW) $(GOLANGCI_LINT) $(KAFKA_STAMP) $(STREAMS_APP_STAMP)
+tools: $(VERSITYGW) $(GOLANGCI_LINT) $(KAFKA_STAMP) $(STREAMS_APP_STAMP) $(APICURIO_STAMP)
 
 $(VERSITYGW):
 	@echo "==> building versitygw $(VERSITYGW_VERSION) into $(TOOLS_DIR)/bin"
@@ -104,6 +114,18 @@ $(STREAMS_APP_STAMP):
 	touch $(STREAMS_APP_DIR).tmp/$(notdir $(STREAMS_APP_STAMP))
 	rm -rf $(STREAMS_APP_DIR)
 	mv $(STREAMS_APP_DIR).tmp $(STREAMS_APP_DIR)
+
+# Fetched by Maven (cached in ~/.m2) into a fresh directory, unpacked there
+# and renamed into place, as for the Kafka libs.
+$(APICURIO_STAMP):
+	@echo "==> fetching Apicurio Registry $(APICURIO_VERSION) into $(APICURIO_DIR)"
+	rm -rf $(APICURIO_DIR).tmp
+	$(MVN) -B -q -Dstyle.color=never dependency:copy -Dartifact=io.apicurio:apicurio-registry-app:$(APICURIO_VERSION):tar.gz:all -DoutputDirectory=$(APICURIO_DIR).tmp
+	tar -xzf $(APICURIO_DIR).tmp/apicurio-registry-app-$(APICURIO_VERSION)-all.tar.gz -C $(APICURIO_DIR).tmp
+	rm $(APICURIO_DIR).tmp/apicurio-registry-app-$(APICURIO_VERSION)-all.tar.gz
+	touch $(APICURIO_DIR).tmp/$(notdir $(APICURIO_STAMP))
+	rm -rf $(APICURIO_DIR)
+	mv $(APICURIO_DIR).tmp $(APICURIO_DIR)
 
 build:
 	$(GO) build -o bin/kafkastreams-dr ./cmd/kafkastreams-dr

@@ -30,6 +30,13 @@ type Options struct {
 	Include, Exclude      []string // topic filters (topicfilter syntax)
 	AllowMissingTopics    bool     // a literal include that does not exist is a warning, not an error
 
+	// SchemaRegistryTopic is the Schema Registry's storage topic
+	// (config: schema_registry.topic; "" for none): copied with the
+	// selected topics whatever Include and Exclude say, marked
+	// schema_registry in the manifest (docs/FORMAT.md), so that a restore
+	// writes it first. It must exist, unless AllowMissingTopics.
+	SchemaRegistryTopic string
+
 	// InternalPrefixes are the prefixes of the application's internal
 	// topics (topicfilter.Classifier.InternalPrefixes); nil: ApplicationID.
 	InternalPrefixes []string

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -150,28 +149,33 @@ func (e *ApplicationNotFoundError) Error() string {
 // o.ApplicationID on the cluster behind adm: the inputs, outputs and
 // changelogs a backup copies, and what it leaves out and why.
 //
-// With o.Topology, the topology is the authority: its inputs (source
-// topics, source patterns matched against the cluster's topics, global
-// stores' topics), outputs (sinks) and changelogs that are on the
-// cluster; a source table's store whose "<application.id>-<store>-changelog"
-// is not on the cluster makes its input a source-topic changelog. Without
-// one, the inputs are the topics the application.id consumer group has
-// committed offsets on (OffsetFetch) that are not internal topics, and the
-// changelogs are the cluster's topics under "<application.id>-" that pass
-// Kafka's StreamsResetter.matchesInternalTopicFormat and end in
-// "-changelog"; outputs are then unknown (Discovery.OutputsKnown false).
-// In both cases repartition and foreign-key-join topics are left out (a
-// backup captures their in-flight tails), and so are internal topics of
-// other applications whose consumer group id extends the prefix
-// (KAFKA-14922, topicfilter.Classifier.OtherApplicationIDs). Every topic
-// found is checked with topicfilter.Plan against a literal include of the
-// found set, so that a backup with that include selects exactly them.
+// With o.Topology, the topology is the authority and Discover classifies
+// nothing itself: it takes SelectTopics' selection with no include and that
+// topology (topicfilter.Plan with Classifier.Topology, what `topics -c`
+// selects on a config with topology_file and no include): the selected
+// topics are found, with their role from Decision.Role and their Why from
+// Decision.Reason (and the sub-topologies of o.Described), the others are
+// left out with Plan's reasons, and Plan's warnings (topology topics not
+// on the cluster, source patterns that cannot be translated) are Notes.
 //
-// Requests: ListTopics, DescribeConfigs of the topics (cleanup.policy),
-// ListGroups, OffsetFetch of the group (without a topology) and Metadata
-// (the cluster id); retriable errors are retried for o.RetryTimeout. A
-// ListGroups failure is a Note, not an error. Nothing of the application
-// on the cluster returns an *ApplicationNotFoundError.
+// Without one, the inputs are the topics the application.id consumer
+// group has committed offsets on (OffsetFetch) that are not internal
+// topics, and the changelogs are the cluster's topics under
+// "<application.id>-" that pass Kafka's
+// StreamsResetter.matchesInternalTopicFormat and end in "-changelog";
+// outputs are then unknown (Discovery.OutputsKnown false). Repartition and
+// foreign-key-join topics are left out (a backup captures their in-flight
+// tails), and so are internal topics of other applications whose consumer
+// group id extends the prefix (KAFKA-14922,
+// topicfilter.Classifier.OtherApplicationIDs). The found set is checked
+// with topicfilter.Plan against a literal include of it, so that a backup
+// with that include selects exactly them.
+//
+// Requests: those of SelectTopics (ListTopics, DescribeConfigs of the
+// topics, ListGroups), OffsetFetch of the group (without a topology) and
+// Metadata (the cluster id); retriable errors are retried for
+// o.RetryTimeout. A ListGroups failure is a Note, not an error. Nothing of
+// the application on the cluster returns an *ApplicationNotFoundError.
 func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slog.Logger) (*Discovery, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -183,40 +187,16 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	if o.RetryTimeout <= 0 {
 		o.RetryTimeout = DefaultRetryTimeout
 	}
-	details, err := ListTopics(ctx, adm, o.RetryTimeout)
-	if err != nil {
-		return nil, err
-	}
 	d := &Discovery{ApplicationID: app}
-	var names []string
-	for name, td := range details {
-		if td.IsInternal || strings.HasPrefix(name, "__") {
-			d.BrokerInternal = append(d.BrokerInternal, name)
-			continue
-		}
-		names = append(names, name)
+	var err error
+	if o.Topology != nil {
+		err = discoverByTopology(ctx, adm, d, o, log)
+	} else {
+		err = discoverByOffsets(ctx, adm, d, o, log)
 	}
-	slices.Sort(names)
-	slices.Sort(d.BrokerInternal)
-	compacted, err := compactedTopics(ctx, adm, names, o.RetryTimeout)
 	if err != nil {
 		return nil, err
 	}
-	var groups kadm.ListedGroups
-	if gerr := retrying(ctx, o.RetryTimeout, func() (err error) {
-		groups, err = adm.ListGroups(ctx)
-		return err
-	}); gerr != nil {
-		log.Warn("could not list consumer groups; prefix collisions with other application.ids cannot be detected", "err", gerr)
-		d.Notes = append(d.Notes, fmt.Sprintf("the consumer groups could not be listed (%v): internal topics of other applications whose application.id starts with %q cannot be told apart; list them in other_application_ids", gerr, app+"-"))
-	}
-	var others []string
-	for g := range groups {
-		if g != app {
-			others = append(others, g)
-		}
-	}
-	slices.Sort(others)
 	if err := retrying(ctx, o.RetryTimeout, func() error {
 		m, err := adm.BrokerMetadata(ctx)
 		d.ClusterID = m.Cluster
@@ -224,97 +204,169 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	}); err != nil {
 		return nil, fmt.Errorf("cluster metadata: %w", err)
 	}
+	slices.Sort(d.BrokerInternal)
+	slices.Sort(d.Unrelated)
+	slices.Sort(d.OtherApplicationIDs)
+	d.OtherApplicationIDs = slices.Compact(d.OtherApplicationIDs)
+	slices.SortFunc(d.Topics, func(a, b FoundTopic) int { return strings.Compare(a.Topic, b.Topic) })
+	slices.SortFunc(d.LeftOut, func(a, b LeftOutTopic) int { return strings.Compare(a.Topic, b.Topic) })
+	return d, nil
+}
 
+// groupsNote is Discovery's note when the consumer groups could not be
+// listed.
+func groupsNote(app string, err error) string {
+	return fmt.Sprintf("the consumer groups could not be listed (%v): internal topics of other applications whose application.id starts with %q cannot be told apart; list them in other_application_ids", err, app+"-")
+}
+
+// discoverByTopology fills d from SelectTopics' topology-only selection
+// (no include, o.Topology): see Discover.
+func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o DiscoverOptions, log *slog.Logger) error {
+	app, t := o.ApplicationID, o.Topology
+	d.FromTopology, d.OutputsKnown, d.Method = true, t.OutputsKnown, t.From
+	sel, err := SelectTopics(ctx, adm, Options{ApplicationID: app, Topology: t, RetryTimeout: o.RetryTimeout}, log)
+	if err != nil {
+		return fmt.Errorf("discover: %w", err)
+	}
+	if sel.GroupsErr != nil {
+		d.Notes = append(d.Notes, groupsNote(app, sel.GroupsErr))
+	}
+	for _, w := range sel.Warnings {
+		if w != noOutputsWarning(t) { // the file says that outputs are not known (OutputsKnown)
+			d.Notes = append(d.Notes, w)
+		}
+	}
+	subs := subTopologies(o.Described, app)
+	from := appTopologyName(t)
+	for _, dec := range sel.Decisions {
+		reason := strings.TrimPrefix(strings.TrimPrefix(dec.Reason, "selected: "), "not selected: ")
+		switch {
+		case dec.BrokerInternal:
+			d.BrokerInternal = append(d.BrokerInternal, dec.Topic)
+		case dec.Selected:
+			d.Topics = append(d.Topics, FoundTopic{Topic: dec.Topic, Role: foundRole(dec.Role), SourceChangelog: dec.SourceChangelog,
+				Why: subs.why(dec, from, reason)})
+		case dec.OtherApplicationID != "":
+			d.LeftOut = append(d.LeftOut, LeftOutTopic{Topic: dec.Topic, OtherApplicationID: dec.OtherApplicationID,
+				Reason: reason + "; include it by hand if it is this application's"})
+			if slices.Contains(sel.Classifier.OtherApplicationIDs, dec.OtherApplicationID) {
+				d.OtherApplicationIDs = append(d.OtherApplicationIDs, dec.OtherApplicationID)
+			}
+		case dec.Class == topicfilter.Repartition:
+			d.LeftOut = append(d.LeftOut, LeftOutTopic{Topic: dec.Topic, Repartition: true, Reason: reason})
+		case dec.Role != "" || dec.Class != topicfilter.External:
+			d.LeftOut = append(d.LeftOut, LeftOutTopic{Topic: dec.Topic, Reason: reason})
+		default:
+			d.Unrelated = append(d.Unrelated, dec.Topic)
+		}
+	}
+	if len(d.Topics) == 0 {
+		return &ApplicationNotFoundError{ApplicationID: app, Looked: []string{fmt.Sprintf("none of the topics of %s is on the cluster", from)}}
+	}
+	return nil
+}
+
+// foundRole is the Role of a topic a topology selects (Decision.Role):
+// a global store's input and a source changelog are inputs, a dead-letter
+// queue topic is an output.
+func foundRole(role string) Role {
+	switch role {
+	case topicfilter.RoleOutput, topicfilter.RoleDeadLetter:
+		return RoleOutput
+	case topicfilter.RoleChangelog:
+		return RoleChangelog
+	}
+	return RoleInput
+}
+
+// discoverByOffsets fills d from the group's committed offsets and the
+// reset tool's naming rule: see Discover.
+func discoverByOffsets(ctx context.Context, adm *kadm.Client, d *Discovery, o DiscoverOptions, log *slog.Logger) error {
+	app := o.ApplicationID
+	ct, err := readClusterTopics(ctx, adm, o.RetryTimeout, log)
+	if err != nil {
+		return err
+	}
+	for name, td := range ct.details {
+		if td.IsInternal || strings.HasPrefix(name, "__") {
+			d.BrokerInternal = append(d.BrokerInternal, name)
+		}
+	}
+	if ct.groupsErr != nil {
+		d.Notes = append(d.Notes, groupsNote(app, ct.groupsErr))
+	}
+	others := ct.otherGroups(app, nil)
+	names := ct.names
 	exists := map[string]bool{}
 	for _, n := range names {
 		exists[n] = true
 	}
 	found := map[string]*FoundTopic{}
 	leftOut := map[string]*LeftOutTopic{}
-	add := func(topic string, role Role, why string) *FoundTopic {
-		if f, ok := found[topic]; ok {
-			return f
-		}
-		f := &FoundTopic{Topic: topic, Role: role, Why: why}
-		found[topic] = f
-		return f
-	}
-	leave := func(topic, reason string) {
-		if _, ok := found[topic]; ok {
-			return
-		}
-		if _, ok := leftOut[topic]; !ok {
-			leftOut[topic] = &LeftOutTopic{Topic: topic, Reason: reason}
+	add := func(topic string, role Role, why string) {
+		if _, ok := found[topic]; !ok {
+			found[topic] = &FoundTopic{Topic: topic, Role: role, Why: why}
 		}
 	}
-	// known are the topics the topology (or the group) accounts for:
-	// the prefix scan below does not judge them again.
+	// known are the topics the group accounts for: the prefix scan below
+	// does not judge them again.
 	known := map[string]bool{}
 
-	if t := o.Topology; t != nil {
-		d.FromTopology, d.OutputsKnown = true, t.OutputsKnown
-		d.Method = t.From
-		discoverFromTopology(d, t, subTopologies(o.Described, app), names, exists, add, leave, known)
-	} else {
-		d.Method = fmt.Sprintf("the committed offsets of consumer group %q and the internal-topic naming rule of Kafka's StreamsResetter", app)
-		committed, err := committedTopics(ctx, adm, app, o.RetryTimeout)
-		if err != nil {
-			return nil, err
+	d.Method = fmt.Sprintf("the committed offsets of consumer group %q and the internal-topic naming rule of Kafka's StreamsResetter", app)
+	committed, err := committedTopics(ctx, adm, app, o.RetryTimeout)
+	if err != nil {
+		return err
+	}
+	c := topicfilter.Classifier{ApplicationID: app, OtherApplicationIDs: others}
+	for _, topic := range committed {
+		if strings.HasPrefix(topic, "__") {
+			continue
 		}
-		c := topicfilter.Classifier{ApplicationID: app, OtherApplicationIDs: others}
-		for _, topic := range committed {
-			if strings.HasPrefix(topic, "__") {
-				continue
-			}
-			class, _, _ := c.Classify(topic)
-			if class != topicfilter.External {
-				continue // its own repartition topic (or changelog): judged by the prefix scan
-			}
-			known[topic] = true
-			if !exists[topic] {
-				leave(topic, fmt.Sprintf("the group %q has committed offsets on it, but it is not on the cluster (deleted?)", app))
-				continue
-			}
-			add(topic, RoleInput, fmt.Sprintf("the group %q has committed offsets on it", app))
+		class, _, _ := c.Classify(topic)
+		if class != topicfilter.External {
+			continue // its own repartition topic (or changelog): judged by the prefix scan
 		}
-		_, member := groups[app]
-		if len(committed) == 0 && !member && !underPrefix(names, app) {
-			looked := []string{
-				fmt.Sprintf("no consumer group %q (ListGroups)", app),
-				fmt.Sprintf("no committed offsets of group %q (OffsetFetch)", app),
-				fmt.Sprintf("no topic named %q (%d topics on the cluster)", app+"-*", len(names)),
-			}
-			return nil, &ApplicationNotFoundError{ApplicationID: app, Looked: looked}
+		known[topic] = true
+		if !exists[topic] {
+			leftOut[topic] = &LeftOutTopic{Topic: topic, Reason: fmt.Sprintf("the group %q has committed offsets on it, but it is not on the cluster (deleted?)", app)}
+			continue
 		}
-		if len(committed) == 0 {
-			d.Notes = append(d.Notes, fmt.Sprintf("the group %q has no committed offsets, so its inputs are not known: add them to source.topics.include (or give --topology FILE)", app))
+		add(topic, RoleInput, fmt.Sprintf("the group %q has committed offsets on it", app))
+	}
+	_, member := ct.groups[app]
+	if len(committed) == 0 && !member && !underPrefix(names, app) {
+		looked := []string{
+			fmt.Sprintf("no consumer group %q (ListGroups)", app),
+			fmt.Sprintf("no committed offsets of group %q (OffsetFetch)", app),
+			fmt.Sprintf("no topic named %q (%d topics on the cluster)", app+"-*", len(names)),
 		}
+		return &ApplicationNotFoundError{ApplicationID: app, Looked: looked}
+	}
+	if len(committed) == 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("the group %q has no committed offsets, so its inputs are not known: add them to source.topics.include (or give --topology FILE)", app))
 	}
 
-	// The topics under the application's prefix that the topology (or the
-	// group) did not account for, by the reset tool's naming rule.
-	var sourceChangelogs []string
-	for _, f := range found {
-		if f.SourceChangelog {
-			sourceChangelogs = append(sourceChangelogs, f.Topic)
-		}
+	// The topics under the application's prefix that the group did not
+	// account for, by the reset tool's naming rule; Plan (with no include)
+	// says which are other applications' internal topics.
+	all, _, err := planLiteral(c, nil, ct.infos())
+	if err != nil {
+		return err
 	}
-	c := topicfilter.Classifier{ApplicationID: app, OtherApplicationIDs: others, SourceChangelogTopics: sourceChangelogs}
-	otherApps := map[string]bool{}
-	unnamed := map[string]bool{} // changelogs under the prefix the topology does not name
+	owner := map[string]string{}
+	for _, dec := range all {
+		owner[dec.Topic] = dec.OtherApplicationID
+	}
 	for _, topic := range names {
 		if known[topic] {
 			continue
 		}
 		class, _, reason := c.Classify(topic)
-		other := otherApplication(c, topic)
+		other := owner[topic]
 		switch {
 		case other != "":
 			leftOut[topic] = &LeftOutTopic{Topic: topic, OtherApplicationID: other, Reason: reason}
-			otherApps[other] = true
-		case class == topicfilter.Changelog && o.Topology != nil:
-			unnamed[topic] = true
-			leave(topic, fmt.Sprintf("named like a changelog of this application (%s), but the topology does not name its store: an old store's changelog, or another application's; include it by hand if the application still uses it", reason))
+			d.OtherApplicationIDs = append(d.OtherApplicationIDs, other)
 		case class == topicfilter.Changelog:
 			add(topic, RoleChangelog, reason+", by the reset tool's naming rule")
 		case class == topicfilter.Repartition:
@@ -323,15 +375,9 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 			d.Unrelated = append(d.Unrelated, topic)
 		}
 	}
-	for a := range otherApps {
-		d.OtherApplicationIDs = append(d.OtherApplicationIDs, a)
-	}
-	slices.Sort(d.OtherApplicationIDs)
-	if o.Topology == nil {
-		for _, f := range found {
-			if f.Role == RoleInput && compacted[f.Topic] {
-				f.MaybeSourceChangelog = true
-			}
+	for _, f := range found {
+		if f.Role == RoleInput && ct.compacted(f.Topic) {
+			f.MaybeSourceChangelog = true
 		}
 	}
 
@@ -344,44 +390,24 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	}
 	slices.Sort(include)
 	if len(include) == 0 {
-		looked := []string{fmt.Sprintf("nothing to back up: %s", d.Method)}
-		if o.Topology != nil {
-			looked = []string{fmt.Sprintf("none of the topics of %s is on the cluster", discoveryTopologyName(o.Topology))}
-		}
-		return nil, &ApplicationNotFoundError{ApplicationID: app, Looked: looked}
+		return &ApplicationNotFoundError{ApplicationID: app, Looked: []string{fmt.Sprintf("nothing to back up: %s", d.Method)}}
 	}
-	filter, err := topicfilter.NewFilter(include, nil)
+	decisions, warnings, err := planLiteral(c, include, ct.infos())
 	if err != nil {
-		return nil, fmt.Errorf("discover: %w", err)
+		return err
 	}
-	infos := make([]topicfilter.TopicInfo, 0, len(details))
-	for name, td := range details {
-		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(td.Partitions), Internal: td.IsInternal, Compacted: compacted[name]})
-	}
-	c.Topology = o.Topology // as the backup will classify them
-	decisions, warnings, err := topicfilter.Plan(filter, c, infos, topicfilter.PlanOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("discover: %w", err)
-	}
-	if o.Topology == nil {
-		// A changelog found by name whose store name is a name Kafka
-		// Streams generates after a prefix belongs, most likely, to an
-		// application whose group is gone (Plan's warning says which).
-		for _, w := range warnings {
-			for topic, f := range found {
-				if f.Role == RoleChangelog && strings.HasPrefix(w, fmt.Sprintf("changelog %q is taken as store", topic)) {
-					delete(found, topic)
-					leftOut[topic] = &LeftOutTopic{Topic: topic, Reason: strings.TrimSuffix(w, "; otherwise exclude it") + "; if it is this application's, include it by hand"}
-				}
+	// A changelog found by name whose store name is a name Kafka Streams
+	// generates after a prefix belongs, most likely, to an application
+	// whose group is gone (Plan's warning says which).
+	for _, w := range warnings {
+		for topic, f := range found {
+			if f.Role == RoleChangelog && strings.HasPrefix(w, fmt.Sprintf("changelog %q is taken as store", topic)) {
+				delete(found, topic)
+				leftOut[topic] = &LeftOutTopic{Topic: topic, Reason: strings.TrimSuffix(w, "; otherwise exclude it") + "; if it is this application's, include it by hand"}
 			}
 		}
 	}
 	for _, dec := range decisions {
-		if unnamed[dec.Topic] && dec.OtherApplicationID != "" {
-			// The topology's classification names the likely owner.
-			leftOut[dec.Topic] = &LeftOutTopic{Topic: dec.Topic, OtherApplicationID: dec.OtherApplicationID,
-				Reason: strings.TrimPrefix(dec.Reason, "not selected: ") + "; include it by hand if it is this application's"}
-		}
 		if f, ok := found[dec.Topic]; ok && !dec.Selected {
 			delete(found, dec.Topic)
 			leftOut[dec.Topic] = &LeftOutTopic{Topic: dec.Topic, Reason: fmt.Sprintf("found as %s (%s), but a backup would not copy it: %s", f.Role, f.Why, strings.TrimPrefix(dec.Reason, "not selected: "))}
@@ -390,126 +416,18 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	for _, f := range found {
 		d.Topics = append(d.Topics, *f)
 	}
-	slices.SortFunc(d.Topics, func(a, b FoundTopic) int { return strings.Compare(a.Topic, b.Topic) })
 	for _, l := range leftOut {
 		d.LeftOut = append(d.LeftOut, *l)
 	}
-	slices.SortFunc(d.LeftOut, func(a, b LeftOutTopic) int { return strings.Compare(a.Topic, b.Topic) })
-	return d, nil
+	return nil
 }
 
-// discoveryTopologyName names a topology for people.
-func discoveryTopologyName(a *topicfilter.AppTopology) string {
+// appTopologyName names a topology for people: its From, or "the topology".
+func appTopologyName(a *topicfilter.AppTopology) string {
 	if a.From == "" {
 		return "the topology"
 	}
 	return a.From
-}
-
-// discoverFromTopology adds the topology's topics that are on the cluster
-// and leaves out those that are not, or are its repartition topics.
-func discoverFromTopology(d *Discovery, a *topicfilter.AppTopology, subs subTopologyIndex, names []string, exists map[string]bool,
-	add func(string, Role, string) *FoundTopic, leave func(string, string), known map[string]bool) {
-	from := discoveryTopologyName(a)
-	app := d.ApplicationID
-	missing := func(topic, what string) {
-		known[topic] = true
-		leave(topic, fmt.Sprintf("%s of %s, but not on the cluster (the application has not created it yet, or it was deleted): run init again once it exists, or add it by hand", what, from))
-	}
-	// Source tables: store <- topic. The store's changelog is the input
-	// itself when "<app>-<store>-changelog" is not on the cluster.
-	reused := map[string]string{} // changelog name -> input topic
-	for _, st := range a.SourceTables {
-		store, topic, ok := strings.Cut(st, " <- ")
-		if !ok {
-			continue
-		}
-		if cl := app + "-" + store + "-changelog"; !exists[cl] && exists[topic] {
-			reused[cl] = topic
-		}
-	}
-	sourceChangelog := func(f *FoundTopic) {
-		for cl, topic := range reused {
-			if topic == f.Topic {
-				f.SourceChangelog = true
-				store := strings.TrimSuffix(strings.TrimPrefix(cl, app+"-"), "-changelog")
-				f.Why += fmt.Sprintf("; store %q restores from it (no topic %q on the cluster: topology.optimization=all)", store, cl)
-			}
-		}
-		if slices.Contains(a.SourceChangelogs, f.Topic) && !f.SourceChangelog {
-			f.SourceChangelog = true
-			f.Why += fmt.Sprintf("; a store restores from it (%s)", from)
-		}
-	}
-	for _, topic := range a.Inputs {
-		if !exists[topic] {
-			missing(topic, "an input")
-			continue
-		}
-		known[topic] = true
-		sourceChangelog(add(topic, RoleInput, fmt.Sprintf("read by %s (%s)", subs.name(subs.readBy[topic], "the topology"), from)))
-	}
-	for _, topic := range a.GlobalInputs {
-		if !exists[topic] {
-			missing(topic, "a global store's input")
-			continue
-		}
-		known[topic] = true
-		add(topic, RoleInput, fmt.Sprintf("read whole into a global store (%s)", from))
-	}
-	for _, p := range a.Patterns {
-		re, err := regexp.Compile("^(?:" + p + ")$")
-		if err != nil {
-			d.Notes = append(d.Notes, fmt.Sprintf("source pattern %q of %s is not a pattern Go reads (%v): add the topics it reads by hand", p, from, err))
-			continue
-		}
-		n := 0
-		for _, topic := range names {
-			if re.MatchString(topic) && !strings.HasPrefix(topic, app+"-") {
-				known[topic] = true
-				sourceChangelog(add(topic, RoleInput, fmt.Sprintf("matches source pattern %q of the topology (%s)", p, from)))
-				n++
-			}
-		}
-		if n == 0 {
-			d.Notes = append(d.Notes, fmt.Sprintf("source pattern %q of %s matches no topic on the cluster now: run init again, or add its topics by hand, once they exist", p, from))
-		}
-	}
-	for _, topic := range a.Outputs {
-		if !exists[topic] {
-			missing(topic, "an output")
-			continue
-		}
-		known[topic] = true
-		add(topic, RoleOutput, fmt.Sprintf("written by %s (%s)", subs.name(subs.writtenBy[topic], "the topology"), from))
-	}
-	for _, topic := range a.Changelogs {
-		if _, ok := reused[topic]; ok {
-			known[topic] = true
-			continue
-		}
-		if !exists[topic] {
-			missing(topic, "a changelog")
-			continue
-		}
-		known[topic] = true
-		store := strings.TrimSuffix(strings.TrimPrefix(topic, app+"-"), "-changelog")
-		of := ""
-		if ids := subs.storeIn[topic]; len(ids) > 0 {
-			of = " of " + subs.name(ids, "")
-		}
-		add(topic, RoleChangelog, fmt.Sprintf("changelog of store %q%s (%s)", store, of, from))
-	}
-	for _, topic := range a.Repartition {
-		known[topic] = true
-		what := "repartition topic"
-		if strings.HasSuffix(topic, "-topic") {
-			what = "foreign-key-join subscription topic"
-		}
-		if exists[topic] {
-			leave(topic, fmt.Sprintf("%s of %s: never backed up as data; its in-flight tail is captured", what, from))
-		}
-	}
 }
 
 // subTopologyIndex says which sub-topologies read, write and keep the
@@ -563,50 +481,23 @@ func (subTopologyIndex) name(ids []int, dflt string) string {
 	return "sub-topologies " + strings.Join(s, ", ")
 }
 
-// otherApplication returns the other application.id that owns topic, an
-// internal topic under this application's prefix, or "".
-func otherApplication(c topicfilter.Classifier, topic string) string {
-	f, err := topicfilter.NewFilter([]string{topic}, nil)
+// planLiteral is topicfilter.Plan of infos with c and include as a
+// literal include (nil: none) and no exclude.
+func planLiteral(c topicfilter.Classifier, include []string, infos []topicfilter.TopicInfo) ([]topicfilter.Decision, []string, error) {
+	f, err := topicfilter.NewFilter(include, nil)
 	if err != nil {
-		return ""
+		return nil, nil, fmt.Errorf("discover: %w", err)
 	}
-	ds, _, err := topicfilter.Plan(f, c, []topicfilter.TopicInfo{{Name: topic}}, topicfilter.PlanOptions{})
-	if err != nil || len(ds) != 1 {
-		return ""
+	ds, ws, err := topicfilter.Plan(f, c, infos, topicfilter.PlanOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("discover: %w", err)
 	}
-	return ds[0].OtherApplicationID
+	return ds, ws, nil
 }
 
 // underPrefix reports whether a topic of names starts with app+"-".
 func underPrefix(names []string, app string) bool {
 	return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, app+"-") })
-}
-
-// compactedTopics returns which of names have a cleanup.policy with
-// "compact" (DescribeConfigs), retried as SelectTopics does.
-func compactedTopics(ctx context.Context, adm *kadm.Client, names []string, retryTimeout time.Duration) (map[string]bool, error) {
-	out := map[string]bool{}
-	if len(names) == 0 {
-		return out, nil
-	}
-	err := retrying(ctx, retryTimeout, func() error {
-		rcs, err := adm.DescribeTopicConfigs(ctx, names...)
-		if err != nil {
-			return fmt.Errorf("describe topic configs: %w", err)
-		}
-		for _, rc := range rcs {
-			if rc.Err != nil {
-				return fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
-			}
-			for _, c := range rc.Configs {
-				if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
-					out[rc.Name] = true
-				}
-			}
-		}
-		return nil
-	})
-	return out, err
 }
 
 // committedTopics returns the topics group has committed offsets on
@@ -638,4 +529,34 @@ func committedTopics(ctx context.Context, adm *kadm.Client, group string, retryT
 	})
 	slices.Sort(topics)
 	return topics, err
+}
+
+// why is a found topic's Why with a topology: which sub-topologies read,
+// write or keep it (from the describe() text, when there is one), the
+// topology's name, and Plan's reason for selecting it, e.g.
+// `read by sub-topology 0 (topology file "x.txt"); input topic of the
+// topology`.
+func (x subTopologyIndex) why(dec topicfilter.Decision, from, reason string) string {
+	var by string
+	switch dec.Role {
+	case topicfilter.RoleInput, topicfilter.RoleSourceChangelog, topicfilter.RoleGlobalInput:
+		by = x.name(x.readBy[dec.Topic], "")
+		if by != "" {
+			by = "read by " + by
+		}
+	case topicfilter.RoleOutput:
+		by = x.name(x.writtenBy[dec.Topic], "")
+		if by != "" {
+			by = "written by " + by
+		}
+	case topicfilter.RoleChangelog:
+		by = x.name(x.storeIn[dec.Topic], "")
+		if by != "" {
+			by = "a store of " + by
+		}
+	}
+	if by == "" {
+		return fmt.Sprintf("%s (%s)", reason, from)
+	}
+	return fmt.Sprintf("%s (%s); %s", by, from, reason)
 }

@@ -3,6 +3,7 @@ package backup_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,9 +71,9 @@ func TestDiscoverFromStreamsGroupTopology(t *testing.T) {
 		left[l.Topic] = l.Reason
 	}
 	for topic, want := range map[string]string{
-		fkReg:                               "foreign-key-join subscription topic of streams group",
-		fkResp:                              "its in-flight tail is captured",
-		"drill-opt-by-category-repartition": "repartition topic of streams group",
+		fkReg:                               "repartition topic of the topology",
+		fkResp:                              "only their in-flight tail is captured",
+		"drill-opt-by-category-repartition": "repartition topic of the topology",
 		decoy:                               `that the topology (streams group "drill-opt" on the source cluster (StreamsGroupDescribe)) does not name: not this application's, probably an internal topic of application.id "drill-opt-v1"`,
 	} {
 		if !strings.Contains(left[topic], want) {
@@ -81,6 +82,11 @@ func TestDiscoverFromStreamsGroupTopology(t *testing.T) {
 	}
 	if len(left) != 4 {
 		t.Errorf("left out %v, want the 4 above", left)
+	}
+	// Every topic of the topology is on the cluster; that the outputs are
+	// not known is OutputsKnown (init's file says it once), not a note.
+	if len(d.Notes) != 0 {
+		t.Errorf("notes %q, want none", d.Notes)
 	}
 }
 
@@ -110,5 +116,75 @@ func TestDiscoverNotFound(t *testing.T) {
 	d, err := backup.Discover(t.Context(), adm, backup.DiscoverOptions{ApplicationID: "ghost"}, nil)
 	if err != nil || !reflect.DeepEqual(d.Include(), []string{"orders"}) {
 		t.Fatalf("after a commit: %v, %v", d, err)
+	}
+}
+
+// TestDiscoverSelectsWhatTheTopologyOnlySelectionSelects: with a
+// topology, Discover finds exactly the topics SelectTopics selects with no
+// include and that topology (what `topics -c` selects on a config with
+// topology_file and no include), and leaves out the rest with Plan's
+// reasons: one classification, not two. Rows are topologies on which the
+// two disagreed: a Java source pattern with a class intersection "&&"
+// (Go's regexp reads it as literal characters and matched "borders"; Plan
+// refuses the pattern with a warning), and a user topic the application
+// writes and reads back (describe() names it as a repartition topic
+// "<app>-rekeyed"; Plan takes the bare topic on the cluster for an input).
+func TestDiscoverSelectsWhatTheTopologyOnlySelectionSelects(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		topics []string
+		at     *topicfilter.AppTopology
+		want   []string
+		note   string // held by one of Discovery.Notes
+	}{
+		{
+			name:   "java class intersection in a source pattern",
+			topics: []string{"orders", "borders", "shop-counts-changelog"},
+			at: &topicfilter.AppTopology{From: `topology file "shop.txt"`, OutputsKnown: true, TopologyTopics: topicfilter.TopologyTopics{
+				Inputs: []string{"orders"}, Patterns: []string{"[a-z&&[^x]]*orders"}, Changelogs: []string{"shop-counts-changelog"}}},
+			want: []string{"orders", "shop-counts-changelog"},
+			note: `uses Java's character class intersection "&&"`,
+		},
+		{
+			name:   "a topic the application writes and reads back",
+			topics: []string{"orders", "rekeyed", "shop-counts-changelog"},
+			at: &topicfilter.AppTopology{From: `topology file "shop.txt"`, OutputsKnown: true, TopologyTopics: topicfilter.TopologyTopics{
+				Inputs: []string{"orders"}, Repartition: []string{"shop-rekeyed"}, Changelogs: []string{"shop-counts-changelog"}}},
+			want: []string{"orders", "rekeyed", "shop-counts-changelog"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kf := testkit.StartKfake(t, 1)
+			adm := kadm.NewClient(testkit.Client(t, kf.Addrs()))
+			if _, err := adm.CreateTopics(t.Context(), 1, 1, nil, tt.topics...); err != nil {
+				t.Fatal(err)
+			}
+			sel, err := backup.SelectTopics(t.Context(), adm, backup.Options{ApplicationID: "shop", Topology: tt.at}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var selected []string
+			for _, dec := range sel.Selected() {
+				selected = append(selected, dec.Topic)
+			}
+			if !reflect.DeepEqual(selected, tt.want) {
+				t.Fatalf("SelectTopics selects %v, want %v", selected, tt.want)
+			}
+			d, err := backup.Discover(t.Context(), adm, backup.DiscoverOptions{ApplicationID: "shop", Topology: tt.at}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Include(); !reflect.DeepEqual(got, selected) {
+				t.Errorf("Discover finds %v, the topology-only selection selects %v", got, selected)
+			}
+			for _, l := range d.LeftOut {
+				if slices.Contains(selected, l.Topic) {
+					t.Errorf("Discover leaves out %s (%s), which the selection selects", l.Topic, l.Reason)
+				}
+			}
+			if tt.note != "" && !slices.ContainsFunc(d.Notes, func(n string) bool { return strings.Contains(n, tt.note) }) {
+				t.Errorf("notes %q, want one holding %q", d.Notes, tt.note)
+			}
+		})
 	}
 }

@@ -185,7 +185,8 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	}
 	o = r.o
 	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics,
-		DeadLetterQueueTopics: o.DeadLetterTopics, AllowTopologyMismatch: o.AllowTopologyMismatch}
+		DeadLetterQueueTopics: o.DeadLetterTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
+		SchemaRegistryTopic: o.SchemaRegistryTopic}
 	if o.Topology != nil {
 		selection.TopologyFrom, selection.TopologySHA256 = o.Topology.From, o.Topology.SHA256()
 	}
@@ -578,7 +579,7 @@ func (r *runner) readGroupConfigs(ctx context.Context, group string) map[string]
 func (r *runner) topicOf(d topicfilter.Decision, det kadm.TopicDetail, configs []kadm.Config) format.Topic {
 	r.setMeta(det)
 	t := format.Topic{Name: d.Topic, TopicID: kafkaTopicID(det.ID), Class: string(d.Class), SourceChangelog: d.SourceChangelog, Role: d.Role,
-		Partitions: len(det.Partitions), Configs: map[string]format.TopicConfig{}}
+		SchemaRegistry: d.SchemaRegistry, Partitions: len(det.Partitions), Configs: map[string]format.TopicConfig{}}
 	if p0, ok := det.Partitions[0]; ok {
 		t.ReplicationFactor = len(p0.Replicas)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,8 +27,9 @@ type Selection struct {
 	// (flagged internal, or named "__*"), by topic.
 	Configs map[string][]kadm.Config
 	// Groups are the cluster's consumer groups; empty when they could not
-	// be listed (a warning is logged).
-	Groups kadm.ListedGroups
+	// be listed (a warning is logged), and GroupsErr then says why.
+	Groups    kadm.ListedGroups
+	GroupsErr error
 	// Classifier is what the decisions were made with: the application's
 	// id, internal prefixes and source changelogs, and as other
 	// applications every consumer group but the application's own and
@@ -57,6 +59,7 @@ func (s *Selection) Selected() []topicfilter.Decision {
 // backup with options o copies it and why: the one topic selection of a
 // backup (Run) and of the topics command, so that what topics shows is what
 // a backup copies. It uses o.Include, o.Exclude, o.AllowMissingTopics,
+// o.SchemaRegistryTopic,
 // o.ApplicationID, o.InternalPrefixes, o.SourceChangelogTopics,
 // o.OtherApplicationIDs and o.RetryTimeout (0: DefaultRetryTimeout), and
 // o.Topology, or when it is nil and o.Source is set, the topology of
@@ -95,78 +98,28 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 	if len(o.Include) == 0 && o.Topology == nil {
 		return nil, ErrNoTopicsSelector
 	}
-	details, err := ListTopics(ctx, adm, o.RetryTimeout)
+	ct, err := readClusterTopics(ctx, adm, o.RetryTimeout, log)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for name, d := range details {
-		if !d.IsInternal && !strings.HasPrefix(name, "__") {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	configs := map[string][]kadm.Config{}
-	if len(names) > 0 {
-		err := retrying(ctx, o.RetryTimeout, func() error {
-			rcs, err := adm.DescribeTopicConfigs(ctx, names...)
-			if err != nil {
-				return fmt.Errorf("describe topic configs: %w", err)
-			}
-			for _, rc := range rcs {
-				if rc.Err != nil {
-					return fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
-				}
-				configs[rc.Name] = rc.Configs
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	var others []string
-	var groups kadm.ListedGroups
-	gerr := retrying(ctx, o.RetryTimeout, func() (err error) {
-		groups, err = adm.ListGroups(ctx)
-		return err
-	})
-	if gerr != nil {
-		log.Warn("could not list consumer groups; prefix collisions with other application.ids cannot be detected", "err", gerr)
-	}
-	for g := range groups {
-		if g != o.ApplicationID {
-			others = append(others, g)
-		}
-	}
-	for _, g := range o.OtherApplicationIDs {
-		if !slices.Contains(others, g) {
-			others = append(others, g)
-		}
-	}
-	slices.Sort(others)
-	infos := make([]topicfilter.TopicInfo, 0, len(details))
-	for name, d := range details {
-		compacted := false
-		for _, c := range configs[name] {
-			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
-				compacted = true
-			}
-		}
-		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(d.Partitions), Internal: d.IsInternal, Compacted: compacted})
-	}
-	s := &Selection{Details: details, Configs: configs, Groups: groups, Topology: o.Topology,
+	s := &Selection{Details: ct.details, Configs: ct.configs, Groups: ct.groups, GroupsErr: ct.groupsErr, Topology: o.Topology,
 		Classifier: topicfilter.Classifier{ApplicationID: o.ApplicationID, InternalPrefixes: o.InternalPrefixes,
-			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: others,
+			SourceChangelogTopics: o.SourceChangelogTopics, OtherApplicationIDs: ct.otherGroups(o.ApplicationID, o.OtherApplicationIDs),
 			Topology: o.Topology, DeadLetterTopics: o.DeadLetterTopics}}
-	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, infos,
+	s.Decisions, s.Warnings, err = topicfilter.Plan(filter, s.Classifier, ct.infos(),
 		topicfilter.PlanOptions{AllowMissing: o.AllowMissingTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
-			IncludeKey: o.IncludeKey, ExcludeKey: o.ExcludeKey})
+			IncludeKey: o.IncludeKey, ExcludeKey: o.ExcludeKey, SchemaRegistryTopic: o.SchemaRegistryTopic})
 	if o.Topology != nil && !o.Topology.OutputsKnown && len(o.Include) == 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("the topology (%s) names no output topics (the brokers keep no topology descriptions, KIP-1331), so no output is backed up: "+
-			"include them with source.topics.include, give a topology file, or set group.streams.topology.description.plugin.class on the brokers", o.Topology.From))
+		s.Warnings = append(s.Warnings, noOutputsWarning(o.Topology))
 	}
 	return s, err
+}
+
+// noOutputsWarning is SelectTopics' warning for a topology that names no
+// outputs (OutputsKnown false) and no include.
+func noOutputsWarning(t *topicfilter.AppTopology) string {
+	return fmt.Sprintf("the topology (%s) names no output topics (the brokers keep no topology descriptions, KIP-1331), so no output is backed up: "+
+		"include them with source.topics.include, give a topology file, or set group.streams.topology.description.plugin.class on the brokers", t.From)
 }
 
 // appTopology is the application's topology for a backup with options o:
@@ -218,4 +171,103 @@ func appTopology(ctx context.Context, adm *kadm.Client, o Options, log *slog.Log
 	log.Info("classifying topics by the streams group's topology", "group", o.ApplicationID, "state", g.State,
 		"description", g.DescriptionStatus, "outputs_known", at.OutputsKnown)
 	return at, nil
+}
+
+// clusterTopics is what a selection reads of the source cluster before it
+// decides (SelectTopics, Discover): one reading, so that init and a backup
+// see the same topics, configs and groups.
+type clusterTopics struct {
+	// details are every topic (ListTopics), broker-internal ones too.
+	details kadm.TopicDetails
+	// names are the topics that are not broker-internal (flagged internal,
+	// or named "__*"), sorted; configs are theirs (DescribeConfigs).
+	names   []string
+	configs map[string][]kadm.Config
+	// groups are the consumer groups (ListGroups); empty with groupsErr
+	// when they could not be listed (a warning on log, not an error).
+	groups    kadm.ListedGroups
+	groupsErr error
+}
+
+// readClusterTopics reads the topics, the configs of those that are not
+// broker-internal, and the consumer groups, each request retried for
+// retryTimeout (see SelectTopics). Errors name the request and the topic;
+// a ListGroups failure is only logged and kept in groupsErr.
+func readClusterTopics(ctx context.Context, adm *kadm.Client, retryTimeout time.Duration, log *slog.Logger) (*clusterTopics, error) {
+	details, err := ListTopics(ctx, adm, retryTimeout)
+	if err != nil {
+		return nil, err
+	}
+	ct := &clusterTopics{details: details, configs: map[string][]kadm.Config{}}
+	for name, d := range details {
+		if !d.IsInternal && !strings.HasPrefix(name, "__") {
+			ct.names = append(ct.names, name)
+		}
+	}
+	slices.Sort(ct.names)
+	if len(ct.names) > 0 {
+		err := retrying(ctx, retryTimeout, func() error {
+			rcs, err := adm.DescribeTopicConfigs(ctx, ct.names...)
+			if err != nil {
+				return fmt.Errorf("describe topic configs: %w", err)
+			}
+			for _, rc := range rcs {
+				if rc.Err != nil {
+					return fmt.Errorf("describe configs of topic %q: %w", rc.Name, rc.Err)
+				}
+				ct.configs[rc.Name] = rc.Configs
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	ct.groupsErr = retrying(ctx, retryTimeout, func() (err error) {
+		ct.groups, err = adm.ListGroups(ctx)
+		return err
+	})
+	if ct.groupsErr != nil {
+		log.Warn("could not list consumer groups; prefix collisions with other application.ids cannot be detected", "err", ct.groupsErr)
+	}
+	return ct, nil
+}
+
+// compacted reports whether topic's cleanup.policy holds "compact" (a
+// compacted input may be a source changelog, KIP-295).
+func (ct *clusterTopics) compacted(topic string) bool {
+	for _, c := range ct.configs[topic] {
+		if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
+			return true
+		}
+	}
+	return false
+}
+
+// infos are every topic as topicfilter.Plan takes them.
+func (ct *clusterTopics) infos() []topicfilter.TopicInfo {
+	infos := make([]topicfilter.TopicInfo, 0, len(ct.details))
+	for name, d := range ct.details {
+		infos = append(infos, topicfilter.TopicInfo{Name: name, Partitions: len(d.Partitions), Internal: d.IsInternal, Compacted: ct.compacted(name)})
+	}
+	return infos
+}
+
+// otherGroups are the consumer groups but app, and extra (a config's
+// other_application_ids), sorted: the other applications whose internal
+// topics are never selected (KAFKA-14922).
+func (ct *clusterTopics) otherGroups(app string, extra []string) []string {
+	var others []string
+	for g := range ct.groups {
+		if g != app {
+			others = append(others, g)
+		}
+	}
+	for _, g := range extra {
+		if !slices.Contains(others, g) {
+			others = append(others, g)
+		}
+	}
+	slices.Sort(others)
+	return others
 }

@@ -89,6 +89,9 @@ type Selection struct {
 	// were classified by name.
 	TopologyFrom   string `json:"topology_from,omitempty"`
 	TopologySHA256 string `json:"topology_sha256,omitempty"`
+	// SchemaRegistryTopic is the config's schema_registry.topic: the
+	// Schema Registry storage topic backed up with the app ("" for none).
+	SchemaRegistryTopic string `json:"schema_registry_topic,omitempty"`
 }
 
 // Equal reports whether two selections choose topics alike.
@@ -110,7 +113,8 @@ func (s *Selection) Equal(o *Selection) bool {
 	return eq(s.Include, o.Include) && eq(s.Exclude, o.Exclude) &&
 		eq(s.SourceChangelogTopics, o.SourceChangelogTopics) && s.AllowMissing == o.AllowMissing &&
 		eq(s.DeadLetterQueueTopics, o.DeadLetterQueueTopics) && s.AllowTopologyMismatch == o.AllowTopologyMismatch &&
-		s.TopologyFrom == o.TopologyFrom && s.TopologySHA256 == o.TopologySHA256
+		s.TopologyFrom == o.TopologyFrom && s.TopologySHA256 == o.TopologySHA256 &&
+		s.SchemaRegistryTopic == o.SchemaRegistryTopic
 }
 
 // Cut records how the backup's cut (the group's committed offsets and every
@@ -209,7 +213,11 @@ type Topic struct {
 	// output, changelog, source-changelog, dead-letter, global-input;
 	// repartition in InFlight), when one was known
 	// (topicfilter.Decision.Role); "" when classified by name.
-	Role              string                 `json:"role,omitempty"`
+	Role string `json:"role,omitempty"`
+	// SchemaRegistry marks the Schema Registry's storage topic
+	// (schema_registry.topic): class external, at most one per manifest,
+	// never in in_flight; a restore writes it before every other topic.
+	SchemaRegistry    bool                   `json:"schema_registry,omitempty"`
 	Partitions        int                    `json:"partitions"`
 	ReplicationFactor int                    `json:"replication_factor"`
 	Configs           map[string]TopicConfig `json:"configs"`
@@ -369,7 +377,8 @@ func ReadManifest(r io.Reader) (*Manifest, error) {
 
 // Validate checks the manifest's internal consistency: format, version, ids;
 // every topic named once across topics and in_flight, in_flight topics of
-// class repartition and no other; every partition listed once, inside the
+// class repartition and no other; at most one schema_registry topic, of
+// class external, not in in_flight; every partition listed once, inside the
 // topic's partition count, with 0 <= start_offset <= end_offset; and that
 // segments are ordered, inside [start_offset, end_offset), and that their
 // record counts add up.
@@ -387,12 +396,22 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("manifest %s: invalid state %q", m.BackupID, m.State)
 	}
 	names := map[string]bool{}
+	registry := ""
 	for i, t := range slices.Concat(m.Topics, m.InFlight) {
 		inFlight := i >= len(m.Topics)
 		if names[t.Name] {
 			return fmt.Errorf("manifest %s: topic %q is listed twice (in topics or in_flight)", m.BackupID, t.Name)
 		}
 		names[t.Name] = true
+		if t.SchemaRegistry {
+			switch {
+			case registry != "":
+				return fmt.Errorf("manifest %s: topics %q and %q are both marked schema_registry: a backup holds one registry's storage topic", m.BackupID, registry, t.Name)
+			case inFlight || t.Class != "external":
+				return fmt.Errorf("manifest %s: schema_registry topic %q has class %q, not external", m.BackupID, t.Name, t.Class)
+			}
+			registry = t.Name
+		}
 		if inFlight != (t.Class == "repartition") {
 			if inFlight {
 				return fmt.Errorf("manifest %s: in-flight topic %q has class %q, not repartition", m.BackupID, t.Name, t.Class)

@@ -103,6 +103,13 @@ func TestManifestValidateRejects(t *testing.T) {
 			t.PartitionCuts = append(t.PartitionCuts, t.PartitionCuts[0])
 			m.InFlight = append(m.InFlight, t)
 		}},
+		{"schema_registry topic of class changelog", func(m *Manifest) { m.Topics[0].SchemaRegistry = true }},
+		{"two schema_registry topics", func(m *Manifest) { m.Topics = append(m.Topics, registryTopic("_schemas"), registryTopic("_schemas2")) }},
+		{"in-flight topic marked schema_registry", func(m *Manifest) {
+			t := inFlightTopic()
+			t.SchemaRegistry = true
+			m.InFlight = append(m.InFlight, t)
+		}},
 		{"partition beyond the partition count", func(m *Manifest) {
 			t := inFlightTopic()
 			t.PartitionCuts[0].Partition = 1
@@ -126,6 +133,16 @@ func TestManifestValidateRejects(t *testing.T) {
 	if err := m.Validate(); err != nil {
 		t.Fatalf("a manifest with one in-flight tail: %v", err)
 	}
+	m.Topics = append(m.Topics, registryTopic("_schemas"))
+	if err := m.Validate(); err != nil {
+		t.Fatalf("a manifest with a schema registry topic: %v", err)
+	}
+}
+
+// registryTopic is a Schema Registry storage topic with no records.
+func registryTopic(name string) Topic {
+	return Topic{Name: name, Class: "external", SchemaRegistry: true, Partitions: 1, ReplicationFactor: 1,
+		PartitionCuts: []Partition{{Partition: 0}}}
 }
 
 // inFlightTopic is an in-flight tail of one empty partition, from the

@@ -119,9 +119,13 @@ func (p *InFlightPlan) Lost() int64 {
 
 // TopicPlan is one topic to restore.
 type TopicPlan struct {
-	Topic             string            `json:"topic"`
-	Class             string            `json:"class"`
-	SourceChangelog   bool              `json:"source_changelog,omitempty"`
+	Topic           string `json:"topic"`
+	Class           string `json:"class"`
+	SourceChangelog bool   `json:"source_changelog,omitempty"`
+	// SchemaRegistry marks the Schema Registry's storage topic (the
+	// manifest topic's schema_registry): first in the plan, its records
+	// are written before any other topic's.
+	SchemaRegistry    bool              `json:"schema_registry,omitempty"`
 	Action            TopicAction       `json:"action"`
 	Partitions        int               `json:"partitions"`
 	ReplicationFactor int               `json:"replication_factor"`

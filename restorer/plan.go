@@ -52,7 +52,11 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 			return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the backup holds broker-internal topic %q: it cannot be restored as data", t.Name)}}
 		}
 		if filter != nil && !filter.Match(t.Name) {
-			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: "not matched by --topics"})
+			reason := "not matched by --topics"
+			if t.SchemaRegistry {
+				reason += "; it is the Schema Registry's storage topic: without it a registry on the target cannot resolve the schema ids of the restored records (add it to --topics)"
+			}
+			sel.skipped = append(sel.skipped, SkippedTopic{Topic: t.Name, Reason: reason})
 			continue
 		}
 		matched++
@@ -71,6 +75,19 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 		}
 		sel.topics = append(sel.topics, t)
 	}
+	// The Schema Registry's storage topic comes first: its records are
+	// written before any other topic's (restoreRecords), so a consumer
+	// of the restored topics never meets a schema id the registry does
+	// not know yet.
+	slices.SortStableFunc(sel.topics, func(a, b *format.Topic) int {
+		switch {
+		case a.SchemaRegistry == b.SchemaRegistry:
+			return 0
+		case a.SchemaRegistry:
+			return -1
+		}
+		return 1
+	})
 	if filter != nil && matched == 0 {
 		// --topics chooses among the in-flight tails too (below), so a
 		// pattern that matches only tails matches something.
@@ -129,9 +146,17 @@ func selectTopics(ctx context.Context, store storage.Backend, m *format.Manifest
 	for _, t := range sel.topics {
 		sel.cuts[t.Name] = map[int32]int64{}
 		sel.records[t.Name] = map[int32]int64{}
+		toTime := o.ToTime
+		if t.SchemaRegistry {
+			// The registry's topic is never cut at a time: a schema
+			// registered after it harms nothing (ids are never reused),
+			// one registered "after" it only by the registry's clock
+			// would leave a restored record's id unresolvable.
+			toTime = nil
+		}
 		for pi := range t.PartitionCuts {
 			p := &t.PartitionCuts[pi]
-			end, err := cutEnd(ctx, store, t.Name, p, o.ToTime)
+			end, err := cutEnd(ctx, store, t.Name, p, toTime)
 			if err != nil {
 				return nil, err
 			}

@@ -299,7 +299,7 @@ func (r *restore) readTargetTopics(ctx context.Context, sel *selection) (*target
 // of this backup and target with another strategy or cut), or does not
 // fit the target's brokers. brokers is the target's broker count.
 func planTopic(t *format.Topic, sel *selection, o *Options, tt *targetTopics, jour, other *journal, brokers int) (tp TopicPlan, create bool, f findings) {
-	tp = TopicPlan{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, Action: format.ActionCreate,
+	tp = TopicPlan{Topic: t.Name, Class: t.Class, SourceChangelog: t.SourceChangelog, SchemaRegistry: t.SchemaRegistry, Action: format.ActionCreate,
 		Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: map[string]string{}}
 	if o.ReplicationFactor > 0 {
 		tp.ReplicationFactor = o.ReplicationFactor
@@ -360,6 +360,10 @@ func planExisting(tp *TopicPlan, t *format.Topic, d kadm.TopicDetail, tt *target
 		tp.Action = format.ActionResume
 	case held > 0 && other != nil && other.Topics[t.Name] == kafkaTopicID(d.ID):
 		f.refuse("topic %q on the target (%d records) was created by an earlier restore of this backup with strategy %s and cut %s: re-run that restore with the same --strategy and --to-time to resume it, or delete the topic", t.Name, held, other.Strategy, cutString(other.ToTime))
+	case held > 0 && t.SchemaRegistry:
+		// A registry started on the target before the restore wrote its
+		// own records there: its ids would collide with the backup's.
+		f.refuse("topic %q, the Schema Registry's storage topic, is not empty on the target (%d records) and was not created by an earlier run of this restore: a registry started on the target wrote it; stop that registry, delete the topic, restore, and only then start the registry against the target", t.Name, held)
 	case held > 0:
 		f.refuse("topic %q on the target is not empty (%d records) and was not created by an earlier run of this restore: delete it or restore into another cluster", t.Name, held)
 	default:

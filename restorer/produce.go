@@ -70,7 +70,10 @@ func (r *restore) createTopics(ctx context.Context) error {
 
 // restoreRecords restores every planned partition (restorePartition),
 // Options.Concurrency at once, and returns their reports in plan order.
-// The first error cancels the others and is returned.
+// The Schema Registry's storage topic (TopicPlan.SchemaRegistry) goes
+// first and alone: every other partition starts once its records are all
+// in, so no restored record carries a schema id the target's registry
+// cannot resolve yet. The first error cancels the others and is returned.
 func (r *restore) restoreRecords(ctx context.Context) ([]PartitionReport, error) {
 	type job struct {
 		tp *TopicPlan
@@ -91,6 +94,35 @@ func (r *restore) restoreRecords(ctx context.Context) ([]PartitionReport, error)
 		}
 	}
 	reports := make([]PartitionReport, len(jobs))
+	var registry, rest []int // indexes in jobs
+	for i, j := range jobs {
+		if j.tp.SchemaRegistry {
+			registry = append(registry, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	for _, wave := range [][]int{registry, rest} {
+		if len(wave) == 0 {
+			continue
+		}
+		if err := r.restoreWave(ctx, wave, func(ctx context.Context, i int) error {
+			j := jobs[i]
+			began := time.Now()
+			pr, err := r.restorePartition(ctx, j.tp, j.pp, j.t, j.p)
+			r.log.Debug("partition restored", "topic", j.tp.Topic, "partition", j.pp.Partition, "records", pr.Records, "took", time.Since(began))
+			reports[i] = pr
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return reports, nil
+}
+
+// restoreWave runs restore(ctx, i) for every i of wave, Options.Concurrency
+// at once; the first error cancels the others and is returned.
+func (r *restore) restoreWave(ctx context.Context, wave []int, restore func(ctx context.Context, i int) error) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -99,29 +131,23 @@ func (r *restore) restoreRecords(ctx context.Context) ([]PartitionReport, error)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	queue := make(chan int)
-	for range min(r.o.Concurrency, max(len(jobs), 1)) {
+	for range min(r.o.Concurrency, len(wave)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range queue {
-				j := jobs[i]
-				began := time.Now()
-				pr, err := r.restorePartition(cctx, j.tp, j.pp, j.t, j.p)
-				r.log.Debug("partition restored", "topic", j.tp.Topic, "partition", j.pp.Partition, "records", pr.Records, "took", time.Since(began))
-				if err != nil {
+				if err := restore(cctx, i); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
 					}
 					mu.Unlock()
 					cancel()
-					continue
 				}
-				reports[i] = pr
 			}
 		}()
 	}
-	for i := range jobs {
+	for _, i := range wave {
 		select {
 		case queue <- i:
 		case <-cctx.Done():
@@ -132,10 +158,7 @@ func (r *restore) restoreRecords(ctx context.Context) ([]PartitionReport, error)
 	if first == nil && ctx.Err() != nil {
 		first = ctx.Err()
 	}
-	if first != nil {
-		return nil, first
-	}
-	return reports, nil
+	return first
 }
 
 // setFinalConfigs alters the configs the plan sets once the records are in

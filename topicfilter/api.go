@@ -106,6 +106,10 @@ type Decision struct {
 	// ExcludedBy is the exclude pattern that removed the topic after an
 	// include pattern matched it ("" when none did): exclude beats include.
 	ExcludedBy string `json:"excluded_by,omitempty"`
+	// SchemaRegistry is true for the Schema Registry's storage topic
+	// (PlanOptions.SchemaRegistryTopic): selected whatever the filter
+	// says, class External.
+	SchemaRegistry bool `json:"schema_registry,omitempty"`
 }
 
 // DescribeExclusions says which exclude pattern removed which included

@@ -23,6 +23,13 @@ type PlanOptions struct {
 	// "source.topics.include (line 12 of backup.yaml)"; defaults
 	// "source.topics.include" and "source.topics.exclude".
 	IncludeKey, ExcludeKey string
+	// SchemaRegistryTopic is the Schema Registry's storage topic
+	// (config: schema_registry.topic; "" for none). Plan selects it
+	// whatever the filter says, as an External topic with
+	// Decision.SchemaRegistry set, and never warns that it looks like
+	// another system's topic. When it does not exist Plan returns a
+	// *[MissingTopicsError] naming it (a warning with AllowMissing).
+	SchemaRegistryTopic string
 }
 
 // MissingTopicsError is returned by [Plan] when literal includes name topics
@@ -30,12 +37,26 @@ type PlanOptions struct {
 // the topic.
 type MissingTopicsError struct {
 	Topics []string // sorted
+	// SchemaRegistryTopic is PlanOptions.SchemaRegistryTopic when that
+	// topic is missing too ("" otherwise); it is not in Topics.
+	SchemaRegistryTopic string
 }
 
 // Error reads, for one topic: include names topic "payments", which does
 // not exist on the cluster; create the topic, fix the name, or set
 // source.topics.allow_missing: true.
 func (e *MissingTopicsError) Error() string {
+	if e.SchemaRegistryTopic == "" {
+		return e.includeError()
+	}
+	msg := fmt.Sprintf("schema_registry.topic names topic %q, which does not exist on the cluster; fix schema_registry.topic (the registry's kafkastore.topic), remove schema_registry, or set source.topics.allow_missing: true", e.SchemaRegistryTopic)
+	if len(e.Topics) > 0 {
+		msg = e.includeError() + "; " + msg
+	}
+	return msg
+}
+
+func (e *MissingTopicsError) includeError() string {
 	q := make([]string, len(e.Topics))
 	for i, t := range e.Topics {
 		q[i] = fmt.Sprintf("%q", t)
@@ -110,9 +131,13 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 		}
 	}
 	slices.Sort(missing)
+	missingRegistry := o.SchemaRegistryTopic != "" && !exists[o.SchemaRegistryTopic]
 	if o.AllowMissing {
 		for _, m := range missing {
 			warnings = append(warnings, fmt.Sprintf("include names topic %q, which does not exist on the cluster; skipped (source.topics.allow_missing: true)", m))
+		}
+		if missingRegistry {
+			warnings = append(warnings, fmt.Sprintf("schema_registry.topic names topic %q, which does not exist on the cluster; skipped (source.topics.allow_missing: true): the backup holds no schemas", o.SchemaRegistryTopic))
 		}
 	}
 
@@ -200,6 +225,11 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 				d.Reason += " (the broker flags it internal)"
 			}
 			d.Reason += "; never backed up"
+		case o.SchemaRegistryTopic != "" && t.Name == o.SchemaRegistryTopic:
+			d.Selected, d.SchemaRegistry = true, true
+			d.Class, d.SourceChangelog, d.OtherApplicationID = External, false, ""
+			d.Reason = "selected: the Schema Registry's storage topic (schema_registry.topic), restored first"
+			selected[t.Name] = true
 		case notOurs != "":
 			d.Reason = "not selected: " + v.reason
 			if inc != "" && exc == "" {
@@ -301,8 +331,12 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 	}
 
 	var errs []error
-	if len(missing) > 0 && !o.AllowMissing {
-		errs = append(errs, &MissingTopicsError{Topics: missing})
+	if (len(missing) > 0 || missingRegistry) && !o.AllowMissing {
+		e := &MissingTopicsError{Topics: missing}
+		if missingRegistry {
+			e.SchemaRegistryTopic = o.SchemaRegistryTopic
+		}
+		errs = append(errs, e)
 	}
 	if len(mismatch) > 0 {
 		errs = append(errs, &TopologyMismatchError{Fixes: mismatch})

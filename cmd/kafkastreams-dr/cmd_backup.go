@@ -99,7 +99,9 @@ CONFIG KEYS USED
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
   topics.allow_missing, topics.allow_topology_mismatch), storage.* (backend, bucket, prefix, region, endpoint,
   path_style, request_timeout, retry_timeout, path), backup.* (compression,
-  source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout).
+  source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout),
+  schema_registry.topic (the registry's storage topic, copied whatever the filters
+  say and marked in the manifest, so that restore writes it first).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
   shared config and credentials files, web identity / IRSA, instance roles).
   See "kafkastreams-dr config validate --help" for every key.`,
@@ -168,6 +170,7 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		AllowTopologyMismatch: cfg.Source.Topics.AllowTopologyMismatch,
 		IncludeKey:            listKey(cfg, "source.topics.include"),
 		ExcludeKey:            listKey(cfg, "source.topics.exclude"),
+		SchemaRegistryTopic:   schemaRegistryTopic(cfg),
 		SourceClusterID:       cfg.Backup.SourceClusterID,
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
@@ -176,6 +179,15 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		RetryTimeout:          cfg.Source.RetryTimeout,
 		ToolVersion:           version,
 	}
+}
+
+// schemaRegistryTopic is the config's schema_registry.topic, "" without a
+// schema_registry section.
+func schemaRegistryTopic(cfg *config.Config) string {
+	if cfg.SchemaRegistry == nil {
+		return ""
+	}
+	return cfg.SchemaRegistry.Topic
 }
 
 func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) {

@@ -85,6 +85,11 @@ and the TLS and password files), $${ is a literal "${"; a regular file of at mos
                             transactions before keeping it unproven (default 100, at least 1)
     cut_timeout             time all those tries may take (a Go duration, default 30s,
                             at least 100ms; checked between tries, the first always runs)
+  schema_registry:          back up the Schema Registry's storage topic with the app and
+                            restore it before every other topic, so the schema ids in the
+                            records resolve on the target (schema_registry: {} enables it)
+    topic                   the storage topic (default _schemas: Confluent's kafkastore.topic);
+                            selected whatever source.topics says; must exist on the source
 `
 
 // configValidateOptions are the flags of `config validate`.

@@ -128,7 +128,8 @@ not created), when the application command cannot run, or for usage and config e
 so far printed).
 
 CONFIG KEYS USED
-  application_id, source_changelog_topics, source.* and backup.* (as for backup),
+  application_id, source_changelog_topics, source.*, backup.* and
+  schema_registry.topic (as for backup),
   storage.* (the repository), target.* (the drill target, as for restore),
   drill.app.command, drill.app.timeout, drill.app.stop_grace (the application).`
 

@@ -82,8 +82,11 @@ DISCOVERY, the first that knows the application:
   Either way, repartition and foreign-key-join topics are left out (a backup captures
   their in-flight tails), and so are internal topics of other applications whose
   consumer group id extends APP (e.g. "APP-v1", KAFKA-14922; written under
-  other_application_ids). Topics the topology names that are not on the cluster are
-  left out and listed.
+  other_application_ids). With a topology (1 or 2), init selects exactly what
+  "topics -c" selects on a config with topology_file and no include (one
+  classification, its reasons in the comments); topics the topology names that are not
+  on the cluster, and source patterns Go cannot read as Java reads them (e.g. a class
+  intersection "&&"), are notes in the header.
 
 THE FILE
   A header says when, from which cluster and by which discovery it was written;

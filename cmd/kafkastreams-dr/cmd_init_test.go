@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -251,27 +252,84 @@ func TestInitFromTopologyFile(t *testing.T) {
 	}
 	for topic, wantIn := range map[string]string{
 		"drill-events":                     `# input: read by sub-topology 0 (topology file "drill-app.txt")`,
-		"drill-categories":                 `# input, source-topic changelog: read by sub-topology 2 (topology file "drill-app.txt"); store "category-labels-store" restores from it`,
+		"drill-categories":                 `# input, source-topic changelog: read by sub-topology 2 (topology file "drill-app.txt"); source-topic changelog: an input a store restores from (store "category-labels-store" restores from it`,
 		"drill-labeled":                    `# output: written by sub-topology 0 (topology file "drill-app.txt")`,
-		"drill-app-counts-store-changelog": `# changelog: changelog of store "counts-store" of sub-topology 1 (topology file "drill-app.txt")`,
+		"drill-app-counts-store-changelog": `# changelog: a store of sub-topology 1 (topology file "drill-app.txt"); changelog of the topology's store "counts-store"`,
 	} {
 		if c := commentOf(text, topic); !strings.Contains(c, wantIn) {
 			t.Errorf("comment of %s = %q, want it to hold %q", topic, c, wantIn)
 		}
 	}
 	for topic, wantIn := range map[string]string{
-		"drill-app-by-category-repartition": "repartition topic of topology file",
-		fkReg:                               "its in-flight tail is captured",
-		fkResp:                              "its in-flight tail is captured",
-		"drill-app-window-counts-store-changelog": "a changelog of topology file \"drill-app.txt\", but not on the cluster",
-		"drill-app-v1-counts-store-changelog":     "internal topic of application.id drill-app-v1",
+		"drill-app-by-category-repartition":   "repartition topic of the topology; repartition topics are never backed up as data",
+		fkReg:                                 "only their in-flight tail is captured",
+		fkResp:                                "only their in-flight tail is captured",
+		"drill-app-v1-counts-store-changelog": "internal topic of application.id drill-app-v1",
 	} {
 		if l := leftOutLine(text, topic); !strings.Contains(l, wantIn) {
 			t.Errorf("left-out line of %s = %q, want it to hold %q\n%s", topic, l, wantIn, text)
 		}
 	}
+	if !strings.Contains(text, "\n# Note: the topology's changelog \"drill-app-window-counts-store-changelog\" does not exist on the cluster") {
+		t.Errorf("no note that a changelog of the topology is not on the cluster:\n%s", text)
+	}
+	if got, wantAll := topologyOnlySelected(t, dir, "drill-app", kf.Bootstrap(), "drill-app.txt"), topicsSelected(t, out); !reflect.DeepEqual(got, wantAll) {
+		t.Errorf("init selects %v, topics -c with topology_file and no include selects %v", wantAll, got)
+	}
 	if strings.Contains(text, "outputs: not known") || !strings.Contains(text, "1 other topic of the cluster, which the topology neither reads nor writes: unrelated") {
 		t.Errorf("the file should know the outputs and name the unrelated topic:\n%s", text)
+	}
+}
+
+// topologyOnlySelected runs `topics -c` on a config in dir with
+// topology_file and no include (the topology-only selection) and returns
+// the selected topics, sorted.
+func topologyOnlySelected(t *testing.T, dir, app, bootstrap, topologyFile string) []string {
+	t.Helper()
+	cfg := filepath.Join(dir, "topology-only.yaml")
+	text := fmt.Sprintf("application_id: %q\ntopology_file: %q\nsource:\n  bootstrap_servers: [%s]\nstorage:\n  backend: filesystem\n  path: ./backups\n",
+		app, topologyFile, bootstrap)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return topicsSelected(t, cfg)
+}
+
+// TestInitSelectsWhatTheTopologyOnlySelectionSelects: with a topology
+// whose source pattern uses Java's class intersection "&&" (Go's regexp
+// reads "[a-z&&[^x]]" as a class of literal characters, so init took
+// "bxorders", which Java's pattern does not match, and "bzorders"), init
+// writes exactly what `topics -c` selects on a config with topology_file
+// and no include: the pattern is refused there with a warning, which init
+// writes as a note.
+func TestInitSelectsWhatTheTopologyOnlySelectionSelects(t *testing.T) {
+	kf := initScene(t, []string{"bzorders", "bxorders", "shipped", "other"}, nil, nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "shop.txt"), []byte(`Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: b[a-z&&[^x]]*orders)
+      --> KSTREAM-SINK-0000000001
+    Sink: KSTREAM-SINK-0000000001 (topic: shipped)
+      <-- KSTREAM-SOURCE-0000000000
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "shop.yaml")
+	code, stdout, stderr := runCLI(t, "init", "--application-id", "shop", "--bootstrap-servers", kf.Bootstrap(),
+		"--topology", filepath.Join(dir, "shop.txt"), "-o", out)
+	if code != exitOK {
+		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	b, _ := os.ReadFile(out)
+	want := topologyOnlySelected(t, dir, "shop", kf.Bootstrap(), "shop.txt")
+	if !reflect.DeepEqual(want, []string{"shipped"}) {
+		t.Fatalf("topics -c with topology_file and no include selects %v, want [shipped]", want)
+	}
+	if got := topicsSelected(t, out); !reflect.DeepEqual(got, want) {
+		t.Errorf("init's config selects %v, topics -c with topology_file and no include selects %v\n%s", got, want, b)
+	}
+	if !strings.Contains(string(b), `# Note: topology (topology file "shop.txt"): source pattern "b[a-z&&[^x]]*orders" uses Java's character class intersection "&&"`) {
+		t.Errorf("no note that the pattern cannot be read:\n%s", b)
 	}
 }
 

@@ -58,6 +58,11 @@ target section, or --target-bootstrap-servers. It creates the backed-up topics w
 their partition counts and configs, produces every record to its original partition
 byte for byte, then translates the committed offsets of the application.id group to
 the new numbering, commits them through the group coordinator and reads them back.
+A Schema Registry storage topic the backup holds (schema_registry in the backup's
+config) is written first, every record of it before any other topic's, so that a
+registry started on the target afterwards resolves every schema id; a target whose
+copy of that topic already holds records is refused (exit 2): start the registry
+only after the restore.
 
 Everything is checked before the first write (preflight): a refused restore writes
 nothing and says why (exit 2). Before the first topic is created, every segment the

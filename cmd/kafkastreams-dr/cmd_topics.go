@@ -91,7 +91,8 @@ CONFIG KEYS USED
   source.request_timeout, source.retry_timeout (a transient
   LEADER_NOT_AVAILABLE is retried for it, not taken as a missing topic;
   without --timeout it is the only bound, as for backup), source.security,
-  source.topics.include, source.topics.exclude, source.topics.allow_missing.
+  source.topics.include, source.topics.exclude, source.topics.allow_missing,
+  schema_registry.topic (selected whatever the filters say).
   See "kafkastreams-dr config validate --help".`,
 		Example: `  kafkastreams-dr topics -c order-processor.yaml
   kafkastreams-dr topics -c order-processor.yaml --json | jq '.[] | select(.selected)'`,

@@ -112,6 +112,8 @@ func TestExitCodes(t *testing.T) {
 	noApp := writeFile(t, "noapp.yaml", strings.Replace(goodConfig, "application_id: order-processor\n", "", 1))
 	badPassword := writeFile(t, "pw.yaml", strings.Replace(goodConfig, "  topics:",
 		"  security:\n    sasl: {mechanism: SCRAM-SHA-512, username: u, password_file: /nonexistent/pw}\n  topics:", 1))
+	registry := writeFile(t, "registry.yaml", goodConfig+"schema_registry: {}\n")
+	badRegistry := writeFile(t, "badregistry.yaml", goodConfig+"schema_registry:\n  topic: __schemas\n")
 	notPEM := writeFile(t, "ca.pem", "not a certificate")
 	badFiles := writeFile(t, "files.yaml", strings.Replace(strings.Replace(goodConfig, "  topics:",
 		"  security:\n    tls:\n      ca_file: "+notPEM+"\n    sasl:\n      mechanism: PLAIN\n      username: u\n      password_file: /nonexistent/pw\n  topics:", 1),
@@ -127,6 +129,10 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{name: "validate good config", args: []string{"config", "validate", "-c", good}, code: 0,
 			stdout: []string{"config OK", "order-processor", "/tmp/backups"}},
+		{name: "validate names the schema registry topic, _schemas by default", args: []string{"config", "validate", "-c", registry}, code: 0,
+			stdout: []string{"config OK", "schema registry topic _schemas (backed up, restored first)"}},
+		{name: "validate refuses a broker-internal schema registry topic", args: []string{"config", "validate", "-c", badRegistry}, code: 2,
+			stderr: []string{`schema_registry.topic "__schemas" is a broker-internal topic name`}},
 		{name: "validate warns about missing application_id", args: []string{"config", "validate", "--config", noApp}, code: 0,
 			stdout: []string{"config OK"}, stderr: []string{"warning: application_id is not set"}},
 		{name: "validate bad config exits 2 naming key and line", args: []string{"config", "validate", "-c", bad}, code: 2,

@@ -26,4 +26,7 @@ func printConfigSummary(w io.Writer, cfg *config.Config) {
 		fmt.Fprintf(w, "  target          %s\n", strings.Join(cfg.Target.BootstrapServers, ","))
 	}
 	fmt.Fprintf(w, "  storage         %s\n", cfg.Storage.Describe())
+	if cfg.SchemaRegistry != nil {
+		fmt.Fprintf(w, "  schema registry topic %s (backed up, restored first)\n", cfg.SchemaRegistry.Topic)
+	}
 }

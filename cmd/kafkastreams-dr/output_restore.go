@@ -151,7 +151,11 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 			if len(t.FinalConfigs) > 0 {
 				cfgs += "; after the records: " + formatConfigs(t.FinalConfigs)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Topic, topicClass(t.Class, t.SourceChangelog), t.Action,
+			class := topicClass(t.Class, t.SourceChangelog)
+			if t.SchemaRegistry {
+				class += " (schema registry: restored first)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Topic, class, t.Action,
 				t.Partitions, t.ReplicationFactor, n, cfgs)
 		}
 		tw.Flush()

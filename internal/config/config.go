@@ -129,6 +129,10 @@ type Config struct {
 	Backup Backup `yaml:"backup"`
 	// Drill holds the settings of a drill.
 	Drill Drill `yaml:"drill"`
+	// SchemaRegistry, when the key is present (even as `schema_registry: {}`),
+	// backs up the storage topic of the application's Schema Registry with
+	// its topics and restores it before them; nil: no registry topic.
+	SchemaRegistry *SchemaRegistry `yaml:"schema_registry"`
 
 	file     string
 	lines    map[string]int
@@ -267,6 +271,23 @@ type Backup struct {
 	// transactions in PrepareCommit included; default DefaultCutTimeout
 	// (30s). In the file: a Go duration such as "30s".
 	CutTimeout time.Duration `yaml:"cut_timeout"`
+}
+
+// DefaultSchemaRegistryTopic is schema_registry.topic's default: the
+// storage topic of Confluent Schema Registry (kafkastore.topic) and of the
+// registries compatible with it.
+const DefaultSchemaRegistryTopic = "_schemas"
+
+// SchemaRegistry is the Schema Registry whose storage topic a backup copies
+// (config key schema_registry). Records of Avro, Protobuf and JSON Schema
+// applications carry a schema id (magic byte 0, then the id as 4 bytes big
+// endian) that only this topic resolves: restored first and record for
+// record, it gives a registry started on the target the same ids.
+type SchemaRegistry struct {
+	// Topic is the registry's storage topic: Confluent's kafkastore.topic,
+	// Karapace's topic_name, Apicurio's apicurio.kafkasql.topic. Default
+	// DefaultSchemaRegistryTopic ("_schemas").
+	Topic string `yaml:"topic"`
 }
 
 // Drill holds the settings of `drill`.

@@ -164,7 +164,35 @@ func (v *validator) validate() {
 	v.storage()
 	v.backup()
 	v.drill()
+	v.schemaRegistry()
 	v.emptyEnvWarnings()
+}
+
+// schemaRegistry fills schema_registry.topic's default when the section is
+// there (`schema_registry: {}` or with no value at all) and checks that the
+// topic is a legal topic name, not a broker-internal one.
+func (v *validator) schemaRegistry() {
+	if !v.has("schema_registry") {
+		return
+	}
+	if v.c.SchemaRegistry == nil {
+		v.c.SchemaRegistry = &SchemaRegistry{}
+	}
+	const k = "schema_registry.topic"
+	t := v.c.SchemaRegistry.Topic
+	switch {
+	case v.bad[k]:
+	case t == "" && v.has(k):
+		v.errf(k, "%s is empty: name the registry's storage topic, or remove the key for the default %q", k, DefaultSchemaRegistryTopic)
+	case t == "":
+		v.c.SchemaRegistry.Topic = DefaultSchemaRegistryTopic
+	case badTopicChars(t) != "":
+		v.errf(k, "%s %q is not a topic name: it contains %s", k, t, badTopicChars(t))
+	case t == "." || t == ".." || len(t) > maxTopicLength:
+		v.errf(k, "%s %q is not a legal topic name (org.apache.kafka.common.internals.Topic)", k, t)
+	case strings.HasPrefix(t, "__"):
+		v.errf(k, "%s %q is a broker-internal topic name (\"__\"): a registry's storage topic is never one; name the topic the registry stores its schemas in (default %q)", k, t, DefaultSchemaRegistryTopic)
+	}
 }
 
 // drill checks drill.app: a command is required once the section is
