@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
 
@@ -20,6 +21,11 @@ func TestMissingBucketIsAConfigurationError(t *testing.T) {
 	srv := testkit.StartS3(t)
 	srv.SetEnv(t)
 	source := testkit.StartKfake(t, 1)
+	// The backup's selection holds topics, so that it gets as far as the
+	// storage.
+	if err := sample.Seed(t.Context(), testkit.Client(t, source.Addrs())); err != nil {
+		t.Fatal(err)
+	}
 	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
 source:
   bootstrap_servers: [%s]
