@@ -453,9 +453,21 @@ func (m *Manifest) Validate() error {
 // JSONError rewords a JSON type error of a stored object for the user: the
 // field's path and the JSON type found against the one the format wants
 // (`field "cut.proven" holds a string, where the format wants a bool`),
-// instead of encoding/json's Go struct and type names. Other errors are
-// returned as they are. The returned error wraps err.
+// instead of encoding/json's Go struct and type names; a syntax error as
+// "it is not valid JSON at byte N (<decoder's text>)", and an object cut
+// short as "it ends early: its JSON is cut short (truncated?)". Other
+// errors are returned as they are. The returned error wraps err.
 func JSONError(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		if se.Error() == "unexpected end of JSON input" {
+			return &jsonTypeError{msg: "it ends early: its JSON is cut short (truncated?)", err: err}
+		}
+		return &jsonTypeError{msg: fmt.Sprintf("it is not valid JSON at byte %d (%v)", se.Offset, se), err: err}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &jsonTypeError{msg: "it ends early: its JSON is cut short (truncated?)", err: err}
+	}
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) || te.Field == "" {
 		return err

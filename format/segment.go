@@ -275,15 +275,28 @@ func NewSegmentReader(r io.Reader) (*SegmentReader, error) {
 	return sr, nil
 }
 
+// corrupt words a SegmentReader error found while what ("reading
+// header", "reading key of offset 7"): err nil is a value out of range;
+// an end of the stream is a frame or records cut short; any other error
+// comes from the zstd decoder (a flipped byte fails the frame's checksum
+// or its block headers) and is worded as a damaged zstd frame, the
+// library's text in parentheses. The error wraps ErrCorrupt, not err: the
+// store's own failure is read from the store's reader, never from here.
 func corrupt(what string, err error) error {
-	if err == nil {
-		err = errors.New("invalid value")
+	switch {
+	case err == nil:
+		return &segmentDamage{fmt.Sprintf("%s: invalid value (its records are damaged)", what)}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return &segmentDamage{fmt.Sprintf("its zstd frame or its records are cut short (unexpected end, %s)", what)}
 	}
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
-	return fmt.Errorf("%w: %s: %v", ErrCorrupt, what, err)
+	return &segmentDamage{fmt.Sprintf("its zstd frame is damaged (zstd: %v, %s)", err, what)}
 }
+
+// segmentDamage is corrupt's error: what is wrong, in this project's words.
+type segmentDamage struct{ msg string }
+
+func (e *segmentDamage) Error() string { return e.msg }
+func (e *segmentDamage) Unwrap() error { return ErrCorrupt }
 
 func (s *SegmentReader) int16() (int16, error) {
 	if _, err := io.ReadFull(s.br, s.scratch[:2]); err != nil {

@@ -39,10 +39,24 @@ func SaveDrillReport(ctx context.Context, store storage.Backend, rep *format.Dri
 // Test with errors.Is. A storage failure reading it never wraps it.
 var ErrUnreadableDrillReport = errors.New("unreadable drill report")
 
+// unreadableDrillReportError is LoadDrillReport's error for a report that
+// does not decode: the project's wording, wrapping ErrUnreadableDrillReport
+// and the decoder's error.
+type unreadableDrillReportError struct {
+	msg string
+	err error
+}
+
+func (e *unreadableDrillReportError) Error() string { return e.msg }
+func (e *unreadableDrillReportError) Unwrap() []error {
+	return []error{ErrUnreadableDrillReport, e.err}
+}
+
 // LoadDrillReport reads the report of the drill drillID. A storage error
 // is returned as "read <key>: ..." (storage.ErrNotFound and
 // storage.ErrTransient stay testable), a report that does not decode as
-// "decode <key>: ..." wrapping ErrUnreadableDrillReport.
+// "drill report <key> is damaged: <what is wrong (format.JSONError)>; ...",
+// wrapping ErrUnreadableDrillReport.
 func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string) (*format.DrillReport, error) {
 	key := format.DrillReportKey(drillID)
 	b, err := readWhole(ctx, store, key)
@@ -51,7 +65,8 @@ func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string)
 	}
 	var rep format.DrillReport
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("decode %s: %w: %w", key, ErrUnreadableDrillReport, format.JSONError(err))
+		return nil, &unreadableDrillReportError{msg: fmt.Sprintf("drill report %s is damaged: %v; the backups are not affected, and estimate leaves it out of its calibration (a new drill writes a new report)",
+			key, format.JSONError(err)), err: err}
 	}
 	return &rep, nil
 }

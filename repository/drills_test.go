@@ -47,6 +47,13 @@ func TestDrillReports(t *testing.T) {
 	if _, err := LoadDrillReport(ctx, store, newer); !errors.Is(err, ErrUnreadableDrillReport) || !strings.Contains(err.Error(), format.DrillReportKey(newer)) {
 		t.Errorf("a truncated report: %v, want ErrUnreadableDrillReport naming its key", err)
 	}
+	// Third new-user pass: it says that the object is damaged, in our
+	// words, and what still works, not "decode <key>: unexpected end of
+	// JSON input" alone.
+	if _, err := LoadDrillReport(ctx, store, newer); err == nil || !strings.Contains(err.Error(), "drill report "+format.DrillReportKey(newer)+" is damaged: it ends early") ||
+		!strings.Contains(err.Error(), "estimate leaves it out") {
+		t.Errorf("a truncated report: %v, want it called damaged, cut short, and what still works", err)
+	}
 	if _, err := LoadDrillReport(ctx, store, format.NewBackupID(at.Add(time.Hour), [4]byte{3})); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a missing report: %v, want storage.ErrNotFound", err)
 	}

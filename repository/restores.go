@@ -60,7 +60,8 @@ func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*
 	}
 	var rep format.RestoreReport
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", key, &unreadableReportError{format.JSONError(err)})
+		return nil, fmt.Errorf("restore report %s is damaged: %w; the backups are not affected (list, describe, verify and restore of a backup still work), only this record of restore %s is lost: a new restore writes a new report",
+			key, &unreadableReportError{format.JSONError(err)}, restoreID)
 	}
 	return &rep, nil
 }

@@ -94,7 +94,7 @@ func TestRestoreReports(t *testing.T) {
 	// skipped for an older one.
 	putObject(t, store, format.RestoreReportKey(r3), `{"restore_id": `)
 	_, err = LatestReport(ctx, store, "app-a", "")
-	if want := "decode restores/" + r3 + "/report.json: "; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := "restore report restores/" + r3 + "/report.json is damaged: "; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("err %v, want it to start with %q", err, want)
 	}
 	if !errors.Is(err, ErrUnreadableReport) || storage.IsTransient(err) {
@@ -192,5 +192,46 @@ func TestRestoreJournalAndLockKeys(t *testing.T) {
 	}
 	if want := []string{"restores/locks/c1", "restores/locks/unknown-cluster"}; !reflect.DeepEqual(locks, want) {
 		t.Fatalf("locks %v, want %v", locks, want)
+	}
+}
+
+// TestDamagedReportSaysDamaged is a regression test (third new-user pass):
+// a restore report damaged on disk (a newline inside a string, cut short)
+// failed with encoding/json's text alone, "invalid character '\n' in
+// string literal", naming neither that the object is damaged nor what
+// still works. The error names the object, says it is damaged, and that
+// the backups are not affected; the decoder's text follows in parentheses.
+func TestDamagedReportSaysDamaged(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "20261129T104512.345Z-00000001"
+	key := format.RestoreReportKey(id)
+	for _, tc := range []struct{ name, body, want string }{
+		{"newline in a string", "{\"restore_id\": \"2026\n\"}", "not valid JSON at byte"},
+		{"cut short", `{"restore_id": "2026`, "ends early"},
+		{"wrong type", `{"records": "many"}`, `field "records" holds a string`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			putObject(t, store, key, tc.body)
+			_, err := LoadReport(ctx, store, id)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			for _, w := range []string{"restore report " + key + " is damaged", tc.want, "the backups are not affected"} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not say %q", msg, w)
+				}
+			}
+			if strings.HasPrefix(msg, "invalid character") || strings.HasPrefix(msg, "unexpected EOF") {
+				t.Errorf("error %q leads with the decoder's text", msg)
+			}
+			if !errors.Is(err, ErrUnreadableReport) {
+				t.Errorf("error %q does not wrap ErrUnreadableReport", msg)
+			}
+		})
 	}
 }

@@ -151,7 +151,10 @@ func judgeTask(c Checkpoint, last *Restore) (Verdict, string) {
 // OffsetCheckpoint.write deletes the file when it has no offsets), gets one
 // finding for the task:
 // judgeTask's verdict after a restore, unknown without one (this tool does
-// not read RocksDB's offsets); ok only when the directory holds nothing.
+// not read RocksDB's offsets); ok only when the directory holds nothing
+// and the last restore is known (or there was none): with last.Unknown set
+// an empty task directory is unknown too, so that a check that could not
+// judge never exits 0.
 //
 // A symbolic link below a task directory (Checkpoint.Links) is not
 // followed: no finding of that task is ok (unknown, naming the link),
@@ -186,6 +189,11 @@ func Check(applicationID string, cps []Checkpoint, targetEnd func(topic string, 
 			// one finding for the task directory as a whole.
 			f := Finding{Task: c.Task, Store: "(all stores of the task)", Partition: -1, Checkpoint: -1, TargetEnd: -1}
 			switch {
+			case c.ModTime.IsZero() && c.Oldest.IsZero() && len(c.Links) == 0 && restoreUnknown != "":
+				// Nothing here is stale, but a check that could not
+				// know the last restore (a missing repository, a
+				// damaged report) gives no all-clear.
+				f.Verdict, f.Reason = Unknown, "the task directory holds no state, but the last restore into this cluster cannot be known ("+restoreUnknown+"): this check could not judge the instance, fix that first"
 			case c.ModTime.IsZero() && c.Oldest.IsZero() && len(c.Links) == 0:
 				f.Verdict, f.Reason = OK, "the task directory holds no state"
 			case restoredInto:

@@ -122,3 +122,39 @@ func TestCheckEmptyCheckpointWithStaleFile(t *testing.T) {
 		t.Fatalf("no restore: findings %+v; want one, unknown", f)
 	}
 }
+
+// TestCheckEmptyTaskRestoreUnknownIsNoAllClear is a regression test (third
+// new-user pass): with the last restore unknown (storage.path missing, a
+// report that does not decode), a state directory holding only empty task
+// directories was ok, "the task directory holds no state", and state check
+// exited 0, although it could not judge anything. A check that could not
+// know the last restore says no task is ok: unknown, naming why.
+func TestCheckEmptyTaskRestoreUnknownIsNoAllClear(t *testing.T) {
+	dir := t.TempDir()
+	for _, task := range []string{"0_0", "1_0"} {
+		if err := os.MkdirAll(filepath.Join(dir, "core-app", task), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cps, err := Scan(dir, "core-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := "cannot open the repository: /nowhere: no such directory"
+	f := Check("core-app", cps, within, &Restore{Unknown: why})
+	if len(f) != 2 {
+		t.Fatalf("findings %+v; want two", f)
+	}
+	for _, x := range f {
+		if x.Verdict != Unknown || !strings.Contains(x.Reason, why) {
+			t.Errorf("empty task %s, last restore unknown: %+v; want unknown naming %q", x.Task, x, why)
+		}
+	}
+	// With no restore recorded, or after a known one, an empty task
+	// directory holds nothing stale: ok.
+	for name, last := range map[string]*Restore{"no restore": nil, "after a restore": newUserRestore()} {
+		if f := Check("core-app", cps, within, last); len(f) != 2 || f[0].Verdict != OK || f[1].Verdict != OK {
+			t.Errorf("%s: findings %+v; want two, ok", name, f)
+		}
+	}
+}

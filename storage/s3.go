@@ -217,7 +217,13 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		s.endpoint = "AWS S3 (region " + cfg.Region + ")"
 	}
 	if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
-		return nil, fmt.Errorf("s3 storage: %w", s.mapError(ctx, "check bucket", "", err))
+		mapped := s.mapError(ctx, "check bucket", "", err)
+		if opts.Logger != nil && errors.Is(mapped, ErrNoSuchBucket) {
+			// The SDK's own text, with the request id a support case
+			// needs, only at debug level.
+			opts.Logger.Debug("S3 HeadBucket failed", "component", "aws-sdk", "bucket", s.bucket, "endpoint", s.endpoint, "err", err)
+		}
+		return nil, fmt.Errorf("s3 storage: %w", mapped)
 	}
 	return s, nil
 }
@@ -767,8 +773,14 @@ func (s *S3) mapError(ctx context.Context, op, key string, err error) error {
 	case code == "NoSuchKey" || (key != "" && code == "NotFound"):
 		return fmt.Errorf("%s %s: %w", op, where, ErrNotFound)
 	case code == "NoSuchBucket" || (key == "" && status == 404):
-		return bucketHint(fmt.Sprintf("bucket %q does not exist at %s; create it or fix the bucket name "+
-			"(for S3-compatible stores also check the endpoint and path-style addressing)", s.bucket, s.endpoint))
+		// The SDK's text (request id, host id) stays out of the message:
+		// the caller logs it at debug level (S3Options.Logger).
+		msg := fmt.Sprintf("bucket %q does not exist (%s) at endpoint %s; create it or fix the bucket name "+
+			"(for S3-compatible stores also check the endpoint and path-style addressing)", s.bucket, s3Cause(err, code, status), s.endpoint)
+		if key != "" {
+			msg = fmt.Sprintf("%s %s: %s", op, s.where(key), msg)
+		}
+		return &noSuchBucketError{msg: msg, err: err}
 	case code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == 412:
 		return fmt.Errorf("%s %s: %w", op, where, ErrExists)
 	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken":
@@ -797,6 +809,35 @@ func (s *S3) mapError(ctx context.Context, op, key string, err error) error {
 			"a web identity (IRSA) role, or run with an instance role")
 	}
 	return fmt.Errorf("%s %s: %w", op, where, err)
+}
+
+// noSuchBucketError is mapError's error for a bucket that does not exist:
+// its message is the project's own, without the SDK's; it wraps
+// ErrNoSuchBucket and the SDK error (errors.As still reaches it).
+type noSuchBucketError struct {
+	msg string
+	err error
+}
+
+func (e *noSuchBucketError) Error() string   { return e.msg }
+func (e *noSuchBucketError) Unwrap() []error { return []error{ErrNoSuchBucket, e.err} }
+
+// s3Cause is "S3 <operation>: <status> <code>" of an SDK error, e.g.
+// "S3 HeadBucket: 404 NotFound", without the request and host ids.
+func s3Cause(err error, code string, status int) string {
+	op := "request"
+	var oe *smithy.OperationError
+	if errors.As(err, &oe) {
+		op = oe.OperationName
+	}
+	cause := "S3 " + op + ":"
+	if status != 0 {
+		cause += fmt.Sprintf(" %d", status)
+	}
+	if code != "" {
+		cause += " " + code
+	}
+	return cause
 }
 
 // isTransientS3 reports whether an S3 error says nothing about the stored

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -545,5 +546,43 @@ func TestS3PutRequests(t *testing.T) {
 				t.Errorf("read back %d bytes (%v), want the %d put", len(got), err, len(data))
 			}
 		})
+	}
+}
+
+// TestNewS3MissingBucketSaysSo is a regression test (third new-user pass):
+// a bucket that does not exist failed with the whole SDK error appended
+// ("operation error S3: HeadBucket, https response error StatusCode: 404,
+// RequestID: ..., NotFound: "). The error says the bucket does not exist,
+// the S3 operation, status and code in parentheses, the endpoint and the
+// fix, wraps storage.ErrNoSuchBucket, and carries the request id only in
+// the debug log.
+func TestNewS3MissingBucketSaysSo(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	var logged bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err := storage.NewS3(ctx, storage.S3Options{Bucket: "no-such-bucket", Endpoint: srv.Endpoint, PathStyle: true, Logger: logger})
+	if err == nil {
+		t.Fatal("NewS3 of a missing bucket succeeded")
+	}
+	msg := err.Error()
+	t.Logf("error: %s\nlog:\n%s", msg, logged.String())
+	for _, w := range []string{`bucket "no-such-bucket" does not exist (S3 HeadBucket: 404 NotFound) at endpoint ` + srv.Endpoint, "create it or fix the bucket name"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q does not say %q", msg, w)
+		}
+	}
+	for _, sdk := range []string{"operation error", "RequestID", "https response error"} {
+		if strings.Contains(msg, sdk) {
+			t.Errorf("error %q holds the SDK's text %q", msg, sdk)
+		}
+	}
+	if !errors.Is(err, storage.ErrNoSuchBucket) || storage.IsTransient(err) {
+		t.Errorf("error %q: want ErrNoSuchBucket, not transient", msg)
+	}
+	if !strings.Contains(logged.String(), "RequestID") || !strings.Contains(logged.String(), "level=DEBUG") {
+		t.Errorf("the debug log does not hold the SDK error with its request id:\n%s", logged.String())
 	}
 }

@@ -28,6 +28,12 @@ var ErrNotFound = errors.New("object not found")
 // the key.
 var ErrExists = errors.New("object already exists")
 
+// ErrNoSuchBucket is wrapped by an S3 backend's error when the bucket does
+// not exist (S3 404 NoSuchBucket, or a bare 404 to HeadBucket): a
+// configuration error (the bucket name, the endpoint, path-style
+// addressing), never transient. Test with errors.Is.
+var ErrNoSuchBucket = errors.New("no such bucket")
+
 // ObjectInfo describes one stored object.
 type ObjectInfo struct {
 	Key     string    // key relative to the backend root, slash-separated

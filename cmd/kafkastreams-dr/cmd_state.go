@@ -67,10 +67,12 @@ file modified after it proves nothing.
              RocksDB stores' positions inside the store, KIP-1035, which this tool does not
              read), a changelog not on the cluster, an unknown position (-4); a symbolic
              link in the task directory (not followed; state wipe refuses it: remove it by
-             hand); every store when the last restore cannot be known (its report does not
-             decode, the repository cannot be opened: the output says why above the table)
+             hand); every store, and every empty task directory, when the last restore
+             cannot be known (its report does not decode, the repository cannot be opened:
+             the output says why above the table)
   ok         every RocksDB store of the task dates from after the restore (and its
-             .checkpoint positions fit the changelogs), or the task holds no files; a
+             .checkpoint positions fit the changelogs), or the task holds no files and
+             the last restore is known (or there was none); a
              .checkpoint naming no changelog (0 entries) judges the task's files as a whole
 
 The boundary is the last restore's finish (finished_at in its report, printed in the

@@ -107,3 +107,70 @@ func TestReadCommandsRefuseAMissingRepository(t *testing.T) {
 		t.Fatalf("a read-only command created %s", missing)
 	}
 }
+
+// TestVerifyDeepNamesADamagedZstdFrame is a regression test (third new-user
+// pass): verify --deep on a segment with a byte flipped in its zstd frame
+// said "does not decode before its first record: corrupt segment: reading
+// header: maximum output size exceeded", the zstd library's text as the
+// message. The problem names the segment, its topic and partition and says
+// in our words that its zstd frame is damaged (the library's text may
+// follow in parentheses); the error names the backup, the hint the way out.
+func TestVerifyDeepNamesADamagedZstdFrame(t *testing.T) {
+	repo := embeddedRepository(t)
+	cfg := restoreConfig(t, []string{"127.0.0.1:1"}, repo)
+	store, _ := storage.NewFilesystem(repo)
+	id, err := latestBackupID(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := repository.LoadManifest(context.Background(), store, format.ManifestKey(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key, topic string
+	for _, tp := range m.Topics {
+		for _, p := range tp.PartitionCuts {
+			if len(p.Segments) > 0 && key == "" && p.Segments[0].Size > 64 {
+				key, topic = p.Segments[0].Key, tp.Name
+			}
+		}
+	}
+	if key == "" {
+		t.Fatal("the embedded backup has no segment of more than 64 bytes")
+	}
+	orig, err := os.ReadFile(filepath.Join(repo, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Byte 12 is in the first block's header (the user's "maximum output
+	// size exceeded"), the middle in its data, the end in the frame's
+	// checksum.
+	for _, pos := range []int{12, len(orig) / 2, len(orig) - 2} {
+		b := append([]byte{}, orig...)
+		b[pos] ^= 0x20
+		if err := os.WriteFile(filepath.Join(repo, key), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, "--log-level", "error", "verify", "-c", cfg, "--deep")
+		t.Logf("byte %d flipped: exit %d\nstdout:\n%s\nstderr:\n%s", pos, code, stdout, stderr)
+		var decode string
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.Contains(l, "does not decode") {
+				decode = l
+			}
+		}
+		for _, w := range []string{key + ` topic "` + topic + `"`, "its zstd frame is damaged"} {
+			if !strings.Contains(decode, w) {
+				t.Errorf("byte %d flipped: the decode problem %q does not say %q\nstdout:\n%s", pos, decode, w, stdout)
+			}
+		}
+		for _, lib := range []string{": reading header: ", "corrupt segment: "} {
+			if strings.Contains(decode, lib) {
+				t.Errorf("byte %d flipped: the decode problem leads with the library's text (%q): %s", pos, lib, decode)
+			}
+		}
+		if code != exitUsage || !strings.Contains(stderr, "backup "+id) || !strings.Contains(stderr, "--backup-id") {
+			t.Errorf("byte %d flipped: exit %d, want %d naming backup %s and the way out\nstderr:\n%s", pos, code, exitUsage, id, stderr)
+		}
+	}
+}

@@ -24,7 +24,8 @@ const exitStatusHelp = `EXIT STATUS
        failed its state check (restored changelogs hold another state than the
        backup's), or a drill phase failed
   2    usage error, invalid config file, or the run was refused (also: the backup
-       it reads is damaged, found before anything was written; a re-run cannot help)
+       it reads is damaged, found before anything was written; a re-run cannot help;
+       a storage.path or an S3 storage.bucket that does not exist)
   3    partial: the run finished but not everything was done (see the summary);
        state check: a store must be wiped
   4    state check: no store must be wiped, but some could not be judged (unknown)

@@ -163,6 +163,9 @@ func newRootCmd(s *iostreams) *cobra.Command {
 			} else {
 				g.logger = newLogger(s.ErrOut, false, level)
 			}
+			if ctx := cmd.Context(); ctx != nil {
+				cmd.SetContext(withLogger(ctx, g.logger))
+			}
 			return nil
 		},
 	}
@@ -294,11 +297,13 @@ func sourceClientOptions(cfg *config.Config) ([]kgo.Opt, error) {
 // openStorage opens the repository's storage backend. S3 credentials come
 // from the AWS default chain. Errors name the settings to fix: storage.path
 // (and storage.prefix) for a directory that is not one or cannot be
-// created; the bucket and endpoint for S3.
+// created; the bucket and endpoint for S3. A bucket that does not exist
+// (storage.ErrNoSuchBucket) carries exit 2, a configuration error like a
+// missing storage.path; other S3 failures none (storageError gives 1).
 func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error) {
 	switch s.Backend {
 	case config.BackendS3:
-		return storage.NewS3(ctx, storage.S3Options{
+		b, err := storage.NewS3(ctx, storage.S3Options{
 			Bucket:    s.Bucket,
 			Prefix:    s.Prefix,
 			Region:    s.Region,
@@ -307,7 +312,19 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 			// Zero means the storage package's defaults.
 			RequestTimeout: s.RequestTimeout,
 			RetryTimeout:   s.RetryTimeout,
+			// The SDK's own messages, and the request id of a missing
+			// bucket, at debug level.
+			Logger: loggerFrom(ctx),
 		})
+		if errors.Is(err, storage.ErrNoSuchBucket) {
+			// A configuration error, as a storage.path that does not
+			// exist is (exit 2), not a storage failure.
+			return nil, withCode(exitUsage, err, "check storage.bucket (and storage.endpoint, storage.path_style); a backup writes into an existing bucket: create it first")
+		}
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
 	case config.BackendFilesystem:
 		b, err := storage.NewFilesystem(s.FilesystemDir())
 		if err != nil {
@@ -316,6 +333,21 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 		return b, nil
 	}
 	return nil, fmt.Errorf("storage backend %q is not supported", s.Backend)
+}
+
+// loggerKey carries the command's logger in its context (withLogger), for
+// what is opened below the command's run function (openStorage).
+type loggerKey struct{}
+
+// withLogger returns ctx carrying l (loggerFrom).
+func withLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// loggerFrom is the logger withLogger put in ctx, nil when there is none.
+func loggerFrom(ctx context.Context) *slog.Logger {
+	l, _ := ctx.Value(loggerKey{}).(*slog.Logger)
+	return l
 }
 
 // openExistingStorage is openStorage for commands that read a repository

@@ -57,7 +57,7 @@ func TestOpenStorageS3ErrorsNameBucketAndEndpoint(t *testing.T) {
 		want []string
 	}{
 		{"bucket does not exist", config.Storage{Backend: "s3", Bucket: "no-such-bucket", Endpoint: srv.Endpoint, PathStyle: true},
-			[]string{`bucket "no-such-bucket" does not exist at ` + srv.Endpoint}},
+			[]string{`bucket "no-such-bucket" does not exist (S3 HeadBucket: 404 NotFound) at endpoint ` + srv.Endpoint}},
 		{"endpoint unreachable", config.Storage{Backend: "s3", Bucket: srv.Bucket, Endpoint: "http://127.0.0.1:1", PathStyle: true},
 			[]string{"s3://" + srv.Bucket, "cannot reach http://127.0.0.1:1"}},
 	}

@@ -41,14 +41,25 @@ func TestStateCheckLastRestoreUnknown(t *testing.T) {
 		}
 	}
 	missing := filepath.Join(t.TempDir(), "typo", "repo")
+	// Third new-user pass: a state.dir holding only empty task directories
+	// printed "ok  the task directory holds no state" and exited 0 with the
+	// last restore unknown.
+	emptyTasks := t.TempDir()
+	for _, task := range []string{"0_0", "1_0"} {
+		if err := os.MkdirAll(filepath.Join(emptyTasks, "order-processor", task), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
-		name, cfg, want string
+		name, cfg, stateDir, want string
 	}{
-		{"unreadable report", cfg, "report.json"},
-		{"storage.path missing", restoreConfig(t, target.Addrs(), missing), missing},
+		{"unreadable report", cfg, stateDir, "report.json"},
+		{"storage.path missing", restoreConfig(t, target.Addrs(), missing), stateDir, missing},
+		{"unreadable report, empty task directories", cfg, emptyTasks, "report.json"},
+		{"storage.path missing, empty task directories", restoreConfig(t, target.Addrs(), missing), emptyTasks, missing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, "--log-level", "error", "state", "check", "--state-dir", stateDir, "-c", tc.cfg)
+			code, stdout, stderr := runCLI(t, "--log-level", "error", "state", "check", "--state-dir", tc.stateDir, "-c", tc.cfg)
 			t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			if code != exitUndecided {
 				t.Errorf("exit %d, want %d (unknown: not an all-clear)", code, exitUndecided)
