@@ -55,6 +55,9 @@ type runner struct {
 	mu       sync.Mutex // guards m and result counters
 	m        *format.Manifest
 	warnings []string // warnings that are not about the manifest's backup
+	// previous is the latest complete backup of the application (the
+	// parent, also of a full backup); nil when there is none.
+	previous *format.Manifest
 	// unrestorable counts, per topic, the records this run copied that a
 	// restore will refuse: timestamps outside what the restore's producer
 	// can send, and null keys (refused on compacted topics). See
@@ -194,6 +197,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if err != nil {
 		return nil, PhaseRepository, err
 	}
+	r.previous = scan.parent // before a full backup forgets it: the selection still reads it (keepPreviousOutputs)
 	if o.Full && scan.parent != nil {
 		log.Info("full backup: a new chain that names no earlier backup's segments", "previous", scan.parent.BackupID)
 		scan.parent = nil
@@ -296,6 +300,55 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	return &r.result, "", nil
 }
 
+// keepPreviousOutputs selects, among decisions, the topics that the
+// previous backup (r.previous) holds with role output or dead-letter and
+// that a topology without outputs (AppTopology.OutputsKnown false: a
+// streams group's topology without its KIP-1331 describe() text, as after
+// a broker restart without group.streams.topology.description.plugin.class
+// or before the members resend it) left unselected, when no include is
+// set: they keep their role and are backed up, so that an incremental
+// backup does not silently lose the application's outputs. A topic gone
+// from the cluster, broker-internal, another application's or removed by
+// an exclude pattern is not kept. It returns the warning naming them and
+// the previous backup ("" when none was kept).
+func (r *runner) keepPreviousOutputs(decisions []topicfilter.Decision) string {
+	o, prev := r.o, r.previous
+	if prev == nil || o.Topology == nil || o.Topology.OutputsKnown || len(o.Include) > 0 {
+		return ""
+	}
+	roles := map[string]string{}
+	for _, t := range prev.Topics {
+		if t.Role == topicfilter.RoleOutput || t.Role == topicfilter.RoleDeadLetter {
+			roles[t.Name] = t.Role
+		}
+	}
+	excl, err := topicfilter.NewFilter([]string{"*"}, o.Exclude)
+	if err != nil || len(roles) == 0 {
+		return ""
+	}
+	var kept []string
+	for i := range decisions {
+		d := &decisions[i]
+		role, ok := roles[d.Topic]
+		if !ok || d.Selected || d.BrokerInternal || d.OtherApplicationID != "" || !excl.Match(d.Topic) {
+			continue
+		}
+		what := "an output"
+		if role == topicfilter.RoleDeadLetter {
+			what = "a dead-letter queue topic"
+		}
+		d.Selected, d.Role, d.Class = true, role, topicfilter.External
+		d.Reason = fmt.Sprintf("selected: %s in backup %s; the streams group's topology names no outputs now (no KIP-1331 description on the brokers)", what, prev.BackupID)
+		kept = append(kept, strconv.Quote(d.Topic))
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the topology (%s) names no outputs now, so %s, which backup %s holds as outputs, are backed up again as outputs: "+
+		"set group.streams.topology.description.plugin.class on the brokers (KIP-1331), give a topology file, or include them with source.topics.include",
+		o.Topology.From, strings.Join(kept, ", "), prev.BackupID)
+}
+
 // seedsOf names the client's seed brokers, host:port joined by commas, for
 // errors: a cluster that does not answer is named by the endpoints tried.
 func seedsOf(cl *kgo.Client) string {
@@ -360,6 +413,10 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	}
 	details, configs, groups, classifier := sel.Details, sel.Configs, sel.Groups, sel.Classifier
 	decisions, warnings := sel.Decisions, sel.Warnings
+	if w := r.keepPreviousOutputs(decisions); w != "" {
+		// It replaces the warning that no output is backed up.
+		warnings = append(slices.DeleteFunc(slices.Clone(warnings), func(s string) bool { return s == noOutputsWarning(o.Topology) }), w)
+	}
 	for _, w := range warnings {
 		r.log.Warn(w)
 	}
