@@ -103,7 +103,7 @@ func run(ctx context.Context, o Options) (*Result, error) {
 }
 
 func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error) {
-	if o.Store == nil {
+	if o.Store == nil && o.OpenStore == nil {
 		return nil, "", errors.New("backup: no storage backend")
 	}
 	if o.SegmentMaxBytes <= 0 {
@@ -146,6 +146,25 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
 		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}, brokers: map[int32]string{}}
 
+	if r.o.Topology, err = appTopology(ctx, r.adm, o, log); err != nil {
+		return nil, PhaseCluster, err
+	}
+	o = r.o
+	// The selection is accepted before the first write (the lock, and for
+	// a directory backend the directory): a refused backup leaves the
+	// repository as it was. newCut selects again under the lock.
+	if pre, err := SelectTopics(ctx, r.adm, o, nil); err != nil {
+		return nil, PhaseCluster, fmt.Errorf("source cluster %s: %w", seedsOf(cl), err)
+	} else if err := acceptSelection(o, pre.Decisions); err != nil {
+		return nil, "", err
+	}
+	if o.Store == nil {
+		if o.Store, err = o.OpenStore(ctx); err != nil {
+			return nil, PhaseRepository, err
+		}
+		r.o.Store, r.store = o.Store, o.Store
+	}
+
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	runID := format.NewBackupID(time.Now(), rnd)
@@ -183,10 +202,6 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		}
 	}
 
-	if r.o.Topology, err = appTopology(ctx, r.adm, o, log); err != nil {
-		return nil, PhaseCluster, err
-	}
-	o = r.o
 	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics,
 		DeadLetterQueueTopics: o.DeadLetterTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
 		SchemaRegistryTopic: o.SchemaRegistryTopic}
@@ -298,6 +313,22 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 			"records", r.result.Records, "bytes", r.result.Bytes, "in_flight_topics", r.result.InFlightTopics, "in_flight_records", r.result.InFlightRecords)
 	}
 	return &r.result, "", nil
+}
+
+// acceptSelection returns ErrNothingSelected, naming the topology or the
+// include patterns (and the excludes that removed included topics), when
+// decisions select no topic; nil otherwise.
+func acceptSelection(o Options, decisions []topicfilter.Decision) error {
+	if slices.ContainsFunc(decisions, func(d topicfilter.Decision) bool { return d.Selected }) {
+		return nil
+	}
+	if len(o.Include) == 0 {
+		return fmt.Errorf("%w: the topology (%s) names no topic that exists on the source cluster and can be backed up", ErrNothingSelected, o.Topology.From)
+	}
+	if ex := topicfilter.DescribeExclusions(decisions); ex != "" {
+		return fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster; in source.topics.exclude, %s", ErrNothingSelected, o.Include, ex)
+	}
+	return fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster", ErrNothingSelected, o.Include)
 }
 
 // keepPreviousOutputs selects, among decisions, the topics that the
@@ -429,14 +460,8 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 			r.log.Debug("topic not backed up", "topic", d.Topic, "class", d.Class, "reason", d.Reason)
 		}
 	}
-	if len(selected) == 0 && len(o.Include) == 0 {
-		return nil, fmt.Errorf("%w: the topology (%s) names no topic that exists on the source cluster and can be backed up", ErrNothingSelected, o.Topology.From)
-	}
-	if len(selected) == 0 {
-		if ex := topicfilter.DescribeExclusions(decisions); ex != "" {
-			return nil, fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster; in source.topics.exclude, %s", ErrNothingSelected, o.Include, ex)
-		}
-		return nil, fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster", ErrNothingSelected, o.Include)
+	if err := acceptSelection(o, decisions); err != nil {
+		return nil, err
 	}
 
 	m := &format.Manifest{

@@ -210,11 +210,20 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	}
 	defer func() { tel.finish(ctx, err) }()
 	bo.Observer = tel.backupObserver()
-	if bo.Store, err = openStorage(ctx, cfg.Storage); err != nil {
-		return storageError(err)
+	// The storage is opened once the selection is accepted: a refused
+	// backup creates no repository directory.
+	var openErr error
+	bo.OpenStore = func(ctx context.Context) (storage.Backend, error) {
+		if bo.Store, openErr = openStorage(ctx, cfg.Storage); openErr != nil {
+			return nil, openErr
+		}
+		o.Logger.Info("backup starting", "application_id", cfg.ApplicationID, "repository", bo.Store.Location())
+		return bo.Store, nil
 	}
-	o.Logger.Info("backup starting", "application_id", cfg.ApplicationID, "repository", bo.Store.Location())
 	res, err := backup.Run(ctx, bo)
+	if openErr != nil {
+		return storageError(openErr)
+	}
 	if err != nil {
 		return backupError(err, cfg.File())
 	}
