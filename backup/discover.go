@@ -246,6 +246,8 @@ func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o D
 		case dec.Selected:
 			d.Topics = append(d.Topics, FoundTopic{Topic: dec.Topic, Role: foundRole(dec.Role), SourceChangelog: dec.SourceChangelog,
 				Why: subs.why(dec, from, reason)})
+		case dec.OtherApplicationID != "" && !extendsPrefix(dec.OtherApplicationID, o.ApplicationID):
+			d.Unrelated = append(d.Unrelated, dec.Topic) // another application's, not under this prefix
 		case dec.OtherApplicationID != "":
 			d.LeftOut = append(d.LeftOut, LeftOutTopic{Topic: dec.Topic, OtherApplicationID: dec.OtherApplicationID,
 				Reason: reason + "; include it by hand if it is this application's"})
@@ -277,6 +279,14 @@ func foundRole(role string) Role {
 		return RoleChangelog
 	}
 	return RoleInput
+}
+
+// extendsPrefix reports whether application.id other extends app's
+// internal-topic prefix ("<app>-..."): only such an application's internal
+// topics can be mistaken for app's (KAFKA-14922), so only it belongs in
+// other_application_ids.
+func extendsPrefix(other, app string) bool {
+	return app != "" && strings.HasPrefix(other, app+"-")
 }
 
 // discoverByOffsets fills d from the group's committed offsets and the
@@ -364,6 +374,8 @@ func discoverByOffsets(ctx context.Context, adm *kadm.Client, d *Discovery, o Di
 		class, _, reason := c.Classify(topic)
 		other := owner[topic]
 		switch {
+		case other != "" && !extendsPrefix(other, app):
+			d.Unrelated = append(d.Unrelated, topic) // another application's, not under this prefix
 		case other != "":
 			leftOut[topic] = &LeftOutTopic{Topic: topic, OtherApplicationID: other, Reason: reason}
 			d.OtherApplicationIDs = append(d.OtherApplicationIDs, other)
