@@ -48,7 +48,15 @@ Without a topology file, an application whose group is a streams group
 (group.protocol=streams, Kafka 4.1+) is classified by the topology its group
 coordinator holds (StreamsGroupDescribe; DESCRIBE on the group), so
 source.topics.include may be left out; a group that cannot be described is a
-warning and topics are classified by name.
+warning and topics are classified by name. When that topology names no outputs
+(the brokers keep no KIP-1331 description, e.g. after a restart without
+group.streams.topology.description.plugin.class), the outputs and dead-letter
+topics of the latest complete backup that still exist are backed up again, with
+a warning naming them.
+
+A backup refused for its selection (no include and no topology, a topology
+mismatch, a missing literal include, nothing selected; exit 2) writes nothing:
+no lock, and no storage.path directory is created.
 
 Every Kafka request is bounded by source.request_timeout (default 30s); retriable
 failures (a broker that does not answer or restarts, LEADER_NOT_AVAILABLE,
