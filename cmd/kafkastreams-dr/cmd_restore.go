@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -658,6 +659,11 @@ func inFlightDamageWayOut(topics []string) string {
 // backup is complete when backups/<id>/manifest.json exists).
 func listBackupsHint(location, kind string) string {
 	if kind == "embedded" {
+		// backup --embedded --out refuses a directory that is not empty
+		// (checkEmptyRepository): then propose a new one.
+		if entries, err := os.ReadDir(location); err == nil && len(entries) > 0 {
+			return fmt.Sprintf("%s is not empty, so backup --embedded --out refuses it: make one in a new directory: kafkastreams-dr backup --embedded --out NEW_DIR, then restore --embedded --from NEW_DIR", location)
+		}
 		return fmt.Sprintf("make one first: kafkastreams-dr backup --embedded --out %s", location)
 	}
 	// list reads the repository as the config says: an S3 endpoint and

@@ -81,12 +81,18 @@ func TestRestoreEmbedded(t *testing.T) {
 
 func TestRestoreEmbeddedNoRepository(t *testing.T) {
 	empty := t.TempDir()
+	// A directory that is not empty and holds no backup: backup --embedded
+	// --out refuses it, so the hint must not propose it (new-user pass,
+	// issue 12).
+	full := t.TempDir()
+	writeRepoObject(t, full, "cfg.yaml", "application_id: x\n")
 	for _, tt := range []struct {
 		name, from string
-		want       []string
+		want, not  []string
 	}{
-		{"missing directory", filepath.Join(empty, "nope"), []string{"does not exist", "backup --embedded --out"}},
-		{"empty directory", empty, []string{"no such backup", "holds no complete backup", "backup --embedded --out " + empty}},
+		{"missing directory", filepath.Join(empty, "nope"), []string{"does not exist", "backup --embedded --out"}, nil},
+		{"empty directory", empty, []string{"no such backup", "holds no complete backup", "backup --embedded --out " + empty}, nil},
+		{"directory that is not empty", full, []string{"holds no complete backup", "is not empty", "backup --embedded --out NEW_DIR"}, []string{"--out " + full}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, "restore", "--embedded", "--from", tt.from)
@@ -96,6 +102,11 @@ func TestRestoreEmbeddedNoRepository(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(stderr, w) {
+					t.Errorf("stderr contains %q:\n%s", w, stderr)
 				}
 			}
 		})
