@@ -110,7 +110,17 @@ type Discovery struct {
 	// Notes are what Discover could not find out (e.g. the consumer groups
 	// could not be listed), for people.
 	Notes []string
+	// SchemaRegistryTopic is DefaultSchemaRegistryTopic when the cluster
+	// holds it and Discover did not select it: a config may back it up
+	// (schema_registry), which init proposes in a comment and never does
+	// by itself; "" otherwise.
+	SchemaRegistryTopic string
 }
+
+// DefaultSchemaRegistryTopic is the Schema Registry's default storage
+// topic (Confluent Schema Registry's kafkastore.topic default): the topic
+// a config's schema_registry: {} names.
+const DefaultSchemaRegistryTopic = "_schemas"
 
 // Include returns the topics to back up, sorted: the literal
 // source.topics.include of the application's config.
@@ -206,6 +216,9 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	}
 	slices.Sort(d.BrokerInternal)
 	slices.Sort(d.Unrelated)
+	if slices.Contains(d.Unrelated, DefaultSchemaRegistryTopic) {
+		d.SchemaRegistryTopic = DefaultSchemaRegistryTopic
+	}
 	slices.Sort(d.OtherApplicationIDs)
 	d.OtherApplicationIDs = slices.Compact(d.OtherApplicationIDs)
 	slices.SortFunc(d.Topics, func(a, b FoundTopic) int { return strings.Compare(a.Topic, b.Topic) })
