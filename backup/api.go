@@ -33,6 +33,11 @@ type Options struct {
 	// a PhaseRepository error.
 	OpenStore func(context.Context) (storage.Backend, error)
 
+	// topologyResolved is set by Run once it has resolved Topology
+	// (appTopology): SelectTopics then takes Topology as it is, nil too,
+	// and does not describe the group again.
+	topologyResolved bool
+
 	ApplicationID         string   // the Kafka Streams application.id; may be empty (then no group offsets are read)
 	SourceChangelogTopics []string // input topics a store reuses as its changelog
 	Include, Exclude      []string // topic filters (topicfilter syntax)

@@ -245,6 +245,9 @@ func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o D
 		d.Notes = append(d.Notes, groupsNote(app, sel.GroupsErr))
 	}
 	for _, w := range sel.Warnings {
+		if sel.GroupsErr != nil && w == groupsWarning(sel.GroupsErr) {
+			continue // groupsNote above
+		}
 		if w != noOutputsWarning(t) { // the file says that outputs are not known (OutputsKnown)
 			d.Notes = append(d.Notes, w)
 		}

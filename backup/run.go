@@ -55,6 +55,9 @@ type runner struct {
 	mu       sync.Mutex // guards m and result counters
 	m        *format.Manifest
 	warnings []string // warnings that are not about the manifest's backup
+	// topologyWarning is appTopology's warning ("" when none): a
+	// selection warning, in the manifest and the result.
+	topologyWarning string
 	// previous is the latest complete backup of the application (the
 	// parent, also of a full backup); nil when there is none.
 	previous *format.Manifest
@@ -146,9 +149,10 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
 		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}, brokers: map[int32]string{}}
 
-	if r.o.Topology, err = appTopology(ctx, r.adm, o, log); err != nil {
+	if r.o.Topology, r.topologyWarning, err = appTopology(ctx, r.adm, o, log); err != nil {
 		return nil, PhaseCluster, err
 	}
+	r.o.topologyResolved = true // SelectTopics does not describe the group again
 	o = r.o
 	// The selection is accepted before the first write (the lock, and for
 	// a directory backend the directory): a refused backup leaves the
@@ -229,6 +233,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	cutStarted := time.Now()
 	var todo []*work
 	if scan.resume != nil {
+		if r.topologyWarning != "" { // the resumed manifest has its own selection's warnings
+			r.warnings = append(r.warnings, r.topologyWarning)
+		}
 		log.Info("resuming interrupted backup", "backup_id", scan.resume.BackupID)
 		r.m = scan.resume
 		r.result.Resumed = true
@@ -444,6 +451,9 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	}
 	details, configs, groups, classifier := sel.Details, sel.Configs, sel.Groups, sel.Classifier
 	decisions, warnings := sel.Decisions, sel.Warnings
+	if r.topologyWarning != "" {
+		warnings = append([]string{r.topologyWarning}, warnings...)
+	}
 	if w := r.keepPreviousOutputs(decisions); w != "" {
 		// It replaces the warning that no output is backed up.
 		warnings = append(slices.DeleteFunc(slices.Clone(warnings), func(s string) bool { return s == noOutputsWarning(o.Topology) }), w)
