@@ -22,8 +22,21 @@ type Options struct {
 	// Source are the franz-go options that connect to the source cluster
 	// (seed brokers, TLS, SASL). Run adds its own consumer options.
 	Source []kgo.Opt
-	// Store is the repository's storage backend.
+	// Store is the repository's storage backend. Run writes nothing to it
+	// (not even its lock) before the selection is accepted: a backup
+	// refused for its topics leaves the repository as it was.
 	Store storage.Backend
+	// OpenStore, when Store is nil, opens the storage backend; Run calls
+	// it once, after the selection is accepted (SelectTopics found topics
+	// to back up), so that a refused backup creates nothing (opening a
+	// directory backend creates the directory). Its error is returned as
+	// a PhaseRepository error.
+	OpenStore func(context.Context) (storage.Backend, error)
+
+	// topologyResolved is set by Run once it has resolved Topology
+	// (appTopology): SelectTopics then takes Topology as it is, nil too,
+	// and does not describe the group again.
+	topologyResolved bool
 
 	ApplicationID         string   // the Kafka Streams application.id; may be empty (then no group offsets are read)
 	SourceChangelogTopics []string // input topics a store reuses as its changelog

@@ -110,7 +110,17 @@ type Discovery struct {
 	// Notes are what Discover could not find out (e.g. the consumer groups
 	// could not be listed), for people.
 	Notes []string
+	// SchemaRegistryTopic is DefaultSchemaRegistryTopic when the cluster
+	// holds it and Discover did not select it: a config may back it up
+	// (schema_registry), which init proposes in a comment and never does
+	// by itself; "" otherwise.
+	SchemaRegistryTopic string
 }
+
+// DefaultSchemaRegistryTopic is the Schema Registry's default storage
+// topic (Confluent Schema Registry's kafkastore.topic default): the topic
+// a config's schema_registry: {} names.
+const DefaultSchemaRegistryTopic = "_schemas"
 
 // Include returns the topics to back up, sorted: the literal
 // source.topics.include of the application's config.
@@ -206,6 +216,9 @@ func Discover(ctx context.Context, adm *kadm.Client, o DiscoverOptions, log *slo
 	}
 	slices.Sort(d.BrokerInternal)
 	slices.Sort(d.Unrelated)
+	if slices.Contains(d.Unrelated, DefaultSchemaRegistryTopic) {
+		d.SchemaRegistryTopic = DefaultSchemaRegistryTopic
+	}
 	slices.Sort(d.OtherApplicationIDs)
 	d.OtherApplicationIDs = slices.Compact(d.OtherApplicationIDs)
 	slices.SortFunc(d.Topics, func(a, b FoundTopic) int { return strings.Compare(a.Topic, b.Topic) })
@@ -232,6 +245,9 @@ func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o D
 		d.Notes = append(d.Notes, groupsNote(app, sel.GroupsErr))
 	}
 	for _, w := range sel.Warnings {
+		if sel.GroupsErr != nil && w == groupsWarning(sel.GroupsErr) {
+			continue // groupsNote above
+		}
 		if w != noOutputsWarning(t) { // the file says that outputs are not known (OutputsKnown)
 			d.Notes = append(d.Notes, w)
 		}
@@ -246,6 +262,8 @@ func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o D
 		case dec.Selected:
 			d.Topics = append(d.Topics, FoundTopic{Topic: dec.Topic, Role: foundRole(dec.Role), SourceChangelog: dec.SourceChangelog,
 				Why: subs.why(dec, from, reason)})
+		case dec.OtherApplicationID != "" && !extendsPrefix(dec.OtherApplicationID, o.ApplicationID):
+			d.Unrelated = append(d.Unrelated, dec.Topic) // another application's, not under this prefix
 		case dec.OtherApplicationID != "":
 			d.LeftOut = append(d.LeftOut, LeftOutTopic{Topic: dec.Topic, OtherApplicationID: dec.OtherApplicationID,
 				Reason: reason + "; include it by hand if it is this application's"})
@@ -277,6 +295,14 @@ func foundRole(role string) Role {
 		return RoleChangelog
 	}
 	return RoleInput
+}
+
+// extendsPrefix reports whether application.id other extends app's
+// internal-topic prefix ("<app>-..."): only such an application's internal
+// topics can be mistaken for app's (KAFKA-14922), so only it belongs in
+// other_application_ids.
+func extendsPrefix(other, app string) bool {
+	return app != "" && strings.HasPrefix(other, app+"-")
 }
 
 // discoverByOffsets fills d from the group's committed offsets and the
@@ -364,6 +390,8 @@ func discoverByOffsets(ctx context.Context, adm *kadm.Client, d *Discovery, o Di
 		class, _, reason := c.Classify(topic)
 		other := owner[topic]
 		switch {
+		case other != "" && !extendsPrefix(other, app):
+			d.Unrelated = append(d.Unrelated, topic) // another application's, not under this prefix
 		case other != "":
 			leftOut[topic] = &LeftOutTopic{Topic: topic, OtherApplicationID: other, Reason: reason}
 			d.OtherApplicationIDs = append(d.OtherApplicationIDs, other)

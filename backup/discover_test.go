@@ -188,3 +188,40 @@ func TestDiscoverSelectsWhatTheTopologyOnlySelectionSelects(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscoverOtherApplicationsExtendThePrefix: other_application_ids are
+// the groups whose application.id extends this application's prefix
+// ("classic-app-v1" for "classic-app"), the only ones whose internal
+// topics the prefix can mistake for this application's; another
+// application ("drill-app") is not one (new-user pass, issue 12: init
+// wrote both under a comment saying they start with "classic-app-"). With
+// and without a topology.
+func TestDiscoverOtherApplicationsExtendThePrefix(t *testing.T) {
+	kf := testkit.StartKfake(t, 1)
+	adm := kadm.NewClient(testkit.Client(t, kf.Addrs()))
+	topics := []string{"orders", "classic-app-counts-changelog", "classic-app-v1-counts-changelog", "drill-app-counts-changelog"}
+	if _, err := adm.CreateTopics(t.Context(), 1, 1, nil, topics...); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"classic-app", "classic-app-v1", "drill-app"} {
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 0, LeaderEpoch: -1})
+		if _, err := adm.CommitOffsets(t.Context(), g, os); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := &topicfilter.AppTopology{From: `topology file "classic.txt"`, OutputsKnown: true, TopologyTopics: topicfilter.TopologyTopics{
+		Inputs: []string{"orders"}, Changelogs: []string{"classic-app-counts-changelog"}}}
+	for _, topo := range []*topicfilter.AppTopology{nil, at} {
+		d, err := backup.Discover(t.Context(), adm, backup.DiscoverOptions{ApplicationID: "classic-app", Topology: topo}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"classic-app-v1"}; !reflect.DeepEqual(d.OtherApplicationIDs, want) {
+			t.Errorf("topology %v: other application ids %q, want %q", topo != nil, d.OtherApplicationIDs, want)
+		}
+		if got, want := d.Include(), []string{"classic-app-counts-changelog", "orders"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("topology %v: include %q, want %q", topo != nil, got, want)
+		}
+	}
+}

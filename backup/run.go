@@ -55,6 +55,12 @@ type runner struct {
 	mu       sync.Mutex // guards m and result counters
 	m        *format.Manifest
 	warnings []string // warnings that are not about the manifest's backup
+	// topologyWarning is appTopology's warning ("" when none): a
+	// selection warning, in the manifest and the result.
+	topologyWarning string
+	// previous is the latest complete backup of the application (the
+	// parent, also of a full backup); nil when there is none.
+	previous *format.Manifest
 	// unrestorable counts, per topic, the records this run copied that a
 	// restore will refuse: timestamps outside what the restore's producer
 	// can send, and null keys (refused on compacted topics). See
@@ -100,7 +106,7 @@ func run(ctx context.Context, o Options) (*Result, error) {
 }
 
 func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error) {
-	if o.Store == nil {
+	if o.Store == nil && o.OpenStore == nil {
 		return nil, "", errors.New("backup: no storage backend")
 	}
 	if o.SegmentMaxBytes <= 0 {
@@ -143,6 +149,26 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
 		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}, brokers: map[int32]string{}}
 
+	if r.o.Topology, r.topologyWarning, err = appTopology(ctx, r.adm, o, log); err != nil {
+		return nil, PhaseCluster, err
+	}
+	r.o.topologyResolved = true // SelectTopics does not describe the group again
+	o = r.o
+	// The selection is accepted before the first write (the lock, and for
+	// a directory backend the directory): a refused backup leaves the
+	// repository as it was. newCut selects again under the lock.
+	if pre, err := SelectTopics(ctx, r.adm, o, nil); err != nil {
+		return nil, PhaseCluster, fmt.Errorf("source cluster %s: %w", seedsOf(cl), err)
+	} else if err := acceptSelection(o, pre.Decisions); err != nil {
+		return nil, "", err
+	}
+	if o.Store == nil {
+		if o.Store, err = o.OpenStore(ctx); err != nil {
+			return nil, PhaseRepository, err
+		}
+		r.o.Store, r.store = o.Store, o.Store
+	}
+
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	runID := format.NewBackupID(time.Now(), rnd)
@@ -180,10 +206,6 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		}
 	}
 
-	if r.o.Topology, err = appTopology(ctx, r.adm, o, log); err != nil {
-		return nil, PhaseCluster, err
-	}
-	o = r.o
 	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics,
 		DeadLetterQueueTopics: o.DeadLetterTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
 		SchemaRegistryTopic: o.SchemaRegistryTopic}
@@ -194,6 +216,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if err != nil {
 		return nil, PhaseRepository, err
 	}
+	r.previous = scan.parent // before a full backup forgets it: the selection still reads it (keepPreviousOutputs)
 	if o.Full && scan.parent != nil {
 		log.Info("full backup: a new chain that names no earlier backup's segments", "previous", scan.parent.BackupID)
 		scan.parent = nil
@@ -210,6 +233,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	cutStarted := time.Now()
 	var todo []*work
 	if scan.resume != nil {
+		if r.topologyWarning != "" { // the resumed manifest has its own selection's warnings
+			r.warnings = append(r.warnings, r.topologyWarning)
+		}
 		log.Info("resuming interrupted backup", "backup_id", scan.resume.BackupID)
 		r.m = scan.resume
 		r.result.Resumed = true
@@ -296,6 +322,71 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	return &r.result, "", nil
 }
 
+// acceptSelection returns ErrNothingSelected, naming the topology or the
+// include patterns (and the excludes that removed included topics), when
+// decisions select no topic; nil otherwise.
+func acceptSelection(o Options, decisions []topicfilter.Decision) error {
+	if slices.ContainsFunc(decisions, func(d topicfilter.Decision) bool { return d.Selected }) {
+		return nil
+	}
+	if len(o.Include) == 0 {
+		return fmt.Errorf("%w: the topology (%s) names no topic that exists on the source cluster and can be backed up", ErrNothingSelected, o.Topology.From)
+	}
+	if ex := topicfilter.DescribeExclusions(decisions); ex != "" {
+		return fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster; in source.topics.exclude, %s", ErrNothingSelected, o.Include, ex)
+	}
+	return fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster", ErrNothingSelected, o.Include)
+}
+
+// keepPreviousOutputs selects, among decisions, the topics that the
+// previous backup (r.previous) holds with role output or dead-letter and
+// that a topology without outputs (AppTopology.OutputsKnown false: a
+// streams group's topology without its KIP-1331 describe() text, as after
+// a broker restart without group.streams.topology.description.plugin.class
+// or before the members resend it) left unselected, when no include is
+// set: they keep their role and are backed up, so that an incremental
+// backup does not silently lose the application's outputs. A topic gone
+// from the cluster, broker-internal, another application's or removed by
+// an exclude pattern is not kept. It returns the warning naming them and
+// the previous backup ("" when none was kept).
+func (r *runner) keepPreviousOutputs(decisions []topicfilter.Decision) string {
+	o, prev := r.o, r.previous
+	if prev == nil || o.Topology == nil || o.Topology.OutputsKnown || len(o.Include) > 0 {
+		return ""
+	}
+	roles := map[string]string{}
+	for _, t := range prev.Topics {
+		if t.Role == topicfilter.RoleOutput || t.Role == topicfilter.RoleDeadLetter {
+			roles[t.Name] = t.Role
+		}
+	}
+	excl, err := topicfilter.NewFilter([]string{"*"}, o.Exclude)
+	if err != nil || len(roles) == 0 {
+		return ""
+	}
+	var kept []string
+	for i := range decisions {
+		d := &decisions[i]
+		role, ok := roles[d.Topic]
+		if !ok || d.Selected || d.BrokerInternal || d.OtherApplicationID != "" || !excl.Match(d.Topic) {
+			continue
+		}
+		what := "an output"
+		if role == topicfilter.RoleDeadLetter {
+			what = "a dead-letter queue topic"
+		}
+		d.Selected, d.Role, d.Class = true, role, topicfilter.External
+		d.Reason = fmt.Sprintf("selected: %s in backup %s; the streams group's topology names no outputs now (no KIP-1331 description on the brokers)", what, prev.BackupID)
+		kept = append(kept, strconv.Quote(d.Topic))
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the topology (%s) names no outputs now, so %s, which backup %s holds as outputs, are backed up again as outputs: "+
+		"set group.streams.topology.description.plugin.class on the brokers (KIP-1331), give a topology file, or include them with source.topics.include",
+		o.Topology.From, strings.Join(kept, ", "), prev.BackupID)
+}
+
 // seedsOf names the client's seed brokers, host:port joined by commas, for
 // errors: a cluster that does not answer is named by the endpoints tried.
 func seedsOf(cl *kgo.Client) string {
@@ -360,6 +451,13 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 	}
 	details, configs, groups, classifier := sel.Details, sel.Configs, sel.Groups, sel.Classifier
 	decisions, warnings := sel.Decisions, sel.Warnings
+	if r.topologyWarning != "" {
+		warnings = append([]string{r.topologyWarning}, warnings...)
+	}
+	if w := r.keepPreviousOutputs(decisions); w != "" {
+		// It replaces the warning that no output is backed up.
+		warnings = append(slices.DeleteFunc(slices.Clone(warnings), func(s string) bool { return s == noOutputsWarning(o.Topology) }), w)
+	}
 	for _, w := range warnings {
 		r.log.Warn(w)
 	}
@@ -372,14 +470,8 @@ func (r *runner) newCut(ctx context.Context, id string, parent *format.Manifest,
 			r.log.Debug("topic not backed up", "topic", d.Topic, "class", d.Class, "reason", d.Reason)
 		}
 	}
-	if len(selected) == 0 && len(o.Include) == 0 {
-		return nil, fmt.Errorf("%w: the topology (%s) names no topic that exists on the source cluster and can be backed up", ErrNothingSelected, o.Topology.From)
-	}
-	if len(selected) == 0 {
-		if ex := topicfilter.DescribeExclusions(decisions); ex != "" {
-			return nil, fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster; in source.topics.exclude, %s", ErrNothingSelected, o.Include, ex)
-		}
-		return nil, fmt.Errorf("%w: the include patterns %q match no topic that can be backed up on the source cluster", ErrNothingSelected, o.Include)
+	if err := acceptSelection(o, decisions); err != nil {
+		return nil, err
 	}
 
 	m := &format.Manifest{

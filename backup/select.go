@@ -92,8 +92,11 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	if o.Topology, err = appTopology(ctx, adm, o, log); err != nil {
-		return nil, err
+	var topologyWarning string
+	if !o.topologyResolved {
+		if o.Topology, topologyWarning, err = appTopology(ctx, adm, o, log); err != nil {
+			return nil, err
+		}
 	}
 	if len(o.Include) == 0 && o.Topology == nil {
 		return nil, ErrNoTopicsSelector
@@ -112,7 +115,21 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 	if o.Topology != nil && !o.Topology.OutputsKnown && len(o.Include) == 0 {
 		s.Warnings = append(s.Warnings, noOutputsWarning(o.Topology))
 	}
+	// The selection's warnings that were only logged before are
+	// warnings of the selection too (a backup's manifest and report).
+	if topologyWarning != "" {
+		s.Warnings = append(s.Warnings, topologyWarning)
+	}
+	if ct.groupsErr != nil {
+		s.Warnings = append(s.Warnings, groupsWarning(ct.groupsErr))
+	}
 	return s, err
+}
+
+// groupsWarning is SelectTopics' warning when the consumer groups could
+// not be listed.
+func groupsWarning(err error) string {
+	return fmt.Sprintf("could not list consumer groups (%v): internal topics of other applications whose application.id starts like this one's cannot be told apart; list them in other_application_ids", err)
 }
 
 // noOutputsWarning is SelectTopics' warning for a topology that names no
@@ -137,40 +154,42 @@ func noOutputsWarning(t *topicfilter.AppTopology) string {
 // 4.1) give nil quietly (debug on log); any other failure (e.g.
 // GROUP_AUTHORIZATION_FAILED: DESCRIBE on the group is not granted) is a
 // warning on log and nil, so topics are classified by name as before.
-func appTopology(ctx context.Context, adm *kadm.Client, o Options, log *slog.Logger) (*topicfilter.AppTopology, error) {
+func appTopology(ctx context.Context, adm *kadm.Client, o Options, log *slog.Logger) (_ *topicfilter.AppTopology, warning string, _ error) {
 	_ = adm // kadm cannot reach a group's coordinator with StreamsGroupDescribe; a client of o.Source does
 	if o.Topology != nil || o.ApplicationID == "" || len(o.Source) == 0 {
-		return o.Topology, nil
+		return o.Topology, "", nil
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	failed := func(err error) string {
+		log.Warn("could not describe the application's streams group; topics are classified by name", "group", o.ApplicationID, "err", err)
+		return fmt.Sprintf("could not describe the application's streams group %q (%v); topics are classified by name: grant DESCRIBE on the group, or give a topology file", o.ApplicationID, err)
+	}
 	cl, err := kgo.NewClient(o.Source...)
 	if err != nil {
-		log.Warn("could not describe the application's streams group; topics are classified by name", "group", o.ApplicationID, "err", err)
-		return nil, nil
+		return nil, failed(err), nil
 	}
 	defer cl.Close()
 	g, err := streamsgroup.Describe(ctx, cl, o.ApplicationID)
 	switch {
 	case errors.Is(err, streamsgroup.ErrNotFound), errors.Is(err, streamsgroup.ErrNotStreamsGroup), errors.Is(err, streamsgroup.ErrUnsupported):
 		log.Debug("no streams group topology on the source cluster; topics are classified by name", "group", o.ApplicationID, "why", err)
-		return nil, nil
+		return nil, "", nil
 	case err != nil:
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, "", err
 		}
-		log.Warn("could not describe the application's streams group; topics are classified by name", "group", o.ApplicationID, "err", err)
-		return nil, nil
+		return nil, failed(err), nil
 	}
 	at := g.AppTopology(o.ApplicationID)
 	if at == nil {
 		log.Info("the application's streams group holds no topology yet; topics are classified by name", "group", o.ApplicationID, "state", g.State)
-		return nil, nil
+		return nil, "", nil
 	}
 	log.Info("classifying topics by the streams group's topology", "group", o.ApplicationID, "state", g.State,
 		"description", g.DescriptionStatus, "outputs_known", at.OutputsKnown)
-	return at, nil
+	return at, "", nil
 }
 
 // clusterTopics is what a selection reads of the source cluster before it

@@ -214,3 +214,37 @@ func TestSelectTopicsWarnsOutputsUnknown(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupWarnsWhenTheGroupCannotBeDescribed: the warning that the
+// application's streams group could not be described (FindCoordinator
+// answers GROUP_AUTHORIZATION_FAILED once, as for a principal without
+// DESCRIBE on the group) reaches the manifest's warnings and the result's,
+// not only the log (new-user pass, issue 12: selection warnings were a log
+// line on stderr).
+func TestBackupWarnsWhenTheGroupCannotBeDescribed(t *testing.T) {
+	kf := seededKfake(t)
+	fs, _ := storage.NewFilesystem(t.TempDir())
+	kf.ControlKey(int16(kmsg.FindCoordinator), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		req := kr.(*kmsg.FindCoordinatorRequest)
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		for _, key := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.ErrorCode = key, kerr.GroupAuthorizationFailed.Code
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil, true
+	})
+	r, err := backup.Run(t.Context(), sampleOptions(kf.Addrs(), fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := backupcheck.Latest(t, fs, r.BackupID)
+	for what, ws := range map[string][]string{"manifest": m.Warnings, "result": r.Warnings} {
+		if !slices.ContainsFunc(ws, func(w string) bool {
+			return strings.Contains(w, "could not describe the application's streams group") && strings.Contains(w, "GROUP_AUTHORIZATION_FAILED")
+		}) {
+			t.Errorf("%s warnings %q: none says the group could not be described", what, ws)
+		}
+	}
+}

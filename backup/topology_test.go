@@ -3,12 +3,16 @@ package backup_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
@@ -95,5 +99,69 @@ func TestBackupWithATopology(t *testing.T) {
 	changed.Store = fs
 	if r, err = backup.Run(ctx, changed); err != nil || !r.Resumed {
 		t.Fatalf("same topology: resumed %v, %v", r != nil && r.Resumed, err)
+	}
+}
+
+// TestBackupKeepsParentOutputsWhenTopologyNamesNone: a streams group's
+// topology without its KIP-1331 description names no outputs (a broker
+// restarted without group.streams.topology.description.plugin.class, or
+// before the members resend it). An incremental backup with no include
+// then keeps the outputs of its parent backup that still exist, with role
+// output and a warning in the manifest and the result; before, the new
+// latest backup silently lost them (new-user pass, issue 12).
+func TestBackupKeepsParentOutputsWhenTopologyNamesNone(t *testing.T) {
+	kf := seededKfake(t)
+	fs, _ := storage.NewFilesystem(t.TempDir())
+	ctx := context.Background()
+	o := sampleOptions(kf.Addrs(), fs)
+	o.Include, o.SourceChangelogTopics, o.Topology = nil, nil, sampleTopology("")
+	first, err := backup.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOutputs := sampleTopology("")
+	noOutputs.From, noOutputs.OutputsKnown, noOutputs.Outputs = `streams group "app" on the source cluster (StreamsGroupDescribe)`, false, nil
+	o.Topology = noOutputs
+	r, err := backup.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := backupcheck.Latest(t, fs, r.BackupID)
+	var role string
+	for _, tp := range m.Topics {
+		if tp.Name == sample.Totals {
+			role = tp.Role
+		}
+	}
+	if role != topicfilter.RoleOutput {
+		t.Fatalf("output %q of parent %s: role %q in the new backup (topics %d), want it kept with role output", sample.Totals, first.BackupID, role, len(m.Topics))
+	}
+	for _, d := range r.Decisions {
+		if d.Topic == sample.Totals && (!d.Selected || !strings.Contains(d.Reason, "an output in backup "+first.BackupID)) {
+			t.Errorf("decision %+v", d)
+		}
+	}
+	want := fmt.Sprintf("%q", sample.Totals)
+	for what, ws := range map[string][]string{"manifest": m.Warnings, "result": r.Warnings} {
+		var found bool
+		for _, w := range ws {
+			found = found || strings.Contains(w, want) && strings.Contains(w, first.BackupID)
+		}
+		if !found {
+			t.Errorf("%s warnings %q: none names %s and parent %s", what, ws, want, first.BackupID)
+		}
+	}
+
+	// An output of the parent that is gone from the cluster is not kept.
+	if _, err := kadm.NewClient(testkit.Client(t, kf.Addrs())).DeleteTopic(ctx, sample.Totals); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = backup.Run(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range backupcheck.Latest(t, fs, r.BackupID).Topics {
+		if tp.Name == sample.Totals {
+			t.Errorf("deleted output %q backed up", tp.Name)
+		}
 	}
 }

@@ -264,12 +264,15 @@ type InFlightTopicRow struct {
 
 // TopicDetail is one backed-up topic of a Detail.
 type TopicDetail struct {
-	Name              string `json:"name"`
-	TopicID           string `json:"topic_id,omitempty"`
-	Class             string `json:"class"`
-	SourceChangelog   bool   `json:"source_changelog,omitempty"`
-	Partitions        int    `json:"partitions"`
-	ReplicationFactor int    `json:"replication_factor"`
+	Name            string `json:"name"`
+	TopicID         string `json:"topic_id,omitempty"`
+	Class           string `json:"class"`
+	SourceChangelog bool   `json:"source_changelog,omitempty"`
+	// SchemaRegistry marks the Schema Registry's storage topic (the
+	// manifest's topics[].schema_registry): a restore restores it first.
+	SchemaRegistry    bool `json:"schema_registry,omitempty"`
+	Partitions        int  `json:"partitions"`
+	ReplicationFactor int  `json:"replication_factor"`
 	// Configs are the topic configs the backup recorded (value null for
 	// sensitive entries).
 	Configs     map[string]format.TopicConfig `json:"configs"`
@@ -327,7 +330,7 @@ func Describe(m *format.Manifest) *Detail {
 		}
 	}
 	for _, t := range m.Topics {
-		td := TopicDetail{Name: t.Name, TopicID: t.TopicID, Class: t.Class, SourceChangelog: t.SourceChangelog,
+		td := TopicDetail{Name: t.Name, TopicID: t.TopicID, Class: t.Class, SourceChangelog: t.SourceChangelog, SchemaRegistry: t.SchemaRegistry,
 			Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: t.Configs}
 		for _, p := range t.PartitionCuts {
 			pd := PartitionDetail{Partition: p.Partition, LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark,

@@ -59,6 +59,11 @@ type RestorePlan struct {
 	Topics          []TopicPlan    `json:"topics"`
 	Skipped         []SkippedTopic `json:"skipped,omitempty"`
 	Group           *GroupPlan     `json:"group,omitempty"`
+	// ShareGroup is the application.id group's id when it was a share
+	// group (KIP-932) on the source (Manifest.Group.Type "share"): the
+	// backup holds none of it and the restore leaves the target's group
+	// alone (Group is nil); "" otherwise.
+	ShareGroup string `json:"share_group,omitempty"`
 	// InFlight says what the restore does with the records in flight in
 	// the application's repartition topics at the backup's cut
 	// (docs/DOMAIN.md#in-flight); nil under the rebuild strategy, and when

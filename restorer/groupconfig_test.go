@@ -100,4 +100,7 @@ func TestShareGroupLeftAlone(t *testing.T) {
 	if !slices.ContainsFunc(rep.Plan.Warnings, func(w string) bool { return strings.Contains(w, "share group (KIP-932)") }) {
 		t.Errorf("plan warnings %q: want one saying the share group is left alone", rep.Plan.Warnings)
 	}
+	if rep.Plan.ShareGroup != sample.AppID {
+		t.Errorf("plan share_group %q, want %q (the plan's output says the share group was left alone)", rep.Plan.ShareGroup, sample.AppID)
+	}
 }

@@ -127,6 +127,7 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		plan.Group = g
 	}
 	if m.Group != nil && m.Group.Type == format.GroupTypeShare {
+		plan.ShareGroup = m.Group.GroupID
 		plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q was a share group (KIP-932) on the source, not the application's consumer group: the backup holds none of it, and the restore leaves the target's group alone", m.Group.GroupID))
 	}
 	plan.InFlight = inFlightPlan(sel, o)

@@ -48,7 +48,15 @@ Without a topology file, an application whose group is a streams group
 (group.protocol=streams, Kafka 4.1+) is classified by the topology its group
 coordinator holds (StreamsGroupDescribe; DESCRIBE on the group), so
 source.topics.include may be left out; a group that cannot be described is a
-warning and topics are classified by name.
+warning and topics are classified by name. When that topology names no outputs
+(the brokers keep no KIP-1331 description, e.g. after a restart without
+group.streams.topology.description.plugin.class), the outputs and dead-letter
+topics of the latest complete backup that still exist are backed up again, with
+a warning naming them.
+
+A backup refused for its selection (no include and no topology, a topology
+mismatch, a missing literal include, nothing selected; exit 2) writes nothing:
+no lock, and no storage.path directory is created.
 
 Every Kafka request is bounded by source.request_timeout (default 30s); retriable
 failures (a broker that does not answer or restarts, LEADER_NOT_AVAILABLE,
@@ -210,11 +218,20 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	}
 	defer func() { tel.finish(ctx, err) }()
 	bo.Observer = tel.backupObserver()
-	if bo.Store, err = openStorage(ctx, cfg.Storage); err != nil {
-		return storageError(err)
+	// The storage is opened once the selection is accepted: a refused
+	// backup creates no repository directory.
+	var openErr error
+	bo.OpenStore = func(ctx context.Context) (storage.Backend, error) {
+		if bo.Store, openErr = openStorage(ctx, cfg.Storage); openErr != nil {
+			return nil, openErr
+		}
+		o.Logger.Info("backup starting", "application_id", cfg.ApplicationID, "repository", bo.Store.Location())
+		return bo.Store, nil
 	}
-	o.Logger.Info("backup starting", "application_id", cfg.ApplicationID, "repository", bo.Store.Location())
 	res, err := backup.Run(ctx, bo)
+	if openErr != nil {
+		return storageError(openErr)
+	}
 	if err != nil {
 		return backupError(err, cfg.File())
 	}

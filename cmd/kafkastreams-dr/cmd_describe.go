@@ -19,8 +19,9 @@ type describeOptions struct {
 	Logger *slog.Logger
 }
 
-const describeLong = `Describe one complete backup from its manifest: per topic its class, partitions,
-replication factor and recorded configs (every config not at its default, plus
+const describeLong = `Describe one complete backup from its manifest: per topic its class (the Schema
+Registry's topic marked "(schema registry: restored first)", --json
+"schema_registry": true), partitions, replication factor and recorded configs (every config not at its default, plus
 cleanup.policy, max.message.bytes, min.insync.replicas, message.timestamp.type and
 retention.ms always, at their defaults too: a restore sets them on the new topic);
 per partition the log start and high

@@ -539,3 +539,36 @@ func TestInitHelp(t *testing.T) {
 		t.Errorf("the root help does not name init:\n%s", stdout)
 	}
 }
+
+// TestInitProposesTheSchemaRegistry: a cluster with the Schema Registry's
+// storage topic "_schemas" gets a commented schema_registry block in the
+// written file, never a selection of it (new-user pass, issue 12: init did
+// not mention it); uncommented, the file backs it up.
+func TestInitProposesTheSchemaRegistry(t *testing.T) {
+	kf := initScene(t, []string{"orders", "_schemas", "orders-app-counts-changelog"}, nil,
+		map[string][]string{"orders-app": {"orders"}})
+	out := filepath.Join(t.TempDir(), "orders-app.yaml")
+	code, stdout, stderr := runCLI(t, "init", "--application-id", "orders-app", "--bootstrap-servers", kf.Bootstrap(), "-o", out)
+	if code != exitOK {
+		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	text := mustRead(t, out)
+	const line = `# schema_registry: {}   # the Schema Registry's storage topic "_schemas" exists on this cluster: uncomment to back it up and restore it first`
+	if !strings.Contains(text, line) {
+		t.Errorf("the file lacks %q:\n%s", line, text)
+	}
+	cfg, err := config.Load(out)
+	if err != nil {
+		t.Fatalf("the written config does not load: %v\n%s", err, text)
+	}
+	if cfg.SchemaRegistry != nil || slices.Contains(cfg.Source.Topics.Include, "_schemas") {
+		t.Errorf("init selected the registry's topic by itself: schema_registry %+v, include %q", cfg.SchemaRegistry, cfg.Source.Topics.Include)
+	}
+	uncommented := strings.Replace(text, "# schema_registry: {}", "schema_registry: {}", 1)
+	if err := os.WriteFile(out, []byte(uncommented), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = config.Load(out); err != nil || cfg.SchemaRegistry == nil || cfg.SchemaRegistry.Topic != "_schemas" {
+		t.Fatalf("uncommented: %+v, %v\n%s", cfg, err, uncommented)
+	}
+}

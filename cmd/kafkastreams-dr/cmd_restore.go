@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,7 +233,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.BoolVar(&o.JSON, "json", false, `print the report (or with --dry-run the plan) as JSON; the report's "status" is complete, partial or failed`)
-	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed)`)
+	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed); nothing is written into the repository (no restores/ report or journal)`)
 	f.StringVar(&o.From, "from", "./kdr-quickstart", "with --embedded: the repository `DIR` to restore from")
 	return cmd
 }
@@ -658,6 +659,11 @@ func inFlightDamageWayOut(topics []string) string {
 // backup is complete when backups/<id>/manifest.json exists).
 func listBackupsHint(location, kind string) string {
 	if kind == "embedded" {
+		// backup --embedded --out refuses a directory that is not empty
+		// (checkEmptyRepository): then propose a new one.
+		if entries, err := os.ReadDir(location); err == nil && len(entries) > 0 {
+			return fmt.Sprintf("%s is not empty, so backup --embedded --out refuses it: make one in a new directory: kafkastreams-dr backup --embedded --out NEW_DIR, then restore --embedded --from NEW_DIR", location)
+		}
 		return fmt.Sprintf("make one first: kafkastreams-dr backup --embedded --out %s", location)
 	}
 	// list reads the repository as the config says: an S3 endpoint and

@@ -40,9 +40,11 @@ func newTopicsCmd(g *globalOptions, s *iostreams, runF func(context.Context, *to
 		Use:   "topics -c FILE",
 		Short: "Show which topics a backup would copy, and why",
 		Long: `Connect to the source cluster and show, for every topic, its class for the
-configured application (changelog, repartition, external; internal for the broker's
-own topics such as __consumer_offsets), its partitions, whether a backup would
-select it, and why. Nothing is written anywhere.
+configured application (changelog, repartition, external), its partitions, whether
+a backup would select it, and why. Nothing is written anywhere. The broker's own
+topics (__consumer_offsets, ...) are class external, never selected: the table
+marks them "external (broker-internal)", --json gives "class": "external" and
+"broker_internal": true (test broker_internal in a script, not class).
 
 Topics are read with their partition counts, the broker's internal flag and
 cleanup.policy; consumer groups are listed, and other_application_ids read, so
@@ -74,8 +76,9 @@ global-input; "-" when the topology does not name it), the topology decides, and
 an internal topic under the prefix that it does not name is another
 application's. Without source.topics.include it selects the topology's inputs,
 outputs, dead-letter topics, changelogs and source-topic changelogs. The summary
-on stderr says where the topology came from, or "classified by name (no
-topology)".
+on stderr counts the selected topics by role ("2 inputs, 3 outputs, 5
+changelogs") and says where the topology came from; without a topology it counts
+classes ("5 changelog, 5 external") and says "classified by name (no topology)".
 
 Exits 2, after the table, when a backup would refuse the config: a literal
 include names a topic that does not exist, the include or exclude leaves out a

@@ -188,8 +188,11 @@ func TestPrintDecisionsClass(t *testing.T) {
 		d     topicfilter.Decision
 		class string
 	}{
-		{"broker-internal topic is internal", topicfilter.Decision{Topic: "__consumer_offsets", Class: topicfilter.External, BrokerInternal: true}, "internal"},
-		{"topic the broker flags internal is internal", topicfilter.Decision{Topic: "flagged", Class: topicfilter.External, BrokerInternal: true}, "internal"},
+		// The table's CLASS is --json's class, with the broker_internal
+		// flag as a marker (new-user pass, issue 12: the table said
+		// "internal" where --json says "external").
+		{"broker-internal topic is marked", topicfilter.Decision{Topic: "__consumer_offsets", Class: topicfilter.External, BrokerInternal: true}, "external (broker-internal)"},
+		{"topic the broker flags internal is marked", topicfilter.Decision{Topic: "flagged", Class: topicfilter.External, BrokerInternal: true}, "external (broker-internal)"},
 		{"input topic is external", topicfilter.Decision{Topic: "orders", Class: topicfilter.External}, "external"},
 		{"source changelog says so", topicfilter.Decision{Topic: "customers", Class: topicfilter.Changelog, SourceChangelog: true}, "changelog (source)"},
 		{"repartition topic", topicfilter.Decision{Topic: "app-x-repartition", Class: topicfilter.Repartition}, "repartition"},
@@ -213,6 +216,30 @@ func TestPrintDecisionsClass(t *testing.T) {
 				t.Errorf("CLASS column of %q = %q, want %q", lines[1], fields, tt.class)
 			}
 		})
+	}
+}
+
+// TestSummarizeTopicsByRole: with a topology the summary counts the
+// selected topics by role, not by name's class (new-user pass, issue 12:
+// "(5 changelog, 5 external)" for a topology's inputs and outputs); by
+// name it keeps the class counts.
+func TestSummarizeTopicsByRole(t *testing.T) {
+	d := func(role string, parts int, sel bool) topicfilter.Decision {
+		class := topicfilter.External
+		if role == topicfilter.RoleChangelog {
+			class = topicfilter.Changelog
+		}
+		return topicfilter.Decision{Class: class, Role: role, Partitions: parts, Selected: sel}
+	}
+	top := &topicfilter.AppTopology{From: `topology file "app.txt"`}
+	ds := []topicfilter.Decision{d("input", 1, true), d("input", 1, true), d("output", 2, true), d("changelog", 3, true),
+		d("repartition", 4, false), d("", 1, false), {Class: topicfilter.External, Partitions: 1, Selected: true, SchemaRegistry: true}}
+	want := `7 topics on the cluster, 5 selected (2 inputs, 1 output, 1 changelog, 1 schema registry topic) with 8 partitions; topology: topology file "app.txt"`
+	if got := summarizeTopics(ds, top); got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+	if got, want := summarizeTopics(ds[:4], nil), "4 topics on the cluster, 4 selected (1 changelog, 3 external) with 7 partitions; classified by name (no topology)"; got != want {
+		t.Errorf("by name: summary = %q, want %q", got, want)
 	}
 }
 

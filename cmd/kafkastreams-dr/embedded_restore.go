@@ -21,6 +21,8 @@ import (
 // `restore -c FILE --yes` would (changelog strategy, every topic), then
 // reads the group's committed offsets back from the new cluster and shows
 // them next to the offsets the backup holds: the translation, visible.
+// It writes nothing into the repository: the restore's lock, journal and
+// report are the throwaway cluster's and go away with it (overlayStore).
 func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) error {
 	fi, err := os.Stat(o.From)
 	switch {
@@ -31,10 +33,22 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 	case !fi.IsDir():
 		return withCode(exitUsage, fmt.Errorf("--from %s is not a directory", o.From), listBackupsHint(o.From, "embedded"))
 	}
-	store, err := storage.NewFilesystem(o.From)
+	base, err := storage.NewFilesystem(o.From)
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("--from %s: %w", o.From, err), "")
 	}
+	// The restore's lock, journal and report go to a scratch directory
+	// that goes away with the embedded cluster (overlayStore).
+	scratchDir, err := os.MkdirTemp("", "kdr-embedded-restore-")
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("scratch directory for the embedded restore: %w", err), "")
+	}
+	defer os.RemoveAll(scratchDir)
+	scratch, err := storage.NewFilesystem(scratchDir)
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("scratch directory for the embedded restore: %w", err), "")
+	}
+	store := &overlayStore{base: base, scratch: scratch}
 	m, err := loadBackupManifest(ctx, store, o.BackupID)
 	if err != nil {
 		return restoreError(err, o.From, "embedded", true)

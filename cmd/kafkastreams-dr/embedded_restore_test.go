@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,9 +30,17 @@ var readBackRow = regexp.MustCompile(`(?m)^  (\S+)/(\d+):\s+(?:committed (\d+)|n
 // cluster; the offsets read back from that cluster are the plan's.
 func TestRestoreEmbedded(t *testing.T) {
 	repo := embeddedRepository(t)
+	before := repositoryFiles(t, repo)
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "--embedded", "--from", repo)
 	if code != exitOK {
 		t.Fatalf("restore --embedded: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	// The embedded restore is a throwaway: its report, journal and lock are
+	// not written into the repository it reads (new-user pass, issue 12: a
+	// restores/ report of a cluster that is gone, which estimate then took
+	// as a measured restore throughput).
+	if after := repositoryFiles(t, repo); !slices.Equal(before, after) {
+		t.Errorf("restore --embedded changed the repository:\nbefore %q\nafter  %q", before, after)
 	}
 	for _, w := range []string{"complete", "read back equal", "WIPE LOCAL STATE", "orders/0: committed 12 on the lost cluster -> 12 on the new one"} {
 		if !strings.Contains(stdout, w) {
@@ -81,12 +91,18 @@ func TestRestoreEmbedded(t *testing.T) {
 
 func TestRestoreEmbeddedNoRepository(t *testing.T) {
 	empty := t.TempDir()
+	// A directory that is not empty and holds no backup: backup --embedded
+	// --out refuses it, so the hint must not propose it (new-user pass,
+	// issue 12).
+	full := t.TempDir()
+	writeRepoObject(t, full, "cfg.yaml", "application_id: x\n")
 	for _, tt := range []struct {
 		name, from string
-		want       []string
+		want, not  []string
 	}{
-		{"missing directory", filepath.Join(empty, "nope"), []string{"does not exist", "backup --embedded --out"}},
-		{"empty directory", empty, []string{"no such backup", "holds no complete backup", "backup --embedded --out " + empty}},
+		{"missing directory", filepath.Join(empty, "nope"), []string{"does not exist", "backup --embedded --out"}, nil},
+		{"empty directory", empty, []string{"no such backup", "holds no complete backup", "backup --embedded --out " + empty}, nil},
+		{"directory that is not empty", full, []string{"holds no complete backup", "is not empty", "backup --embedded --out NEW_DIR"}, []string{"--out " + full}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, "restore", "--embedded", "--from", tt.from)
@@ -96,6 +112,11 @@ func TestRestoreEmbeddedNoRepository(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(stderr, w) {
+					t.Errorf("stderr contains %q:\n%s", w, stderr)
 				}
 			}
 		})
@@ -229,4 +250,24 @@ func TestRestoreWithConfig(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "was already complete: nothing written") {
 		t.Errorf("second restore: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+}
+
+// repositoryFiles are the files under dir, as slash paths relative to it,
+// sorted.
+func repositoryFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		files = append(files, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(files)
+	return files
 }

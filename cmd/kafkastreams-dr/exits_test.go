@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
@@ -92,6 +94,11 @@ func TestRestoreDamagedJournal(t *testing.T) {
 func TestDamagedProgressManifest(t *testing.T) {
 	const id = "20261129T074512.345Z-9f3a01bc"
 	src := testkit.StartKfake(t, 1)
+	// The topic exists: the backup's selection is accepted before the
+	// repository is read (a refused backup writes nothing).
+	if _, err := kadm.NewClient(testkit.Client(t, src.Addrs())).CreateTopic(t.Context(), 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
 	repo := t.TempDir()
 	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
 source:

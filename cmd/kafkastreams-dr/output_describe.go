@@ -72,6 +72,9 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 		if t.SourceChangelog {
 			class += " (source changelog)"
 		}
+		if t.SchemaRegistry {
+			class += " (schema registry: restored first)" // as the restore plan says
+		}
 		for _, p := range t.Cuts {
 			unread := "-"
 			if p.Unread != nil {

@@ -69,6 +69,9 @@ func renderInitConfig(d *backup.Discovery, o *initOptions, at time.Time) string 
 			w("  - %s", yamlString(a))
 		}
 	}
+	if d.SchemaRegistryTopic != "" {
+		w("# schema_registry: {}   # the Schema Registry's storage topic %q exists on this cluster: uncomment to back it up and restore it first", d.SchemaRegistryTopic)
+	}
 	w("source:")
 	w("  bootstrap_servers:")
 	for _, s := range o.BootstrapServers {

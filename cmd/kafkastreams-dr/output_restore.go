@@ -188,6 +188,8 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 			fmt.Fprintf(w, "group configs set on the target first: %s\n", formatConfigs(g.Configs))
 		}
 		printOffsets(w, g.Offsets, g.TargetState != "")
+	} else if p.ShareGroup != "" {
+		fmt.Fprintf(w, "\nno group offsets: group %q was a share group (KIP-932) on the source; the restore leaves the target's group alone\n", p.ShareGroup)
 	} else {
 		fmt.Fprintln(w, "\nno group offsets: the backup holds none (was application_id set when it was taken?)")
 	}

@@ -81,6 +81,12 @@ func TestOutputFunctions(t *testing.T) {
 			return writeDryRun(w, false, &restorer.Plan{BackupID: "B1", Strategy: restorer.StrategyChangelog}, "k:9092")
 		}, "restore plan for backup B1\n  strategy     changelog (topics and state; group offsets translated)\n  target       k:9092\n" +
 			"  restores     0 records in 0 topics (0 partitions)\n\nno group offsets: the backup holds none (was application_id set when it was taken?)\n\ndry run: nothing was written to k:9092\n"},
+		// New-user pass, issue 12: a share group's plan asked whether
+		// application_id was set, under the share-group warning.
+		{"restore: dry run of a share group's backup", func(w *strings.Builder) error {
+			return writeDryRun(w, false, &restorer.Plan{BackupID: "B1", Strategy: restorer.StrategyChangelog, ShareGroup: "app"}, "k:9092")
+		}, "restore plan for backup B1\n  strategy     changelog (topics and state; group offsets translated)\n  target       k:9092\n" +
+			"  restores     0 records in 0 topics (0 partitions)\n\nno group offsets: group \"app\" was a share group (KIP-932) on the source; the restore leaves the target's group alone\n\ndry run: nothing was written to k:9092\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -83,7 +83,7 @@ func TestTopicsWithATopology(t *testing.T) {
 			t.Errorf("%s: %q, want %q", topic, got[topic], w)
 		}
 	}
-	if w := fmt.Sprintf("3 selected (1 changelog, 2 external) with 6 partitions; topology: topology file %q", top); !strings.Contains(stderr, w) {
+	if w := fmt.Sprintf("3 selected (1 input, 1 output, 1 changelog) with 6 partitions; topology: topology file %q", top); !strings.Contains(stderr, w) {
 		t.Errorf("stderr has no %q:\n%s", w, stderr)
 	}
 
