@@ -16,15 +16,16 @@ import (
 // for its changelog when that topic is absent from the cluster), From set
 // to from, OutputsKnown (describe() names every sink's topic, but for a
 // sink with a topic name extractor), and Digest the hex sha256 of text.
-// Errors are ParseTopology's, and an empty applicationID (internal topic
+// Errors are ParseTopology's after from (`topology file "x.txt": topology
+// description line 3: ...`), and an empty applicationID (internal topic
 // names need the prefix).
 func DescribedTopology(text, applicationID, from string) (*AppTopology, error) {
 	if applicationID == "" {
-		return nil, fmt.Errorf("topology %s: application_id is not set: a topology's internal topics are named \"<application.id>-<name>\"; set application_id", from)
+		return nil, fmt.Errorf("%s: application_id is not set: a topology's internal topics are named \"<application.id>-<name>\"; set application_id", from)
 	}
 	top, err := ParseTopology(text)
 	if err != nil {
-		return nil, fmt.Errorf("topology %s: %w", from, err)
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
 	sum := sha256.Sum256([]byte(text))
 	return &AppTopology{From: from, TopologyTopics: top.Topics(applicationID, false), OutputsKnown: true,

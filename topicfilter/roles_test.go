@@ -359,7 +359,7 @@ func TestDescribedTopology(t *testing.T) {
 	if _, err := DescribedTopology("Topologies:\n", "", "topology file x.txt"); err == nil || !strings.Contains(err.Error(), "set application_id") {
 		t.Errorf("no application.id: %v", err)
 	}
-	if _, err := DescribedTopology("nonsense", "app", "topology file x.txt"); err == nil || !strings.Contains(err.Error(), "topology topology file x.txt: topology description") {
+	if _, err := DescribedTopology("nonsense", "app", "topology file x.txt"); err == nil || !strings.HasPrefix(err.Error(), "topology file x.txt: topology description") {
 		t.Errorf("not a description: %v", err)
 	}
 	a := described(t, "topology-02.txt", "streams-wordcount")

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
@@ -13,7 +11,8 @@ import (
 // loadTopology reads the application's topology from flag (--topology,
 // relative to the working directory) or else the config's topology_file
 // (already relative to the config file): a Topology#describe() text
-// (topicfilter.DescribedTopology). Neither: nil, and the broker's streams
+// read by config.ReadTopologyFile (a regular file of at most 1 MiB) and
+// topicfilter.DescribedTopology. Neither: nil, and the broker's streams
 // group may give one (backup.SelectTopics). A file that cannot be read,
 // is not a describe() text, or comes without application_id is a usage
 // error (exit 2) naming the file and the fix.
@@ -28,20 +27,28 @@ func loadTopology(cfg *config.Config, flag string) (*topicfilter.AppTopology, er
 	if path == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(path)
+	text, _, err := config.ReadTopologyFile(path)
 	if err != nil {
-		why := err.Error()
-		if errors.Is(err, fs.ErrNotExist) {
-			why = "it does not exist"
-		}
-		return nil, withCode(exitUsage, fmt.Errorf("%s %q cannot be read: %s", what, path, why),
-			"give the file the application's Topology#describe() text was written to (topology.describe().toString())")
+		return nil, topologyFileError(what, err)
 	}
-	top, err := topicfilter.DescribedTopology(string(b), cfg.ApplicationID, fmt.Sprintf("topology file %q", path))
+	top, err := topicfilter.DescribedTopology(text, cfg.ApplicationID, fmt.Sprintf("topology file %q", path))
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("%s: %w", what, err), "")
 	}
 	return top, nil
+}
+
+// topologyFileError is the usage error (exit 2) for a topology file
+// config.ReadTopologyFile refused, after what (the flag or key): the fix
+// for a file that cannot be read is another file.
+func topologyFileError(what string, err error) error {
+	var re *config.TopologyReadError
+	if errors.As(err, &re) {
+		return withCode(exitUsage, fmt.Errorf("%s %w", what, err),
+			"give the regular file the application's Topology#describe() text was written to (topology.describe().toString())")
+	}
+	return withCode(exitUsage, fmt.Errorf("%s %w", what, err),
+		"give the text the application's Topology#describe() prints, whole (e.g. log topology.describe() at startup)")
 }
 
 // listKey names a source.topics list of cfg for the fixes of a topology

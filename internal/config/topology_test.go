@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestIncludeIsOptional: a source without topics.include is accepted
@@ -93,5 +95,55 @@ func TestAllowTopologyMismatch(t *testing.T) {
 	}
 	if !c.Source.Topics.AllowTopologyMismatch {
 		t.Error("allow_topology_mismatch not decoded")
+	}
+}
+
+// TestTopologyFileNotARegularFile is a regression test (new-user pass:
+// topology_file: /dev/zero was read until the host ran out of memory, a
+// FIFO blocked forever): topology_file is read as every file a config
+// names, a regular file of at most MaxFileBytes, refused at its line
+// naming the file otherwise. /dev/null stands for a device: read, it
+// ends at once.
+func TestTopologyFileNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "t.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(big, []byte(describeText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxFileBytes+1); err != nil { // sparse
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, file, want string }{
+		{"fifo", fifo, "named pipe (FIFO), not a regular file"},
+		{"device", "/dev/null", "character device, not a regular file"},
+		{"directory", dir, "directory, not a regular file"},
+		{"too large", big, "1 MiB"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, tt.name+".yaml")
+			if err := os.WriteFile(p, []byte(base+"topology_file: "+tt.file+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := LoadAndCheckFiles(p); done <- err }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("still reading after 20s")
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range []string{"topology_file", "line 9", tt.file, tt.want} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
 	}
 }

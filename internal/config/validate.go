@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -275,14 +273,11 @@ func (v *validator) topology() {
 		case c.ApplicationID == "":
 			v.errf("topology_file", "topology_file needs application_id: the topology's internal topics are named \"<application.id>-<name>\" on the broker")
 		case v.checkFiles:
-			if b, err := os.ReadFile(c.TopologyFile); err != nil {
-				why := "cannot be read (" + err.Error() + ")"
-				if errors.Is(err, fs.ErrNotExist) {
-					why = "does not exist"
-				}
-				v.errf("topology_file", "topology_file %q %s: give the file the application's Topology#describe() text was written to (a relative path is relative to the config file)", c.TopologyFile, why)
-			} else if _, err := topicfilter.ParseTopology(string(b)); err != nil {
-				v.errf("topology_file", "topology_file %q: %v", c.TopologyFile, err)
+			var re *TopologyReadError
+			if _, _, err := ReadTopologyFile(c.TopologyFile); errors.As(err, &re) {
+				v.errf("topology_file", "topology_file %v: give the file the application's Topology#describe() text was written to (a relative path is relative to the config file)", err)
+			} else if err != nil {
+				v.errf("topology_file", "topology_file %v", err)
 			}
 		}
 	} else if v.has("topology_file") {
