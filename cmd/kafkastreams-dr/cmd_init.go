@@ -44,7 +44,6 @@ type initOptions struct {
 	now    func() time.Time // the header's time; time.Now when nil
 }
 
-
 func newInitCmd(g *globalOptions, s *iostreams, runF func(context.Context, *initOptions, *iostreams) error) *cobra.Command {
 	o := &initOptions{}
 	cmd := &cobra.Command{
