@@ -478,9 +478,9 @@ func TestInitApplicationNotFound(t *testing.T) {
 			`no committed offsets of group "ghost" (OffsetFetch)`, `no topic named "ghost-*"`, "check --application-id"}},
 		{"the topology's topics are not on the cluster", []string{"--application-id", "drill-app", "--topology", topology}, []string{
 			`application.id "drill-app" not found on the cluster: none of the topics of topology file "drill-app.txt" is on the cluster`}},
-		{"no topology file", []string{"--application-id", "orders-app", "--topology", filepath.Join(dir, "missing.txt")}, []string{"--topology", "missing.txt", "no such file"}},
+		{"no topology file", []string{"--application-id", "orders-app", "--topology", filepath.Join(dir, "missing.txt")}, []string{"--topology", "missing.txt", "cannot be read: it does not exist"}},
 		{"not a topology", []string{"--application-id", "orders-app", "--topology", garbage}, []string{
-			"Error: --topology " + garbage + `: topology description line 2: "this is not a node" is not a sub-topology`, "Topology#describe()"}},
+			"Error: --topology \"" + garbage + `": topology description line 2: "this is not a node" is not a sub-topology`, "Topology#describe()"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"init", "--bootstrap-servers", kf.Bootstrap(), "-o", out}, tt.args...)...)
