@@ -147,3 +147,69 @@ func TestTopologyFileNotARegularFile(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceChangelogTopicsAgainstTheTopology is a regression test
+// (new-user pass): source_changelog_topics listing a repartition topic
+// made the backup copy it as data as a "changelog (source topic)" and drop
+// its in-flight tail; an output or a real changelog listed there became a
+// source changelog. config validate refuses, at the entry's line, a
+// declared source changelog that the topology_file names as a repartition
+// topic, an output, a dead-letter topic or a changelog (an input is
+// consistent), and without a topology one that is a repartition topic by
+// name.
+func TestSourceChangelogTopicsAgainstTheTopology(t *testing.T) {
+	dir := t.TempDir()
+	const top = `Topologies:
+   Sub-topology: 0
+    Source: s (topics: [orders])
+      --> agg
+    Processor: agg (stores: [counts])
+      --> k
+      <-- s
+    Sink: k (topic: counts-repartition)
+      <-- agg
+  Sub-topology: 1
+    Source: s2 (topics: [counts-repartition])
+      --> out
+    Sink: out (topic: order-counts)
+      <-- s2
+`
+	if err := os.WriteFile(filepath.Join(dir, "app.txt"), []byte(top), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, extra string
+		want        []string // nil: accepted
+	}{
+		{"repartition by name", "source_changelog_topics: [other-x-repartition]\n", []string{"source_changelog_topics[0]", `"other-x-repartition"`, "repartition topic", "remove it from source_changelog_topics", "line 9"}},
+		{"fk-join by name", "source_changelog_topics: [app-x-subscription-registration-topic]\n", []string{"source_changelog_topics[0]", "foreign-key-join"}},
+		{"the topology's repartition topic", "topology_file: app.txt\nsource_changelog_topics: [app-counts-repartition]\n", []string{"source_changelog_topics[0]", "repartition topic", "remove it"}},
+		{"an output", "topology_file: app.txt\nsource_changelog_topics: [order-counts]\n", []string{"source_changelog_topics[0]", `"order-counts"`, "output topic of the topology", "remove it from source_changelog_topics", "line 10"}},
+		{"a changelog", "topology_file: app.txt\nsource_changelog_topics: [app-counts-changelog]\n", []string{"changelog of the topology"}},
+		{"a dead-letter topic", "dead_letter_queue_topics: [orders-dlq]\nsource_changelog_topics: [orders-dlq]\n", []string{"source_changelog_topics[0]", "dead_letter_queue_topics"}},
+		{"an input", "topology_file: app.txt\nsource_changelog_topics: [orders]\n", nil},
+		{"no topology, a plain name", "source_changelog_topics: [customers]\n", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
+			if err := os.WriteFile(p, []byte(base+tt.extra), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadAndCheckFiles(p)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
