@@ -15,7 +15,10 @@ import (
 // topicfilter.DescribedTopology. Neither: nil, and the broker's streams
 // group may give one (backup.SelectTopics). A file that cannot be read,
 // is not a describe() text, or comes without application_id is a usage
-// error (exit 2) naming the file and the fix.
+// error (exit 2) naming the file and the fix; so is a
+// source_changelog_topics entry the topology says cannot be a source
+// changelog (topicfilter.SourceChangelogConflict: a repartition topic, an
+// output, a changelog).
 func loadTopology(cfg *config.Config, flag string) (*topicfilter.AppTopology, error) {
 	path, what := flag, "--topology"
 	if path == "" {
@@ -34,6 +37,12 @@ func loadTopology(cfg *config.Config, flag string) (*topicfilter.AppTopology, er
 	top, err := topicfilter.DescribedTopology(text, cfg.ApplicationID, fmt.Sprintf("topology file %q", path))
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("%s: %w", what, err), "")
+	}
+	for _, sc := range cfg.SourceChangelogTopics {
+		if why := topicfilter.SourceChangelogConflict(sc, top, cfg.DeadLetterQueueTopics); why != "" {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: %q %s", listKey(cfg, "source_changelog_topics"), sc, why),
+				fmt.Sprintf("remove %q from source_changelog_topics in %s (list there only input topics a store restores from, topology.optimization=all)", sc, cfg.File()))
+		}
 	}
 	return top, nil
 }

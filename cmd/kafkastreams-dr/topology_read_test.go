@@ -110,3 +110,25 @@ func TestTopologyParseErrorPrefix(t *testing.T) {
 		t.Errorf("a BOM before Topologies: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }
+
+// TestSourceChangelogTopicsContradictingTheTopology is a regression test
+// (new-user pass): with --topology, an output listed in
+// source_changelog_topics became a "source-topic changelog" of the
+// backup. topics and backup refuse it (exit 2) naming the topic, its role
+// in the topology and the fix, before reaching the cluster; an input
+// listed there is consistent.
+func TestSourceChangelogTopicsContradictingTheTopology(t *testing.T) {
+	dir := t.TempDir()
+	top := filepath.Join(dir, "my-app.topology.txt")
+	writeFileIn(t, dir, "my-app.topology.txt", myAppTopology)
+	base := "application_id: my-app\nsource:\n  bootstrap_servers: [127.0.0.1:1]\nstorage:\n  backend: filesystem\n  path: " + filepath.Join(dir, "repo") + "\n"
+	writeFileIn(t, dir, "out.yaml", base+"source_changelog_topics: [order-counts]\n")
+	for _, cmd := range []string{"topics", "backup"} {
+		code, _, stderr := runCLIWithin(t, cmd, "-c", filepath.Join(dir, "out.yaml"), "--topology", top)
+		for _, w := range []string{`source_changelog_topics`, `"order-counts"`, "output topic of the topology", `remove "order-counts" from source_changelog_topics`} {
+			if code != exitUsage || !strings.Contains(stderr, w) {
+				t.Errorf("%s: exit %d, want 2 and %q:\n%s", cmd, code, w, stderr)
+			}
+		}
+	}
+}
