@@ -201,7 +201,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 		if c.Topology != nil {
 			if hasRole && !d.BrokerInternal {
 				d.Role, d.Class, d.SourceChangelog, d.OtherApplicationID = role, roleClass(role), role == RoleSourceChangelog, ""
-				v.reason = roleReason(role, tr.note[t.Name])
+				v.reason = roleReason(t.Name, role, tr.note[t.Name])
 				if role == RoleChangelog && v.store != "" {
 					v.reason = fmt.Sprintf("changelog of the topology's store %q", v.store)
 				}

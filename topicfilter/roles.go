@@ -202,8 +202,10 @@ func roleClass(role string) Class {
 	return External
 }
 
-// roleReason says what the topology makes of a topic.
-func roleReason(role, note string) string {
+// roleReason says what the topology makes of topic: a repartition-role
+// topic that is a foreign-key join's subscription registration or response
+// topic is called that (repartitionWord).
+func roleReason(topic, role, note string) string {
 	what := map[string]string{
 		RoleInput:           "input topic of the topology",
 		RoleOutput:          "output topic of the topology",
@@ -213,6 +215,9 @@ func roleReason(role, note string) string {
 		RoleDeadLetter:      "dead-letter queue topic (KIP-1034): an output",
 		RoleGlobalInput:     "input topic of a global store of the topology",
 	}[role]
+	if role == RoleRepartition {
+		what = repartitionWord(topic) + " of the topology"
+	}
 	if note != "" {
 		what += " (" + note + ")"
 	}

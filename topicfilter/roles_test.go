@@ -413,3 +413,31 @@ func TestPlanTopologyTopicReadBack(t *testing.T) {
 		t.Errorf("warnings %q, want %q", ws, w)
 	}
 }
+
+// TestFKJoinTopicReason is a regression test (new-user pass): the
+// topology's foreign-key-join subscription topics were called
+// "repartition topic of the topology"; their role stays repartition.
+func TestFKJoinTopicReason(t *testing.T) {
+	top := described(t, "drill-app.txt", "drill-app")
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fk := "drill-app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000020-topic"
+	ds, _, err := Plan(f, Classifier{ApplicationID: "drill-app", Topology: top}, infos("drill-events", fk, "drill-app-by-category-repartition"), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		switch d.Topic {
+		case fk:
+			if d.Role != RoleRepartition || !strings.Contains(d.Reason, "foreign-key-join subscription topic of the topology") {
+				t.Errorf("%s: role %q, reason %q", d.Topic, d.Role, d.Reason)
+			}
+		case "drill-app-by-category-repartition":
+			if d.Role != RoleRepartition || !strings.Contains(d.Reason, "repartition topic of the topology") {
+				t.Errorf("%s: role %q, reason %q", d.Topic, d.Role, d.Reason)
+			}
+		}
+	}
+}

@@ -262,7 +262,7 @@ func TestInitFromTopologyFile(t *testing.T) {
 	}
 	for topic, wantIn := range map[string]string{
 		"drill-app-by-category-repartition":   "repartition topic of the topology; repartition topics are never backed up as data",
-		fkReg:                                 "only their in-flight tail is captured",
+		fkReg:                                 "foreign-key-join subscription topic of the topology; repartition topics are never backed up as data",
 		fkResp:                                "only their in-flight tail is captured",
 		"drill-app-v1-counts-store-changelog": "internal topic of application.id drill-app-v1",
 	} {
