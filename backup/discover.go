@@ -224,7 +224,9 @@ func groupsNote(app string, err error) string {
 func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o DiscoverOptions, log *slog.Logger) error {
 	app, t := o.ApplicationID, o.Topology
 	d.FromTopology, d.OutputsKnown, d.Method = true, t.OutputsKnown, t.From
-	sel, err := SelectTopics(ctx, adm, Options{ApplicationID: app, Topology: t, RetryTimeout: o.RetryTimeout}, log)
+	// AllowMissingTopics: a topology input not on the cluster is a note of
+	// init's, not a refusal (a backup refuses it).
+	sel, err := SelectTopics(ctx, adm, Options{ApplicationID: app, Topology: t, RetryTimeout: o.RetryTimeout, AllowMissingTopics: true}, log)
 	if err != nil {
 		return fmt.Errorf("discover: %w", err)
 	}
@@ -233,7 +235,7 @@ func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o D
 	}
 	for _, w := range sel.Warnings {
 		if w != noOutputsWarning(t) { // the file says that outputs are not known (OutputsKnown)
-			d.Notes = append(d.Notes, w)
+			d.Notes = append(d.Notes, strings.TrimSuffix(w, topicfilter.AllowMissingSkipped)) // init allows them, not the config
 		}
 	}
 	subs := subTopologies(o.Described, app)

@@ -56,12 +56,17 @@ type roles struct {
 	note map[string]string // topic -> extra words for its reason
 	// warnings are for people, in a stable order.
 	warnings []string
+	// missingInputs are the topology's inputs and global store inputs
+	// absent from the cluster, sorted: [Plan] refuses them as it does a
+	// missing literal include.
+	missingInputs []string
 }
 
 // topologyRoles gives the topics of exists their roles (see the Role
-// constants) from c.Topology. Warnings: topology topics absent from the
-// cluster (a changelog: logging disabled or not created yet) and source
-// patterns that cannot be translated.
+// constants) from c.Topology. Warnings: topology changelogs absent from
+// the cluster (logging disabled or not created yet), source patterns that
+// cannot be translated or match no topic. Absent inputs are
+// missingInputs.
 func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles {
 	t := c.Topology
 	r := roles{role: map[string]string{}, note: map[string]string{}}
@@ -153,10 +158,15 @@ func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles 
 			r.warnings = append(r.warnings, fmt.Sprintf("topology (%s): %v", t.From, err))
 			continue
 		}
+		matched := false
 		for _, name := range names {
 			if re.MatchString(name) && !isBrokerInternalName(name) {
 				set(name, RoleInput, fmt.Sprintf("matches the topology's source pattern %q", p))
+				matched = true
 			}
+		}
+		if !matched {
+			r.warnings = append(r.warnings, fmt.Sprintf("the topology's source pattern %q (%s) matches no topic on the cluster: the application's input may be missing, and nothing of it is backed up", p, t.From))
 		}
 	}
 	if t.OutputsKnown {
@@ -178,16 +188,12 @@ func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles 
 	for _, m := range missing {
 		r.warnings = append(r.warnings, fmt.Sprintf("the topology's changelog %q does not exist on the cluster: its store has logging disabled, or the application has not created it yet; nothing of that store is backed up", m))
 	}
-	var absent []string
 	for _, in := range slices.Concat(t.Inputs, t.GlobalInputs) {
-		if !exists[in] && !slices.Contains(absent, in) {
-			absent = append(absent, in)
+		if !exists[in] && !slices.Contains(r.missingInputs, in) {
+			r.missingInputs = append(r.missingInputs, in)
 		}
 	}
-	slices.Sort(absent)
-	for _, a := range absent {
-		r.warnings = append(r.warnings, fmt.Sprintf("the topology's input topic %q does not exist on the cluster", a))
-	}
+	slices.Sort(r.missingInputs)
 	return r
 }
 

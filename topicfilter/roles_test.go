@@ -424,7 +424,7 @@ func TestFKJoinTopicReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	fk := "drill-app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000020-topic"
-	ds, _, err := Plan(f, Classifier{ApplicationID: "drill-app", Topology: top}, infos("drill-events", fk, "drill-app-by-category-repartition"), PlanOptions{})
+	ds, _, err := Plan(f, Classifier{ApplicationID: "drill-app", Topology: top}, infos("drill-events", fk, "drill-app-by-category-repartition"), PlanOptions{AllowMissing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,5 +439,62 @@ func TestFKJoinTopicReason(t *testing.T) {
 				t.Errorf("%s: role %q, reason %q", d.Topic, d.Role, d.Reason)
 			}
 		}
+	}
+}
+
+// TestPlanMissingTopologyInputIsRefused is a regression test (new-user
+// pass): a topology input (or global store input) missing from the
+// cluster was only a warning, while a missing literal include is an
+// error. It is a *MissingTopicsError naming the topology as the source,
+// a warning with AllowMissing; a missing changelog stays a warning.
+func TestPlanMissingTopologyInputIsRefused(t *testing.T) {
+	top := &AppTopology{From: `topology file "app.txt"`, OutputsKnown: true, TopologyTopics: TopologyTopics{
+		Inputs: []string{"orders"}, GlobalInputs: []string{"rates"}, Changelogs: []string{"app-s-changelog"}}}
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Classifier{ApplicationID: "app", Topology: top}
+	_, ws, err := Plan(f, c, infos("unrelated"), PlanOptions{})
+	var missing *MissingTopicsError
+	if !errors.As(err, &missing) || !reflect.DeepEqual(missing.TopologyInputs, []string{"orders", "rates"}) {
+		t.Fatalf("err %v (%+v)", err, missing)
+	}
+	for _, w := range []string{`topology file "app.txt"`, `"orders"`, `"rates"`, "do not exist on the cluster", "source.topics.allow_missing: true"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, `changelog "app-s-changelog" does not exist`) }) {
+		t.Errorf("no changelog warning: %q", ws)
+	}
+	_, ws, err = Plan(f, c, infos("unrelated"), PlanOptions{AllowMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `input topic "orders"`) && strings.Contains(w, "does not exist on the cluster")
+	}) {
+		t.Errorf("no warning for the missing input: %q", ws)
+	}
+}
+
+// TestPlanTopologyPatternMatchingNothingWarns is a regression test
+// (new-user pass): a topology source pattern that matched no topic gave
+// no warning in topics and backup.
+func TestPlanTopologyPatternMatchingNothingWarns(t *testing.T) {
+	top := &AppTopology{From: `topology file "app.txt"`, OutputsKnown: true, TopologyTopics: TopologyTopics{Patterns: []string{"clicks-.*"}}}
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ws, err := Plan(f, Classifier{ApplicationID: "app", Topology: top}, infos("orders"), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `source pattern "clicks-.*"`) && strings.Contains(w, "matches no topic") && strings.Contains(w, "input may be missing")
+	}) {
+		t.Errorf("no warning for the pattern: %q", ws)
 	}
 }

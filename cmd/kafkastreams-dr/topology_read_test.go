@@ -132,3 +132,28 @@ func TestSourceChangelogTopicsContradictingTheTopology(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicsMissingTopologyInput is a regression test (new-user pass): a
+// topology input missing from the cluster was only a warning (a missing
+// literal include is exit 2). topics refuses it, exit 2 naming the topic
+// and the topology; source.topics.allow_missing: true makes it a warning.
+func TestTopicsMissingTopologyInput(t *testing.T) {
+	brokers := startCluster(t, map[string]string{"order-counts": "", "my-app-counts-store-changelog": "compact"})
+	dir := t.TempDir()
+	writeFileIn(t, dir, "my-app.topology.txt", myAppTopology)
+	top := filepath.Join(dir, "my-app.topology.txt")
+	cfg := func(name, extra string) string {
+		writeFileIn(t, dir, name, "application_id: my-app\nsource:\n  bootstrap_servers: ["+strings.Join(brokers, ", ")+"]\n"+extra+"storage:\n  backend: filesystem\n  path: "+filepath.Join(dir, "repo")+"\n")
+		return filepath.Join(dir, name)
+	}
+	code, _, stderr := runCLIWithin(t, "--log-level", "error", "topics", "-c", cfg("app.yaml", ""), "--topology", top)
+	for _, w := range []string{`names input topic "orders", which does not exist on the cluster`, "topology file", "source.topics.allow_missing: true"} {
+		if code != exitUsage || !strings.Contains(stderr, w) {
+			t.Errorf("exit %d, want 2 and %q:\n%s", code, w, stderr)
+		}
+	}
+	code, _, stderr = runCLIWithin(t, "--log-level", "error", "topics", "-c", cfg("allow.yaml", "  topics:\n    allow_missing: true\n"), "--topology", top)
+	if w := `the topology's input topic "orders" does not exist on the cluster; skipped`; code != 0 || !strings.Contains(stderr, w) {
+		t.Errorf("allow_missing: exit %d, want 0 and %q:\n%s", code, w, stderr)
+	}
+}
