@@ -64,8 +64,9 @@ type roles struct {
 
 // topologyRoles gives the topics of exists their roles (see the Role
 // constants) from c.Topology. Warnings: topology changelogs absent from
-// the cluster (logging disabled or not created yet), source patterns that
-// cannot be translated or match no topic. Absent inputs are
+// the cluster (logging disabled or not created yet), dead-letter topics
+// not on it yet, source patterns that cannot be translated or match no
+// topic. Absent inputs are
 // missingInputs.
 func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles {
 	t := c.Topology
@@ -187,6 +188,13 @@ func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles 
 	slices.Sort(missing)
 	for _, m := range missing {
 		r.warnings = append(r.warnings, fmt.Sprintf("the topology's changelog %q does not exist on the cluster: its store has logging disabled, or the application has not created it yet; nothing of that store is backed up", m))
+	}
+	dlq := slices.Clone(c.DeadLetterTopics)
+	slices.Sort(dlq)
+	for _, d := range slices.Compact(dlq) {
+		if !exists[d] {
+			r.warnings = append(r.warnings, fmt.Sprintf("dead-letter queue topic %q (dead_letter_queue_topics) does not exist on the cluster yet: it appears with the application's first dead letter (KIP-1034; Kafka Streams does not create it, the broker does on the first write when it auto-creates topics), and a backup copies it once it exists", d))
+		}
 	}
 	for _, in := range slices.Concat(t.Inputs, t.GlobalInputs) {
 		if !exists[in] && !slices.Contains(r.missingInputs, in) {

@@ -498,3 +498,24 @@ func TestPlanTopologyPatternMatchingNothingWarns(t *testing.T) {
 		t.Errorf("no warning for the pattern: %q", ws)
 	}
 }
+
+// TestPlanMissingDeadLetterTopicWarns is a regression test (new-user
+// pass): a dead_letter_queue_topics entry not on the cluster was silently
+// ignored. It is a warning saying the application creates it on its first
+// dead letter and the backup copies it once it exists.
+func TestPlanMissingDeadLetterTopicWarns(t *testing.T) {
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := &AppTopology{From: "x", OutputsKnown: true, TopologyTopics: TopologyTopics{Inputs: []string{"orders"}}}
+	_, ws, err := Plan(f, Classifier{ApplicationID: "app", Topology: top, DeadLetterTopics: []string{"app-dlq"}}, infos("orders"), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `dead-letter queue topic "app-dlq"`) && strings.Contains(w, "first dead letter (KIP-1034") && strings.Contains(w, "once it exists")
+	}) {
+		t.Errorf("no warning: %q", ws)
+	}
+}

@@ -58,3 +58,40 @@ func repartitionWord(topic string) string {
 	}
 	return "repartition topic"
 }
+
+// DeadLetterConflict says why topic, listed in dead_letter_queue_topics
+// (KIP-1034 errors.dead.letter.queue.topic.name: an output the
+// application writes when a record fails), cannot be a dead-letter topic
+// of this application, or "" when it can: a broker-internal name ("__"),
+// a topic c.Topology names as an input, a global store's input, a
+// repartition or foreign-key-join topic or a changelog, or (by Kafka
+// Streams' naming rule, Classify without SourceChangelogTopics) a
+// repartition topic or changelog of c.ApplicationID. The phrase reads
+// after the topic.
+func (c Classifier) DeadLetterConflict(topic string) string {
+	if isBrokerInternalName(topic) {
+		return `is a broker-internal topic (name starts with "__")`
+	}
+	if t := c.Topology; t != nil {
+		from := ""
+		if t.From != "" {
+			from = " (" + t.From + ")"
+		}
+		switch {
+		case slices.Contains(t.Inputs, topic), slices.Contains(t.GlobalInputs, topic):
+			return "is an input topic of the topology" + from
+		case slices.Contains(t.Repartition, topic):
+			return "is a " + repartitionWord(topic) + " of the topology" + from
+		case slices.Contains(t.Changelogs, topic):
+			return "is a changelog of the topology" + from
+		}
+	}
+	byName := Classifier{ApplicationID: c.ApplicationID, InternalPrefixes: c.InternalPrefixes, OtherApplicationIDs: c.OtherApplicationIDs}
+	switch v := byName.classify(topic); {
+	case v.class == Changelog && v.otherApp == "":
+		return "is named as a changelog of the application (" + v.reason + ")"
+	case v.class == Repartition && v.otherApp == "":
+		return "is named as a repartition topic of the application (" + v.reason + ")"
+	}
+	return ""
+}

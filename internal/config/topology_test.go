@@ -213,3 +213,42 @@ func TestSourceChangelogTopicsAgainstTheTopology(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadLetterQueueTopicsThatCannotBe is a regression test (new-user
+// pass): dead_letter_queue_topics entries that cannot be dead-letter
+// topics were silently ignored. A broker-internal name and a duplicate are
+// errors at their line; an entry named as a repartition topic or a
+// changelog, or one topology_file names as an input, a repartition topic
+// or a changelog, is refused naming its role.
+func TestDeadLetterQueueTopicsThatCannotBe(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.txt"), []byte(describeText), 0o600); err != nil { // reads orders
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, extra string
+		want        []string
+	}{
+		{"broker-internal", "dead_letter_queue_topics: [__consumer_offsets]\n", []string{"dead_letter_queue_topics[0]", "broker-internal", "line 9"}},
+		{"duplicate", "dead_letter_queue_topics: [dlq, dlq]\n", []string{"dead_letter_queue_topics[1]", `"dlq"`, "twice", "line 9"}},
+		{"repartition by name", "dead_letter_queue_topics: [app-x-repartition]\n", []string{"dead_letter_queue_topics[0]", "repartition topic"}},
+		{"changelog by name", "dead_letter_queue_topics: [app-x-changelog]\n", []string{"dead_letter_queue_topics[0]", "changelog"}},
+		{"an input of the topology", "topology_file: app.txt\ndead_letter_queue_topics: [orders]\n", []string{"dead_letter_queue_topics[0]", `"orders"`, "input topic of the topology", "line 10"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
+			if err := os.WriteFile(p, []byte(base+tt.extra), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadAndCheckFiles(p)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -281,8 +281,11 @@ func (v *validator) sourceChangelogs(topology *topicfilter.AppTopology) {
 
 // topology checks topology_file (resolved against the config's directory;
 // with checkFiles read and parsed as a Topology#describe() text, an error
-// at its line naming what is wrong) and dead_letter_queue_topics (topic
-// names).
+// at its line naming what is wrong), source_changelog_topics against it
+// (sourceChangelogs) and dead_letter_queue_topics (topic names, listed
+// once, not broker-internal, not what the topology or the naming rule
+// makes an input, a repartition topic or a changelog:
+// topicfilter.Classifier.DeadLetterConflict).
 func (v *validator) topology() {
 	c := v.c
 	var topology *topicfilter.AppTopology // read from topology_file, when checkFiles
@@ -305,12 +308,17 @@ func (v *validator) topology() {
 		v.errf("topology_file", "topology_file is empty: give the file holding the application's Topology#describe() text, or remove the key")
 	}
 	v.sourceChangelogs(topology)
+	byName := topicfilter.Classifier{ApplicationID: c.ApplicationID, InternalPrefixes: c.InternalTopicPrefixes, OtherApplicationIDs: c.OtherApplicationIDs, Topology: topology}
 	for i, t := range c.DeadLetterQueueTopics {
 		k := fmt.Sprintf("dead_letter_queue_topics[%d]", i)
 		if t == "" {
 			v.errf(k, "%s is empty", k)
 		} else if bad := badTopicChars(t); bad != "" {
 			v.errf(k, "%s %q is not a topic name: it contains %s", k, t, bad)
+		} else if j := slices.Index(c.DeadLetterQueueTopics, t); j < i {
+			v.errf(k, "%s %q is listed twice (also dead_letter_queue_topics[%d]): remove one", k, t, j)
+		} else if why := byName.DeadLetterConflict(t); why != "" {
+			v.errf(k, "%s %q %s, not a dead-letter queue topic (KIP-1034 errors.dead.letter.queue.topic.name: an output the application writes): remove it from dead_letter_queue_topics", k, t, why)
 		}
 	}
 }
