@@ -18,7 +18,9 @@ import (
 // error (exit 2) naming the file and the fix; so is a
 // source_changelog_topics entry the topology says cannot be a source
 // changelog (topicfilter.SourceChangelogConflict: a repartition topic, an
-// output, a changelog).
+// output, a changelog) or a dead_letter_queue_topics entry it says cannot
+// be a dead-letter topic (Classifier.DeadLetterConflict: an input, a
+// repartition topic, a changelog).
 func loadTopology(cfg *config.Config, flag string) (*topicfilter.AppTopology, error) {
 	path, what := flag, "--topology"
 	if path == "" {
@@ -42,6 +44,13 @@ func loadTopology(cfg *config.Config, flag string) (*topicfilter.AppTopology, er
 		if why := topicfilter.SourceChangelogConflict(sc, top, cfg.DeadLetterQueueTopics); why != "" {
 			return nil, withCode(exitUsage, fmt.Errorf("%s: %q %s", listKey(cfg, "source_changelog_topics"), sc, why),
 				fmt.Sprintf("remove %q from source_changelog_topics in %s (list there only input topics a store restores from, topology.optimization=all)", sc, cfg.File()))
+		}
+	}
+	byName := topicfilter.Classifier{ApplicationID: cfg.ApplicationID, InternalPrefixes: cfg.InternalTopicPrefixes, OtherApplicationIDs: cfg.OtherApplicationIDs, Topology: top}
+	for _, d := range cfg.DeadLetterQueueTopics {
+		if why := byName.DeadLetterConflict(d); why != "" {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: %q %s, not a dead-letter queue topic", listKey(cfg, "dead_letter_queue_topics"), d, why),
+				fmt.Sprintf("remove %q from dead_letter_queue_topics in %s", d, cfg.File()))
 		}
 	}
 	return top, nil

@@ -157,3 +157,19 @@ func TestTopicsMissingTopologyInput(t *testing.T) {
 		t.Errorf("allow_missing: exit %d, want 0 and %q:\n%s", code, w, stderr)
 	}
 }
+
+// TestDeadLetterTopicContradictingTheTopology is a regression test
+// (new-user pass): a dead_letter_queue_topics entry that the --topology
+// file names as an input was silently ignored. topics refuses it (exit 2)
+// naming its role, before reaching the cluster.
+func TestDeadLetterTopicContradictingTheTopology(t *testing.T) {
+	dir := t.TempDir()
+	writeFileIn(t, dir, "my-app.topology.txt", myAppTopology)
+	writeFileIn(t, dir, "app.yaml", "application_id: my-app\nsource:\n  bootstrap_servers: [127.0.0.1:1]\nstorage:\n  backend: filesystem\n  path: "+filepath.Join(dir, "repo")+"\ndead_letter_queue_topics: [orders]\n")
+	code, _, stderr := runCLIWithin(t, "topics", "-c", filepath.Join(dir, "app.yaml"), "--topology", filepath.Join(dir, "my-app.topology.txt"))
+	for _, w := range []string{"dead_letter_queue_topics", `"orders"`, "input topic of the topology", `remove "orders" from dead_letter_queue_topics`} {
+		if code != exitUsage || !strings.Contains(stderr, w) {
+			t.Errorf("exit %d, want 2 and %q:\n%s", code, w, stderr)
+		}
+	}
+}
