@@ -247,8 +247,11 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 		if streamsGroup != "" {
 			notFound.Looked = append(notFound.Looked, streamsGroup)
 		}
-		return withCode(exitUsage, fmt.Errorf("cluster %s: %w", servers, err),
-			"check --application-id (the application.id in the application's StreamsConfig) and --bootstrap-servers; an application that has never run has none of these: give --topology FILE once its topics exist")
+		hint := "check --application-id (the application.id in the application's StreamsConfig) and --bootstrap-servers; an application that has never run has none of these: give --topology FILE once its topics exist"
+		if o.Topology != "" {
+			hint = "check --bootstrap-servers and that --topology is this application's (its Topology#describe() text) and --application-id its application.id; an application that has never run has none of its topics: run init again once the application has created them"
+		}
+		return withCode(exitUsage, fmt.Errorf("cluster %s: %w", servers, err), hint)
 	}
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("cluster %s: %w", servers, err), "check --bootstrap-servers; raise --timeout for a slow cluster")

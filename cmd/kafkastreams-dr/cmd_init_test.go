@@ -477,7 +477,8 @@ func TestInitApplicationNotFound(t *testing.T) {
 			`application.id "ghost" not found on the cluster`, `no consumer group "ghost" (ListGroups)`,
 			`no committed offsets of group "ghost" (OffsetFetch)`, `no topic named "ghost-*"`, "check --application-id"}},
 		{"the topology's topics are not on the cluster", []string{"--application-id", "drill-app", "--topology", topology}, []string{
-			`application.id "drill-app" not found on the cluster: none of the topics of topology file "drill-app.txt" is on the cluster`}},
+			`application.id "drill-app" not found on the cluster: none of the topics of topology file "drill-app.txt" is on the cluster`,
+			"check --bootstrap-servers and that --topology is this application's", "run init again once the application has created them"}},
 		{"no topology file", []string{"--application-id", "orders-app", "--topology", filepath.Join(dir, "missing.txt")}, []string{"--topology", "missing.txt", "cannot be read: it does not exist"}},
 		{"not a topology", []string{"--application-id", "orders-app", "--topology", garbage}, []string{
 			"Error: --topology \"" + garbage + `": topology description line 2: "this is not a node" is not a sub-topology`, "Topology#describe()"}},
@@ -491,6 +492,11 @@ func TestInitApplicationNotFound(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr)
 				}
+			}
+			// The hint fits what was given (new-user pass: with
+			// --topology it said "give --topology FILE").
+			if slices.Contains(tt.args, "--topology") && strings.Contains(stderr, "give --topology FILE") {
+				t.Errorf("the hint asks for --topology, which was given:\n%s", stderr)
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 				t.Errorf("files written: %v", entries)
