@@ -557,6 +557,16 @@ func (x subTopologyIndex) why(dec topicfilter.Decision, from, reason string) str
 			by = "a store of " + by
 		}
 	}
+	if dec.Role == topicfilter.RoleSourceChangelog {
+		// init's comment names the role ("input, source-topic changelog"):
+		// keep of Plan's reason only what it adds, the store.
+		const what = "source-topic changelog: an input a store restores from"
+		if note, ok := strings.CutPrefix(reason, what+" ("); ok {
+			reason = strings.TrimSuffix(note, ")")
+		} else if reason == what {
+			reason = "an input a store restores from"
+		}
+	}
 	if by == "" {
 		return fmt.Sprintf("%s (%s)", reason, from)
 	}

@@ -252,7 +252,7 @@ func TestInitFromTopologyFile(t *testing.T) {
 	}
 	for topic, wantIn := range map[string]string{
 		"drill-events":                     `# input: read by sub-topology 0 (topology file "drill-app.txt")`,
-		"drill-categories":                 `# input, source-topic changelog: read by sub-topology 2 (topology file "drill-app.txt"); source-topic changelog: an input a store restores from (store "category-labels-store" restores from it`,
+		"drill-categories":                 `# input, source-topic changelog: read by sub-topology 2 (topology file "drill-app.txt"); store "category-labels-store" restores from it`,
 		"drill-labeled":                    `# output: written by sub-topology 0 (topology file "drill-app.txt")`,
 		"drill-app-counts-store-changelog": `# changelog: a store of sub-topology 1 (topology file "drill-app.txt"); changelog of the topology's store "counts-store"`,
 	} {
