@@ -344,6 +344,8 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 	slices.Sort(declared)
 	for _, s := range slices.Compact(declared) {
 		switch {
+		case c.Topology != nil && SourceChangelogConflict(s, c.Topology, c.DeadLetterTopics) != "":
+			// topologyRoles warned: not a source changelog at all
 		case !exists[s]:
 			warnings = append(warnings, fmt.Sprintf("source changelog topic %q (source_changelog_topics) does not exist on the cluster", s))
 		case !selected[s]:

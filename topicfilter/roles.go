@@ -113,6 +113,12 @@ func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles 
 		}
 	}
 	for _, s := range c.SourceChangelogTopics {
+		if why := SourceChangelogConflict(s, t, c.DeadLetterTopics); why != "" {
+			// The config and --topology refuse this; a topology from the
+			// broker is only known here: its role wins.
+			r.warnings = append(r.warnings, fmt.Sprintf("source_changelog_topics names %q, which %s; it is classified as the topology says: remove it from source_changelog_topics", s, why))
+			continue
+		}
 		if _, ok := sourceChangelog[s]; !ok {
 			sourceChangelog[s] = "declared in source_changelog_topics"
 		}

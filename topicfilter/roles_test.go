@@ -519,3 +519,34 @@ func TestPlanMissingDeadLetterTopicWarns(t *testing.T) {
 		t.Errorf("no warning: %q", ws)
 	}
 }
+
+// TestPlanIgnoresAContradictingSourceChangelog is a regression test
+// (new-user pass): with a topology from the broker (a streams group, not
+// checked at the config), a repartition topic declared in
+// source_changelog_topics was selected as a source changelog and copied
+// as data. The topology's role wins, with a warning naming the fix.
+func TestPlanIgnoresAContradictingSourceChangelog(t *testing.T) {
+	top := &AppTopology{From: `streams group "app"`, OutputsKnown: true, TopologyTopics: TopologyTopics{
+		Inputs: []string{"orders"}, Repartition: []string{"app-x-repartition"}}}
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, ws, err := Plan(f, Classifier{ApplicationID: "app", Topology: top, SourceChangelogTopics: []string{"app-x-repartition"}}, infos("orders", "app-x-repartition"), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Topic == "app-x-repartition" && (d.Selected || d.Role != RoleRepartition || d.SourceChangelog) {
+			t.Errorf("%+v", d)
+		}
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `"app-x-repartition"`) && strings.Contains(w, "remove it from source_changelog_topics")
+	}) {
+		t.Errorf("no warning: %q", ws)
+	}
+	if slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, "include it") }) {
+		t.Errorf("a warning asks to include it: %q", ws)
+	}
+}
