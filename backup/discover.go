@@ -237,7 +237,9 @@ func groupsNote(app string, err error) string {
 func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o DiscoverOptions, log *slog.Logger) error {
 	app, t := o.ApplicationID, o.Topology
 	d.FromTopology, d.OutputsKnown, d.Method = true, t.OutputsKnown, t.From
-	sel, err := SelectTopics(ctx, adm, Options{ApplicationID: app, Topology: t, RetryTimeout: o.RetryTimeout}, log)
+	// AllowMissingTopics: a topology input not on the cluster is a note of
+	// init's, not a refusal (a backup refuses it).
+	sel, err := SelectTopics(ctx, adm, Options{ApplicationID: app, Topology: t, RetryTimeout: o.RetryTimeout, AllowMissingTopics: true}, log)
 	if err != nil {
 		return fmt.Errorf("discover: %w", err)
 	}
@@ -249,7 +251,7 @@ func discoverByTopology(ctx context.Context, adm *kadm.Client, d *Discovery, o D
 			continue // groupsNote above
 		}
 		if w != noOutputsWarning(t) { // the file says that outputs are not known (OutputsKnown)
-			d.Notes = append(d.Notes, w)
+			d.Notes = append(d.Notes, strings.TrimSuffix(w, topicfilter.AllowMissingSkipped)) // init allows them, not the config
 		}
 	}
 	subs := subTopologies(o.Described, app)
@@ -581,6 +583,16 @@ func (x subTopologyIndex) why(dec topicfilter.Decision, from, reason string) str
 		by = x.name(x.storeIn[dec.Topic], "")
 		if by != "" {
 			by = "a store of " + by
+		}
+	}
+	if dec.Role == topicfilter.RoleSourceChangelog {
+		// init's comment names the role ("input, source-topic changelog"):
+		// keep of Plan's reason only what it adds, the store.
+		const what = "source-topic changelog: an input a store restores from"
+		if note, ok := strings.CutPrefix(reason, what+" ("); ok {
+			reason = strings.TrimSuffix(note, ")")
+		} else if reason == what {
+			reason = "an input a store restores from"
 		}
 	}
 	if by == "" {

@@ -71,7 +71,7 @@ func TestDiscoverFromStreamsGroupTopology(t *testing.T) {
 		left[l.Topic] = l.Reason
 	}
 	for topic, want := range map[string]string{
-		fkReg:                               "repartition topic of the topology",
+		fkReg:                               "foreign-key-join subscription topic of the topology",
 		fkResp:                              "only their in-flight tail is captured",
 		"drill-opt-by-category-repartition": "repartition topic of the topology",
 		decoy:                               `that the topology (streams group "drill-opt" on the source cluster (StreamsGroupDescribe)) does not name: not this application's, probably an internal topic of application.id "drill-opt-v1"`,

@@ -32,11 +32,22 @@ type PlanOptions struct {
 	SchemaRegistryTopic string
 }
 
+// AllowMissingSkipped ends Plan's warning for a topology input absent from
+// the cluster with PlanOptions.AllowMissing.
+const AllowMissingSkipped = "; skipped (source.topics.allow_missing: true)"
+
 // MissingTopicsError is returned by [Plan] when literal includes name topics
 // that do not exist, so that a typo never makes a backup "succeed" without
 // the topic.
 type MissingTopicsError struct {
 	Topics []string // sorted
+	// TopologyInputs are the topology's input topics and global store
+	// inputs absent from the cluster (sorted; not in Topics), named by the
+	// topology TopologyFrom (AppTopology.From): refused as a missing
+	// literal include is, since a backup without the application's input
+	// cannot restore it.
+	TopologyInputs []string
+	TopologyFrom   string
 	// SchemaRegistryTopic is PlanOptions.SchemaRegistryTopic when that
 	// topic is missing too ("" otherwise); it is not in Topics.
 	SchemaRegistryTopic string
@@ -45,15 +56,31 @@ type MissingTopicsError struct {
 // Error reads, for one topic: include names topic "payments", which does
 // not exist on the cluster; create the topic, fix the name, or set
 // source.topics.allow_missing: true.
+//
+// A missing topology input reads: the topology (topology file "app.txt")
+// names input topic "orders", which does not exist on the cluster; create
+// it (or start the application once it exists), fix the topology, or set
+// source.topics.allow_missing: true.
 func (e *MissingTopicsError) Error() string {
-	if e.SchemaRegistryTopic == "" {
-		return e.includeError()
+	var msgs []string
+	if len(e.Topics) > 0 || (e.SchemaRegistryTopic == "" && len(e.TopologyInputs) == 0) {
+		msgs = append(msgs, e.includeError())
 	}
-	msg := fmt.Sprintf("schema_registry.topic names topic %q, which does not exist on the cluster; fix schema_registry.topic (the registry's kafkastore.topic), remove schema_registry, or set source.topics.allow_missing: true", e.SchemaRegistryTopic)
-	if len(e.Topics) > 0 {
-		msg = e.includeError() + "; " + msg
+	if len(e.TopologyInputs) > 0 {
+		q := make([]string, len(e.TopologyInputs))
+		for i, t := range e.TopologyInputs {
+			q[i] = fmt.Sprintf("%q", t)
+		}
+		what, does := "input topic "+q[0]+", which does not exist", "it"
+		if len(q) > 1 {
+			what, does = "input topics "+strings.Join(q, ", ")+", which do not exist", "them"
+		}
+		msgs = append(msgs, fmt.Sprintf("the topology (%s) names %s on the cluster; create %s, fix the topology, or set source.topics.allow_missing: true", e.TopologyFrom, what, does))
 	}
-	return msg
+	if e.SchemaRegistryTopic != "" {
+		msgs = append(msgs, fmt.Sprintf("schema_registry.topic names topic %q, which does not exist on the cluster; fix schema_registry.topic (the registry's kafkastore.topic), remove schema_registry, or set source.topics.allow_missing: true", e.SchemaRegistryTopic))
+	}
+	return strings.Join(msgs, "; ")
 }
 
 func (e *MissingTopicsError) includeError() string {
@@ -101,8 +128,11 @@ func (e *MissingTopicsError) includeError() string {
 // and FK-join topics never. With an include, a topology input, changelog
 // or source changelog the patterns leave out returns a
 // *[TopologyMismatchError] naming each fix (o.AllowTopologyMismatch: a
-// warning); an output left out is a warning. Topology changelogs and
-// inputs absent from the cluster are warnings.
+// warning); an output left out is a warning. Topology changelogs absent
+// from the cluster, and source patterns that match no topic, are
+// warnings; topology inputs absent from it are refused as missing literal
+// includes are (a *[MissingTopicsError] with TopologyInputs; a warning
+// with o.AllowMissing).
 //
 // Errors: a nil f, or a topic named twice in topics, returns only an error.
 // Literal includes (see [Filter.Literals]) absent from topics return a
@@ -201,7 +231,7 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 		if c.Topology != nil {
 			if hasRole && !d.BrokerInternal {
 				d.Role, d.Class, d.SourceChangelog, d.OtherApplicationID = role, roleClass(role), role == RoleSourceChangelog, ""
-				v.reason = roleReason(role, tr.note[t.Name])
+				v.reason = roleReason(t.Name, role, tr.note[t.Name])
 				if role == RoleChangelog && v.store != "" {
 					v.reason = fmt.Sprintf("changelog of the topology's store %q", v.store)
 				}
@@ -314,6 +344,8 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 	slices.Sort(declared)
 	for _, s := range slices.Compact(declared) {
 		switch {
+		case c.Topology != nil && SourceChangelogConflict(s, c.Topology, c.DeadLetterTopics) != "":
+			// topologyRoles warned: not a source changelog at all
 		case !exists[s]:
 			warnings = append(warnings, fmt.Sprintf("source changelog topic %q (source_changelog_topics) does not exist on the cluster", s))
 		case !selected[s]:
@@ -330,9 +362,18 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 		mismatch = nil
 	}
 
+	if o.AllowMissing {
+		for _, m := range tr.missingInputs {
+			warnings = append(warnings, fmt.Sprintf("the topology's input topic %q does not exist on the cluster"+AllowMissingSkipped, m))
+		}
+	}
+
 	var errs []error
-	if (len(missing) > 0 || missingRegistry) && !o.AllowMissing {
-		e := &MissingTopicsError{Topics: missing}
+	if (len(missing) > 0 || missingRegistry || len(tr.missingInputs) > 0) && !o.AllowMissing {
+		e := &MissingTopicsError{Topics: missing, TopologyInputs: tr.missingInputs}
+		if c.Topology != nil {
+			e.TopologyFrom = c.Topology.From
+		}
 		if missingRegistry {
 			e.SchemaRegistryTopic = o.SchemaRegistryTopic
 		}

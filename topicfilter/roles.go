@@ -16,15 +16,16 @@ import (
 // for its changelog when that topic is absent from the cluster), From set
 // to from, OutputsKnown (describe() names every sink's topic, but for a
 // sink with a topic name extractor), and Digest the hex sha256 of text.
-// Errors are ParseTopology's, and an empty applicationID (internal topic
+// Errors are ParseTopology's after from (`topology file "x.txt": topology
+// description line 3: ...`), and an empty applicationID (internal topic
 // names need the prefix).
 func DescribedTopology(text, applicationID, from string) (*AppTopology, error) {
 	if applicationID == "" {
-		return nil, fmt.Errorf("topology %s: application_id is not set: a topology's internal topics are named \"<application.id>-<name>\"; set application_id", from)
+		return nil, fmt.Errorf("%s: application_id is not set: a topology's internal topics are named \"<application.id>-<name>\"; set application_id", from)
 	}
 	top, err := ParseTopology(text)
 	if err != nil {
-		return nil, fmt.Errorf("topology %s: %w", from, err)
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
 	sum := sha256.Sum256([]byte(text))
 	return &AppTopology{From: from, TopologyTopics: top.Topics(applicationID, false), OutputsKnown: true,
@@ -55,12 +56,18 @@ type roles struct {
 	note map[string]string // topic -> extra words for its reason
 	// warnings are for people, in a stable order.
 	warnings []string
+	// missingInputs are the topology's inputs and global store inputs
+	// absent from the cluster, sorted: [Plan] refuses them as it does a
+	// missing literal include.
+	missingInputs []string
 }
 
 // topologyRoles gives the topics of exists their roles (see the Role
-// constants) from c.Topology. Warnings: topology topics absent from the
-// cluster (a changelog: logging disabled or not created yet) and source
-// patterns that cannot be translated.
+// constants) from c.Topology. Warnings: topology changelogs absent from
+// the cluster (logging disabled or not created yet), dead-letter topics
+// not on it yet, source patterns that cannot be translated or match no
+// topic. Absent inputs are
+// missingInputs.
 func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles {
 	t := c.Topology
 	r := roles{role: map[string]string{}, note: map[string]string{}}
@@ -106,6 +113,12 @@ func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles 
 		}
 	}
 	for _, s := range c.SourceChangelogTopics {
+		if why := SourceChangelogConflict(s, t, c.DeadLetterTopics); why != "" {
+			// The config and --topology refuse this; a topology from the
+			// broker is only known here: its role wins.
+			r.warnings = append(r.warnings, fmt.Sprintf("source_changelog_topics names %q, which %s; it is classified as the topology says: remove it from source_changelog_topics", s, why))
+			continue
+		}
 		if _, ok := sourceChangelog[s]; !ok {
 			sourceChangelog[s] = "declared in source_changelog_topics"
 		}
@@ -152,10 +165,15 @@ func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles 
 			r.warnings = append(r.warnings, fmt.Sprintf("topology (%s): %v", t.From, err))
 			continue
 		}
+		matched := false
 		for _, name := range names {
 			if re.MatchString(name) && !isBrokerInternalName(name) {
 				set(name, RoleInput, fmt.Sprintf("matches the topology's source pattern %q", p))
+				matched = true
 			}
+		}
+		if !matched {
+			r.warnings = append(r.warnings, fmt.Sprintf("the topology's source pattern %q (%s) matches no topic on the cluster: the application's input may be missing, and nothing of it is backed up", p, t.From))
 		}
 	}
 	if t.OutputsKnown {
@@ -177,16 +195,19 @@ func (c Classifier) topologyRoles(names []string, exists map[string]bool) roles 
 	for _, m := range missing {
 		r.warnings = append(r.warnings, fmt.Sprintf("the topology's changelog %q does not exist on the cluster: its store has logging disabled, or the application has not created it yet; nothing of that store is backed up", m))
 	}
-	var absent []string
-	for _, in := range slices.Concat(t.Inputs, t.GlobalInputs) {
-		if !exists[in] && !slices.Contains(absent, in) {
-			absent = append(absent, in)
+	dlq := slices.Clone(c.DeadLetterTopics)
+	slices.Sort(dlq)
+	for _, d := range slices.Compact(dlq) {
+		if !exists[d] {
+			r.warnings = append(r.warnings, fmt.Sprintf("dead-letter queue topic %q (dead_letter_queue_topics) does not exist on the cluster yet: it appears with the application's first dead letter (KIP-1034; Kafka Streams does not create it, the broker does on the first write when it auto-creates topics), and a backup copies it once it exists", d))
 		}
 	}
-	slices.Sort(absent)
-	for _, a := range absent {
-		r.warnings = append(r.warnings, fmt.Sprintf("the topology's input topic %q does not exist on the cluster", a))
+	for _, in := range slices.Concat(t.Inputs, t.GlobalInputs) {
+		if !exists[in] && !slices.Contains(r.missingInputs, in) {
+			r.missingInputs = append(r.missingInputs, in)
+		}
 	}
+	slices.Sort(r.missingInputs)
 	return r
 }
 
@@ -201,8 +222,10 @@ func roleClass(role string) Class {
 	return External
 }
 
-// roleReason says what the topology makes of a topic.
-func roleReason(role, note string) string {
+// roleReason says what the topology makes of topic: a repartition-role
+// topic that is a foreign-key join's subscription registration or response
+// topic is called that (repartitionWord).
+func roleReason(topic, role, note string) string {
 	what := map[string]string{
 		RoleInput:           "input topic of the topology",
 		RoleOutput:          "output topic of the topology",
@@ -212,6 +235,9 @@ func roleReason(role, note string) string {
 		RoleDeadLetter:      "dead-letter queue topic (KIP-1034): an output",
 		RoleGlobalInput:     "input topic of a global store of the topology",
 	}[role]
+	if role == RoleRepartition {
+		what = repartitionWord(topic) + " of the topology"
+	}
 	if note != "" {
 		what += " (" + note + ")"
 	}

@@ -359,7 +359,7 @@ func TestDescribedTopology(t *testing.T) {
 	if _, err := DescribedTopology("Topologies:\n", "", "topology file x.txt"); err == nil || !strings.Contains(err.Error(), "set application_id") {
 		t.Errorf("no application.id: %v", err)
 	}
-	if _, err := DescribedTopology("nonsense", "app", "topology file x.txt"); err == nil || !strings.Contains(err.Error(), "topology topology file x.txt: topology description") {
+	if _, err := DescribedTopology("nonsense", "app", "topology file x.txt"); err == nil || !strings.HasPrefix(err.Error(), "topology file x.txt: topology description") {
 		t.Errorf("not a description: %v", err)
 	}
 	a := described(t, "topology-02.txt", "streams-wordcount")
@@ -411,5 +411,142 @@ func TestPlanTopologyTopicReadBack(t *testing.T) {
 	}
 	if w := `dead-letter queue topic "app-dlq" (topology file app.txt) is not selected: add "app-dlq" to source.topics.include (outputs are not needed to restore the application's state)`; !slices.Contains(ws, w) {
 		t.Errorf("warnings %q, want %q", ws, w)
+	}
+}
+
+// TestFKJoinTopicReason is a regression test (new-user pass): the
+// topology's foreign-key-join subscription topics were called
+// "repartition topic of the topology"; their role stays repartition.
+func TestFKJoinTopicReason(t *testing.T) {
+	top := described(t, "drill-app.txt", "drill-app")
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fk := "drill-app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000020-topic"
+	ds, _, err := Plan(f, Classifier{ApplicationID: "drill-app", Topology: top}, infos("drill-events", fk, "drill-app-by-category-repartition"), PlanOptions{AllowMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		switch d.Topic {
+		case fk:
+			if d.Role != RoleRepartition || !strings.Contains(d.Reason, "foreign-key-join subscription topic of the topology") {
+				t.Errorf("%s: role %q, reason %q", d.Topic, d.Role, d.Reason)
+			}
+		case "drill-app-by-category-repartition":
+			if d.Role != RoleRepartition || !strings.Contains(d.Reason, "repartition topic of the topology") {
+				t.Errorf("%s: role %q, reason %q", d.Topic, d.Role, d.Reason)
+			}
+		}
+	}
+}
+
+// TestPlanMissingTopologyInputIsRefused is a regression test (new-user
+// pass): a topology input (or global store input) missing from the
+// cluster was only a warning, while a missing literal include is an
+// error. It is a *MissingTopicsError naming the topology as the source,
+// a warning with AllowMissing; a missing changelog stays a warning.
+func TestPlanMissingTopologyInputIsRefused(t *testing.T) {
+	top := &AppTopology{From: `topology file "app.txt"`, OutputsKnown: true, TopologyTopics: TopologyTopics{
+		Inputs: []string{"orders"}, GlobalInputs: []string{"rates"}, Changelogs: []string{"app-s-changelog"}}}
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Classifier{ApplicationID: "app", Topology: top}
+	_, ws, err := Plan(f, c, infos("unrelated"), PlanOptions{})
+	var missing *MissingTopicsError
+	if !errors.As(err, &missing) || !reflect.DeepEqual(missing.TopologyInputs, []string{"orders", "rates"}) {
+		t.Fatalf("err %v (%+v)", err, missing)
+	}
+	for _, w := range []string{`topology file "app.txt"`, `"orders"`, `"rates"`, "do not exist on the cluster", "source.topics.allow_missing: true"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, `changelog "app-s-changelog" does not exist`) }) {
+		t.Errorf("no changelog warning: %q", ws)
+	}
+	_, ws, err = Plan(f, c, infos("unrelated"), PlanOptions{AllowMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `input topic "orders"`) && strings.Contains(w, "does not exist on the cluster")
+	}) {
+		t.Errorf("no warning for the missing input: %q", ws)
+	}
+}
+
+// TestPlanTopologyPatternMatchingNothingWarns is a regression test
+// (new-user pass): a topology source pattern that matched no topic gave
+// no warning in topics and backup.
+func TestPlanTopologyPatternMatchingNothingWarns(t *testing.T) {
+	top := &AppTopology{From: `topology file "app.txt"`, OutputsKnown: true, TopologyTopics: TopologyTopics{Patterns: []string{"clicks-.*"}}}
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ws, err := Plan(f, Classifier{ApplicationID: "app", Topology: top}, infos("orders"), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `source pattern "clicks-.*"`) && strings.Contains(w, "matches no topic") && strings.Contains(w, "input may be missing")
+	}) {
+		t.Errorf("no warning for the pattern: %q", ws)
+	}
+}
+
+// TestPlanMissingDeadLetterTopicWarns is a regression test (new-user
+// pass): a dead_letter_queue_topics entry not on the cluster was silently
+// ignored. It is a warning saying the application creates it on its first
+// dead letter and the backup copies it once it exists.
+func TestPlanMissingDeadLetterTopicWarns(t *testing.T) {
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := &AppTopology{From: "x", OutputsKnown: true, TopologyTopics: TopologyTopics{Inputs: []string{"orders"}}}
+	_, ws, err := Plan(f, Classifier{ApplicationID: "app", Topology: top, DeadLetterTopics: []string{"app-dlq"}}, infos("orders"), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `dead-letter queue topic "app-dlq"`) && strings.Contains(w, "first dead letter (KIP-1034") && strings.Contains(w, "once it exists")
+	}) {
+		t.Errorf("no warning: %q", ws)
+	}
+}
+
+// TestPlanIgnoresAContradictingSourceChangelog is a regression test
+// (new-user pass): with a topology from the broker (a streams group, not
+// checked at the config), a repartition topic declared in
+// source_changelog_topics was selected as a source changelog and copied
+// as data. The topology's role wins, with a warning naming the fix.
+func TestPlanIgnoresAContradictingSourceChangelog(t *testing.T) {
+	top := &AppTopology{From: `streams group "app"`, OutputsKnown: true, TopologyTopics: TopologyTopics{
+		Inputs: []string{"orders"}, Repartition: []string{"app-x-repartition"}}}
+	f, err := NewFilter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, ws, err := Plan(f, Classifier{ApplicationID: "app", Topology: top, SourceChangelogTopics: []string{"app-x-repartition"}}, infos("orders", "app-x-repartition"), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Topic == "app-x-repartition" && (d.Selected || d.Role != RoleRepartition || d.SourceChangelog) {
+			t.Errorf("%+v", d)
+		}
+	}
+	if !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `"app-x-repartition"`) && strings.Contains(w, "remove it from source_changelog_topics")
+	}) {
+		t.Errorf("no warning: %q", ws)
+	}
+	if slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, "include it") }) {
+		t.Errorf("a warning asks to include it: %q", ws)
 	}
 }

@@ -71,12 +71,28 @@ var (
 
 // ParseTopology parses the text of Topology#describe(). Lines before the
 // "Topologies:" (or "Sub-topologies:") header, such as comments, are
-// skipped. An error names the line that is not part of a description.
+// skipped, and so is a UTF-8 byte order mark at the start. An error names
+// the line that is not part of a description (quoting at most its first
+// 80 characters). A text whose "-->" successors or "<--" predecessors
+// name a node it never defines, or that gives two sub-topologies the same
+// number, is refused as truncated or garbled, naming the line and the
+// node: describe() prints every node of a sub-topology that an arrow
+// names (InternalTopologyBuilder's TopologyDescription), and numbers
+// sub-topologies and global stores once each.
 func ParseTopology(text string) (*Topology, error) {
 	t := &Topology{}
 	var cur *SubTopology
 	var last *Node
 	started, globalSection, oneLine := false, false, false
+	type ref struct {
+		line        int
+		node, arrow string
+		names       []string
+	}
+	var refs []ref
+	defined := map[string]bool{}
+	subLine := map[int]int{} // sub-topology number -> its line
+	text = strings.TrimPrefix(text, "\uFEFF")
 	for i, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
 		s := strings.TrimSpace(line)
 		if !started {
@@ -93,7 +109,14 @@ func ParseTopology(text string) (*Topology, error) {
 		case globalSection && s == "none":
 			continue
 		case m != nil:
-			id, _ := strconv.Atoi(m[1])
+			id, err := strconv.Atoi(m[1])
+			if err != nil {
+				return nil, fmt.Errorf("topology description line %d: sub-topology number %q is out of range%s", i+1, m[1], garbled)
+			}
+			if l, dup := subLine[id]; dup {
+				return nil, fmt.Errorf("topology description line %d: a second \"Sub-topology: %d\" (the first is on line %d)%s", i+1, id, l, garbled)
+			}
+			subLine[id] = i + 1
 			if m[2] != "" {
 				t.GlobalStores = append(t.GlobalStores, SubTopology{ID: id})
 				cur = &t.GlobalStores[len(t.GlobalStores)-1]
@@ -105,18 +128,22 @@ func ParseTopology(text string) (*Topology, error) {
 			continue
 		}
 		if m := arrowRe.FindStringSubmatch(s); m != nil && last != nil {
+			names := nodeList(m[2])
 			if m[1] == "-->" {
-				last.Successors = append(last.Successors, nodeList(m[2])...)
+				last.Successors = append(last.Successors, names...)
 			} else {
-				last.Predecessors = append(last.Predecessors, nodeList(m[2])...)
+				last.Predecessors = append(last.Predecessors, names...)
 			}
+			refs = append(refs, ref{i + 1, last.Name, m[1], names})
 			continue
 		}
 		m := nodeRe.FindStringSubmatch(s)
 		if m == nil || cur == nil {
-			return nil, fmt.Errorf("topology description line %d: %q is not a sub-topology, a node or an arrow of Topology#describe()", i+1, s)
+			return nil, fmt.Errorf("topology description line %d: %s is not a sub-topology, a node or an arrow of Topology#describe()", i+1, quoteAtMost(s, 80))
 		}
 		n := Node{Kind: NodeKind(strings.ToLower(m[1])), Name: m[2], Successors: nodeList(m[5]), Predecessors: nodeList(m[6])}
+		defined[n.Name] = true
+		refs = append(refs, ref{i + 1, n.Name, "-->", n.Successors}, ref{i + 1, n.Name, "<--", n.Predecessors})
 		switch list := m[4]; m[3] {
 		case "topics":
 			// The multi-line format prints a source's topics as a set,
@@ -138,7 +165,30 @@ func ParseTopology(text string) (*Topology, error) {
 	if !started {
 		return nil, fmt.Errorf("topology description: no %q line: give the text Topology#describe() prints (topology.describe().toString())", "Topologies:")
 	}
+	for _, r := range refs {
+		for _, name := range r.names {
+			if !defined[name] {
+				what := "successor"
+				if r.arrow == "<--" {
+					what = "predecessor"
+				}
+				return nil, fmt.Errorf("topology description line %d: node %q names %s %q (%s), which the text never defines%s", r.line, r.node, what, name, r.arrow, garbled)
+			}
+		}
+	}
 	return t, nil
+}
+
+// garbled ends ParseTopology's errors for a text that is cut short or
+// mixed up.
+const garbled = ": the text looks truncated or garbled; paste the whole output of Topology#describe() (topology.describe().toString())"
+
+// quoteAtMost quotes s, cut to its first n characters ("..." after).
+func quoteAtMost(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return strconv.Quote(string(r[:n])) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // nodeList splits a node list as describe() prints it: "[a, b]", "a, b",

@@ -173,3 +173,54 @@ func FuzzParseTopology(f *testing.F) {
 		}
 	})
 }
+
+// TestParseTopologyRefusesTruncatedText is a regression test (new-user
+// pass): the first 30 lines of the drill app's describe() were accepted
+// (3 of 11 topics selected, a processor named as an input topic). A text
+// whose arrows name nodes it never defines, or with a sub-topology number
+// twice, is refused naming the line and the node and asking for the whole
+// output of Topology#describe(). Long lines are quoted cut short.
+func TestParseTopologyRefusesTruncatedText(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "topologies", "drill-app.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	head30 := strings.Join(lines[:30], "")
+	dup := "Topologies:\n   Sub-topology: 0\n    Source: a (topics: [x])\n      --> none\n   Sub-topology: 0\n    Source: b (topics: [y])\n      --> none\n"
+	oneLine := "Sub-topologies:\n  Sub-topology: 0\n    Source: s(topics: in) --> p\n    Processor: p(stores: []) --> k <-- s\n"
+	for _, tt := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"head -30", head30, []string{"line 23", `node "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000021"`, `successor "KTABLE-SINK-0000000022"`, "truncated or garbled", "whole output of Topology#describe()"}},
+		{"one-line format", oneLine, []string{"line 4", `node "p"`, `successor "k"`, "truncated"}},
+		{"predecessor", "Topologies:\n   Sub-topology: 0\n    Sink: k (topic: out)\n      <-- gone\n", []string{"line 4", `predecessor "gone"`}},
+		{"duplicate sub-topology", dup, []string{"line 5", `"Sub-topology: 0"`, "line 2", "garbled"}},
+		{"long line", "Topologies:\n   Sub-topology: 0\n" + strings.Repeat("x", 5000) + "\n", []string{"line 3", "..."}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := topicfilter.ParseTopology(tt.text)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if len(err.Error()) > 1000 {
+				t.Errorf("error of %d bytes", len(err.Error()))
+			}
+		})
+	}
+}
+
+// TestParseTopologyIgnoresBOM is a regression test (new-user pass): a
+// text saved with a UTF-8 byte order mark was "no Topologies: line".
+func TestParseTopologyIgnoresBOM(t *testing.T) {
+	top, err := topicfilter.ParseTopology("\uFEFFTopologies:\n   Sub-topology: 0\n    Source: s (topics: [in])\n      --> none\n")
+	if err != nil || len(top.SubTopologies) != 1 {
+		t.Fatalf("%+v, %v", top, err)
+	}
+}

@@ -98,7 +98,10 @@ records each topic's role and where the topology came from (a changed topology
 starts a new backup instead of resuming one). Refused (exit 2, nothing copied):
 neither include nor topology; a topology input or changelog the include or
 exclude leaves out (the fix is named; source.topics.allow_topology_mismatch: true
-warns instead); a topology file that cannot be read or parsed.
+warns instead); a topology input missing from the cluster (allow_missing: true
+warns instead); a topology file that is not a regular file of at most 1 MiB or
+cannot be parsed (a truncated describe() text too); a source_changelog_topics
+entry the topology names as a repartition topic, an output or a changelog.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,

@@ -44,10 +44,6 @@ type initOptions struct {
 	now    func() time.Time // the header's time; time.Now when nil
 }
 
-// maxTopologyBytes bounds the --topology file read (a describe() text of
-// thousands of nodes is well under it).
-const maxTopologyBytes = 4 << 20
-
 func newInitCmd(g *globalOptions, s *iostreams, runF func(context.Context, *initOptions, *iostreams) error) *cobra.Command {
 	o := &initOptions{}
 	cmd := &cobra.Command{
@@ -251,8 +247,11 @@ func runInit(ctx context.Context, o *initOptions, s *iostreams) error {
 		if streamsGroup != "" {
 			notFound.Looked = append(notFound.Looked, streamsGroup)
 		}
-		return withCode(exitUsage, fmt.Errorf("cluster %s: %w", servers, err),
-			"check --application-id (the application.id in the application's StreamsConfig) and --bootstrap-servers; an application that has never run has none of these: give --topology FILE once its topics exist")
+		hint := "check --application-id (the application.id in the application's StreamsConfig) and --bootstrap-servers; an application that has never run has none of these: give --topology FILE once its topics exist"
+		if o.Topology != "" {
+			hint = "check --bootstrap-servers and that --topology is this application's (its Topology#describe() text) and --application-id its application.id; an application that has never run has none of its topics: run init again once the application has created them"
+		}
+		return withCode(exitUsage, fmt.Errorf("cluster %s: %w", servers, err), hint)
 	}
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("cluster %s: %w", servers, err), "check --bootstrap-servers; raise --timeout for a slow cluster")
@@ -364,28 +363,18 @@ func refuseExisting(o *initOptions) error {
 	return nil
 }
 
-// readTopologyFile reads and parses a Topology#describe() text; any
-// problem is a usage error naming the file.
+// readTopologyFile reads and parses a Topology#describe() text as every
+// topology text is read (config.ReadTopologyFile: a regular file of at
+// most 1 MiB); any problem is a usage error naming --topology and the
+// file.
 func readTopologyFile(path, app string) (*topicfilter.AppTopology, *topicfilter.Topology, error) {
-	fi, err := os.Stat(path)
+	data, described, err := config.ReadTopologyFile(path)
 	if err != nil {
-		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "give the file that holds the text of the application's Topology#describe()")
+		return nil, nil, topologyFileError("--topology", err)
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxTopologyBytes {
-		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: not a regular file of at most %d MiB", path, maxTopologyBytes>>20), "")
-	}
-	data, err := os.ReadFile(path)
+	t, err := topicfilter.DescribedTopology(data, app, fmt.Sprintf("topology file %q", filepath.Base(path)))
 	if err != nil {
-		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology: %w", err), "")
-	}
-	described, err := topicfilter.ParseTopology(string(data)) // its error names the line, without DescribedTopology's prefix
-	var t *topicfilter.AppTopology
-	if err == nil {
-		t, err = topicfilter.DescribedTopology(string(data), app, fmt.Sprintf("topology file %q", filepath.Base(path)))
-	}
-	if err != nil {
-		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: %w", path, err),
-			"give the text the application's Topology#describe() prints (e.g. log topology.describe() at startup)")
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: %w", path, err), "")
 	}
 	if len(t.Inputs)+len(t.Patterns)+len(t.GlobalInputs) == 0 {
 		return nil, nil, withCode(exitUsage, fmt.Errorf("--topology %s: no source topic in it (want the text of Topology#describe(), from \"Topologies:\" on)", path), "")

@@ -252,7 +252,7 @@ func TestInitFromTopologyFile(t *testing.T) {
 	}
 	for topic, wantIn := range map[string]string{
 		"drill-events":                     `# input: read by sub-topology 0 (topology file "drill-app.txt")`,
-		"drill-categories":                 `# input, source-topic changelog: read by sub-topology 2 (topology file "drill-app.txt"); source-topic changelog: an input a store restores from (store "category-labels-store" restores from it`,
+		"drill-categories":                 `# input, source-topic changelog: read by sub-topology 2 (topology file "drill-app.txt"); store "category-labels-store" restores from it`,
 		"drill-labeled":                    `# output: written by sub-topology 0 (topology file "drill-app.txt")`,
 		"drill-app-counts-store-changelog": `# changelog: a store of sub-topology 1 (topology file "drill-app.txt"); changelog of the topology's store "counts-store"`,
 	} {
@@ -262,7 +262,7 @@ func TestInitFromTopologyFile(t *testing.T) {
 	}
 	for topic, wantIn := range map[string]string{
 		"drill-app-by-category-repartition":   "repartition topic of the topology; repartition topics are never backed up as data",
-		fkReg:                                 "only their in-flight tail is captured",
+		fkReg:                                 "foreign-key-join subscription topic of the topology; repartition topics are never backed up as data",
 		fkResp:                                "only their in-flight tail is captured",
 		"drill-app-v1-counts-store-changelog": "internal topic of application.id drill-app-v1",
 	} {
@@ -477,10 +477,11 @@ func TestInitApplicationNotFound(t *testing.T) {
 			`application.id "ghost" not found on the cluster`, `no consumer group "ghost" (ListGroups)`,
 			`no committed offsets of group "ghost" (OffsetFetch)`, `no topic named "ghost-*"`, "check --application-id"}},
 		{"the topology's topics are not on the cluster", []string{"--application-id", "drill-app", "--topology", topology}, []string{
-			`application.id "drill-app" not found on the cluster: none of the topics of topology file "drill-app.txt" is on the cluster`}},
-		{"no topology file", []string{"--application-id", "orders-app", "--topology", filepath.Join(dir, "missing.txt")}, []string{"--topology", "missing.txt", "no such file"}},
+			`application.id "drill-app" not found on the cluster: none of the topics of topology file "drill-app.txt" is on the cluster`,
+			"check --bootstrap-servers and that --topology is this application's", "run init again once the application has created them"}},
+		{"no topology file", []string{"--application-id", "orders-app", "--topology", filepath.Join(dir, "missing.txt")}, []string{"--topology", "missing.txt", "cannot be read: it does not exist"}},
 		{"not a topology", []string{"--application-id", "orders-app", "--topology", garbage}, []string{
-			"Error: --topology " + garbage + `: topology description line 2: "this is not a node" is not a sub-topology`, "Topology#describe()"}},
+			"Error: --topology \"" + garbage + `": topology description line 2: "this is not a node" is not a sub-topology`, "Topology#describe()"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"init", "--bootstrap-servers", kf.Bootstrap(), "-o", out}, tt.args...)...)
@@ -491,6 +492,11 @@ func TestInitApplicationNotFound(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr)
 				}
+			}
+			// The hint fits what was given (new-user pass: with
+			// --topology it said "give --topology FILE").
+			if slices.Contains(tt.args, "--topology") && strings.Contains(stderr, "give --topology FILE") {
+				t.Errorf("the hint asks for --topology, which was given:\n%s", stderr)
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 				t.Errorf("files written: %v", entries)

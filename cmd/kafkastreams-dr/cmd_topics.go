@@ -81,11 +81,14 @@ changelogs") and says where the topology came from; without a topology it counts
 classes ("5 changelog, 5 external") and says "classified by name (no topology)".
 
 Exits 2, after the table, when a backup would refuse the config: a literal
-include names a topic that does not exist, the include or exclude leaves out a
+include or a topology input names a topic that does not exist (allow_missing:
+true under source.topics warns instead), the include or exclude leaves out a
 topology input or changelog (each fix is named; allow_topology_mismatch: true
 under source.topics warns instead), or no topic is selected at all.
-Also 2, before any table: neither source.topics.include nor a topology, or a
---topology / topology_file that cannot be read or is not a describe() text.
+Also 2, before any table: neither source.topics.include nor a topology; a
+--topology / topology_file that is not a regular file of at most 1 MiB, is not
+a describe() text or is a truncated one; or a source_changelog_topics entry the
+topology names as a repartition topic, an output or a changelog.
 
 CONFIG KEYS USED
   application_id, source_changelog_topics, other_application_ids,

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
@@ -13,10 +11,16 @@ import (
 // loadTopology reads the application's topology from flag (--topology,
 // relative to the working directory) or else the config's topology_file
 // (already relative to the config file): a Topology#describe() text
-// (topicfilter.DescribedTopology). Neither: nil, and the broker's streams
+// read by config.ReadTopologyFile (a regular file of at most 1 MiB) and
+// topicfilter.DescribedTopology. Neither: nil, and the broker's streams
 // group may give one (backup.SelectTopics). A file that cannot be read,
 // is not a describe() text, or comes without application_id is a usage
-// error (exit 2) naming the file and the fix.
+// error (exit 2) naming the file and the fix; so is a
+// source_changelog_topics entry the topology says cannot be a source
+// changelog (topicfilter.SourceChangelogConflict: a repartition topic, an
+// output, a changelog) or a dead_letter_queue_topics entry it says cannot
+// be a dead-letter topic (Classifier.DeadLetterConflict: an input, a
+// repartition topic, a changelog).
 func loadTopology(cfg *config.Config, flag string) (*topicfilter.AppTopology, error) {
 	path, what := flag, "--topology"
 	if path == "" {
@@ -28,20 +32,41 @@ func loadTopology(cfg *config.Config, flag string) (*topicfilter.AppTopology, er
 	if path == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(path)
+	text, _, err := config.ReadTopologyFile(path)
 	if err != nil {
-		why := err.Error()
-		if errors.Is(err, fs.ErrNotExist) {
-			why = "it does not exist"
-		}
-		return nil, withCode(exitUsage, fmt.Errorf("%s %q cannot be read: %s", what, path, why),
-			"give the file the application's Topology#describe() text was written to (topology.describe().toString())")
+		return nil, topologyFileError(what, err)
 	}
-	top, err := topicfilter.DescribedTopology(string(b), cfg.ApplicationID, fmt.Sprintf("topology file %q", path))
+	top, err := topicfilter.DescribedTopology(text, cfg.ApplicationID, fmt.Sprintf("topology file %q", path))
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("%s: %w", what, err), "")
 	}
+	for _, sc := range cfg.SourceChangelogTopics {
+		if why := topicfilter.SourceChangelogConflict(sc, top, cfg.DeadLetterQueueTopics); why != "" {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: %q %s", listKey(cfg, "source_changelog_topics"), sc, why),
+				fmt.Sprintf("remove %q from source_changelog_topics in %s (list there only input topics a store restores from, topology.optimization=all)", sc, cfg.File()))
+		}
+	}
+	byName := topicfilter.Classifier{ApplicationID: cfg.ApplicationID, InternalPrefixes: cfg.InternalTopicPrefixes, OtherApplicationIDs: cfg.OtherApplicationIDs, Topology: top}
+	for _, d := range cfg.DeadLetterQueueTopics {
+		if why := byName.DeadLetterConflict(d); why != "" {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: %q %s, not a dead-letter queue topic", listKey(cfg, "dead_letter_queue_topics"), d, why),
+				fmt.Sprintf("remove %q from dead_letter_queue_topics in %s", d, cfg.File()))
+		}
+	}
 	return top, nil
+}
+
+// topologyFileError is the usage error (exit 2) for a topology file
+// config.ReadTopologyFile refused, after what (the flag or key): the fix
+// for a file that cannot be read is another file.
+func topologyFileError(what string, err error) error {
+	var re *config.TopologyReadError
+	if errors.As(err, &re) {
+		return withCode(exitUsage, fmt.Errorf("%s %w", what, err),
+			"give the regular file the application's Topology#describe() text was written to (topology.describe().toString())")
+	}
+	return withCode(exitUsage, fmt.Errorf("%s %w", what, err),
+		"give the text the application's Topology#describe() prints, whole (e.g. log topology.describe() at startup)")
 }
 
 // listKey names a source.topics list of cfg for the fixes of a topology

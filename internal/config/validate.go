@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -263,37 +261,64 @@ func (v *validator) applications() {
 	}
 }
 
+// sourceChangelogs refuses a source_changelog_topics entry that cannot be
+// a source-topic changelog (topicfilter.SourceChangelogConflict): a
+// repartition topic by name, a dead_letter_queue_topics entry, or with
+// topology (from topology_file; nil when not read) a topic it names as a
+// repartition topic, an output or a changelog and not as an input. The
+// commands check the same against a --topology file (cmd loadTopology).
+func (v *validator) sourceChangelogs(topology *topicfilter.AppTopology) {
+	for i, t := range v.c.SourceChangelogTopics {
+		if t == "" || badTopicChars(t) != "" {
+			continue // refused above
+		}
+		if why := topicfilter.SourceChangelogConflict(t, topology, v.c.DeadLetterQueueTopics); why != "" {
+			k := fmt.Sprintf("source_changelog_topics[%d]", i)
+			v.errf(k, "%s %q %s; remove it from source_changelog_topics (list there only input topics a store restores from, topology.optimization=all)", k, t, why)
+		}
+	}
+}
+
 // topology checks topology_file (resolved against the config's directory;
 // with checkFiles read and parsed as a Topology#describe() text, an error
-// at its line naming what is wrong) and dead_letter_queue_topics (topic
-// names).
+// at its line naming what is wrong), source_changelog_topics against it
+// (sourceChangelogs) and dead_letter_queue_topics (topic names, listed
+// once, not broker-internal, not what the topology or the naming rule
+// makes an input, a repartition topic or a changelog:
+// topicfilter.Classifier.DeadLetterConflict).
 func (v *validator) topology() {
 	c := v.c
+	var topology *topicfilter.AppTopology // read from topology_file, when checkFiles
 	if c.TopologyFile != "" {
 		c.TopologyFile = v.fromConfigDir(c.TopologyFile)
 		switch {
 		case c.ApplicationID == "":
 			v.errf("topology_file", "topology_file needs application_id: the topology's internal topics are named \"<application.id>-<name>\" on the broker")
 		case v.checkFiles:
-			if b, err := os.ReadFile(c.TopologyFile); err != nil {
-				why := "cannot be read (" + err.Error() + ")"
-				if errors.Is(err, fs.ErrNotExist) {
-					why = "does not exist"
-				}
-				v.errf("topology_file", "topology_file %q %s: give the file the application's Topology#describe() text was written to (a relative path is relative to the config file)", c.TopologyFile, why)
-			} else if _, err := topicfilter.ParseTopology(string(b)); err != nil {
-				v.errf("topology_file", "topology_file %q: %v", c.TopologyFile, err)
+			var re *TopologyReadError
+			if text, _, err := ReadTopologyFile(c.TopologyFile); errors.As(err, &re) {
+				v.errf("topology_file", "topology_file %v: give the file the application's Topology#describe() text was written to (a relative path is relative to the config file)", err)
+			} else if err != nil {
+				v.errf("topology_file", "topology_file %v", err)
+			} else if top, err := topicfilter.DescribedTopology(text, c.ApplicationID, fmt.Sprintf("topology_file %q", c.TopologyFile)); err == nil {
+				topology = top
 			}
 		}
 	} else if v.has("topology_file") {
 		v.errf("topology_file", "topology_file is empty: give the file holding the application's Topology#describe() text, or remove the key")
 	}
+	v.sourceChangelogs(topology)
+	byName := topicfilter.Classifier{ApplicationID: c.ApplicationID, InternalPrefixes: c.InternalTopicPrefixes, OtherApplicationIDs: c.OtherApplicationIDs, Topology: topology}
 	for i, t := range c.DeadLetterQueueTopics {
 		k := fmt.Sprintf("dead_letter_queue_topics[%d]", i)
 		if t == "" {
 			v.errf(k, "%s is empty", k)
 		} else if bad := badTopicChars(t); bad != "" {
 			v.errf(k, "%s %q is not a topic name: it contains %s", k, t, bad)
+		} else if j := slices.Index(c.DeadLetterQueueTopics, t); j < i {
+			v.errf(k, "%s %q is listed twice (also dead_letter_queue_topics[%d]): remove one", k, t, j)
+		} else if why := byName.DeadLetterConflict(t); why != "" {
+			v.errf(k, "%s %q %s, not a dead-letter queue topic (KIP-1034 errors.dead.letter.queue.topic.name: an output the application writes): remove it from dead_letter_queue_topics", k, t, why)
 		}
 	}
 }
