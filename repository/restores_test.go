@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
