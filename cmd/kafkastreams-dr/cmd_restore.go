@@ -226,7 +226,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics and in-flight tails matching `PATTERN`s (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
+	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run the preflight checks a restore runs (a refusal exits 2); no segment pre-check: only the segments whose statistics flag a limit or retention are decoded (verify --deep checks every segment); write nothing")
 	f.BoolVar(&o.SkipInFlight, "skip-in-flight", false, "changelog strategy: do not restore the repartition topics' in-flight tails; their records are lost (counted in the plan and the warnings; exit 3)")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
 	f.BoolVar(&o.AllowKafka42, "allow-kafka-4-2", false, allowKafka42Usage)
