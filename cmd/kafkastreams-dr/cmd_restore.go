@@ -148,7 +148,7 @@ STREAMS GROUPS (KIP-1071)
   and read back before the offsets are committed. A target that already holds the
   application's streams group takes the offsets while the group has no members (a
   killed instance stays a member until its session times out, 45 s by default). On a
-  target whose metadata.version is Kafka 4.2's, a streams group's offsets are refused
+  target whose metadata.version is Kafka 4.2's, a plan that commits a streams group's offsets is refused
   (exit 2; KAFKA-20254: on 4.2.0 the group can fail to load after a broker restart,
   fixed in 4.2.1): upgrade its brokers, or pass --allow-kafka-4-2 when they run 4.2.1
   or later. A share group (KIP-932) under the application's id is left alone.
