@@ -239,3 +239,38 @@ func RestoreLockKeys(ctx context.Context, store storage.Backend) ([]string, erro
 	}
 	return keys, nil
 }
+
+// UnfinishedRestore is a restore journal (format.RestoreJournal) that is
+// not complete: a restore of its backup into its cluster was interrupted
+// or failed, and the target's topics may be partly written.
+type UnfinishedRestore struct {
+	Key     string // format.RestoreJournalKey
+	Journal *format.RestoreJournal
+}
+
+// UnfinishedRestores returns the restore journals into the cluster with id
+// clusterID whose restore is not complete (format.RestoreJournal.Complete
+// false), in key order. It lists restores/journals/ and reads each journal
+// of that cluster; a journal that cannot be read or does not decode is
+// returned as LoadJournal's error (never skipped: the restore it records
+// cannot be known).
+func UnfinishedRestores(ctx context.Context, store storage.Backend, clusterID string) ([]UnfinishedRestore, error) {
+	keys, err := JournalKeys(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	var out []UnfinishedRestore
+	for _, k := range keys {
+		if k.BackupID == "" || k.Key != format.RestoreJournalKey(k.BackupID, clusterID) {
+			continue
+		}
+		j, err := LoadJournal(ctx, store, k.BackupID, clusterID)
+		if err != nil {
+			return nil, err
+		}
+		if j != nil && !j.Complete {
+			out = append(out, UnfinishedRestore{Key: k.Key, Journal: j})
+		}
+	}
+	return out, nil
+}
