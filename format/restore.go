@@ -198,6 +198,10 @@ type GroupPlan struct {
 	// (IncrementalAlterConfigs) before it commits the offsets, name to
 	// value; absent when the backup records none.
 	Configs map[string]string `json:"configs,omitempty"`
+	// SkippedConfigs are the names of the backup's group configs the
+	// restore did not set because it was told to (--skip-group-configs),
+	// sorted; absent otherwise.
+	SkippedConfigs []string `json:"skipped_configs,omitempty"`
 }
 
 // OffsetPlan is one committed offset of the backup and what the restore

@@ -113,6 +113,12 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		if len(unset) > 0 {
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q: configs %s have no value in the backup (sensitive or null): not set on the target", g.GroupID, strings.Join(unset, ", ")))
 		}
+		if len(g.Configs) > 0 && r.o.SkipGroupConfigs {
+			g.SkippedConfigs = slices.Sorted(maps.Keys(g.Configs))
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q: configs %s of the backup are not set on the target (--skip-group-configs): the application runs with the target's group configs and the broker's defaults; the offsets are committed",
+				g.GroupID, configString(g.Configs)))
+			g.Configs = nil
+		}
 		if len(g.Configs) > 0 {
 			if err := r.alterGroupConfigs(ctx, g.GroupID, g.Configs, true); err != nil {
 				f.refuse("%v", err)
