@@ -108,6 +108,37 @@ func brokerBounds(configs map[string]string) []string {
 	return out
 }
 
+// targetGroupConfigs reads the configs set on group on the target
+// (DescribeConfigs, source DYNAMIC_GROUP_CONFIG), name to value; nil when
+// none is set.
+func (r *restore) targetGroupConfigs(ctx context.Context, group string) (map[string]string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, r.cl)
+	if err == nil && len(resp.Resources) != 1 {
+		err = fmt.Errorf("the broker answered for %d resources, not 1", len(resp.Resources))
+	}
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the configs of group %q on the target: %w", group, err)
+	}
+	var got map[string]string
+	for _, c := range resp.Resources[0].Configs {
+		if c.Source != kmsg.ConfigSourceGroupConfig {
+			continue
+		}
+		if got == nil {
+			got = map[string]string{}
+		}
+		got[c.Name] = deref(c.Value)
+	}
+	return got, nil
+}
+
 // describeGroupConfigs reads the GROUP config resource of group on the
 // target (DescribeConfigs), every config with its value ("" when null).
 func (r *restore) describeGroupConfigs(ctx context.Context, group string) (map[string]string, error) {

@@ -36,6 +36,10 @@ func TestTextOutputsNameTheGroupConfigs(t *testing.T) {
 		want string
 	}{
 		{"configs set", format.GroupPlan{GroupID: "app", Configs: map[string]string{"streams.num.standby.replicas": "1"}}, "group configs set on the target: streams.num.standby.replicas=1"},
+		// Second new-user pass: a config the target's group held was
+		// overwritten without its old value shown.
+		{"configs overwritten", format.GroupPlan{GroupID: "app", Configs: map[string]string{"streams.num.standby.replicas": "1"},
+			TargetConfigs: map[string]string{"streams.num.standby.replicas": "2", "streams.heartbeat.interval.ms": "7000"}}, "streams.num.standby.replicas=1 (overwrites 2 with 1)"},
 		{"configs skipped", format.GroupPlan{GroupID: "app", SkippedConfigs: []string{"streams.num.standby.replicas"}}, "group configs NOT set (--skip-group-configs): streams.num.standby.replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

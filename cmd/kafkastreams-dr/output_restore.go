@@ -395,7 +395,15 @@ func actionDone(action format.TopicAction) string {
 // lead), and those --skip-group-configs left unset; nothing when neither.
 func printGroupConfigs(w io.Writer, g *format.GroupPlan, lead string) {
 	if len(g.Configs) > 0 {
-		fmt.Fprintf(w, "%s%s\n", lead, formatConfigs(g.Configs))
+		kv := make([]string, 0, len(g.Configs))
+		for _, k := range slices.Sorted(maps.Keys(g.Configs)) {
+			v := k + "=" + g.Configs[k]
+			if old, ok := g.TargetConfigs[k]; ok && old != g.Configs[k] {
+				v += fmt.Sprintf(" (overwrites %s with %s)", old, g.Configs[k])
+			}
+			kv = append(kv, v)
+		}
+		fmt.Fprintf(w, "%s%s\n", lead, strings.Join(kv, ", "))
 	}
 	if len(g.SkippedConfigs) > 0 {
 		fmt.Fprintf(w, "group configs NOT set (--skip-group-configs): %s\n", strings.Join(g.SkippedConfigs, ", "))
