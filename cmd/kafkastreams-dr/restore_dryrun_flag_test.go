@@ -32,3 +32,19 @@ func TestRestoreDryRunFlagSaysWhatItChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipGroupConfigsFlag: restore and drill both offer
+// --skip-group-configs (second new-user pass: a target refusing the
+// backup's group configs had no restore-side way out), and restore's long
+// help says when to use it.
+func TestSkipGroupConfigsFlag(t *testing.T) {
+	for _, cmd := range []string{"restore", "drill"} {
+		code, stdout, stderr := runCLI(t, cmd, "--help")
+		if code != exitOK || !strings.Contains(stdout, "--skip-group-configs") || !strings.Contains(stdout, "the offsets are still committed") {
+			t.Errorf("%s --help: exit %d, want --skip-group-configs described\n%s\n%s", cmd, code, stdout, stderr)
+		}
+	}
+	if _, stdout, _ := runCLI(t, "restore", "--help"); !strings.Contains(stdout, "group.streams.max.standby.replicas") {
+		t.Errorf("restore --help does not say when --skip-group-configs is the way out:\n%s", stdout)
+	}
+}
