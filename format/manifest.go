@@ -376,6 +376,7 @@ func ReadManifest(r io.Reader) (*Manifest, error) {
 }
 
 // Validate checks the manifest's internal consistency: format, version, ids;
+// group.type empty, classic, consumer, streams or share;
 // every topic named once across topics and in_flight, in_flight topics of
 // class repartition and no other; at most one schema_registry topic, of
 // class external, not in in_flight; every partition listed once, inside the
@@ -394,6 +395,13 @@ func (m *Manifest) Validate() error {
 	}
 	if m.State != StateComplete && m.State != StateRunning {
 		return fmt.Errorf("manifest %s: invalid state %q", m.BackupID, m.State)
+	}
+	if g := m.Group; g != nil {
+		switch g.Type {
+		case "", GroupTypeClassic, GroupTypeConsumer, GroupTypeStreams, GroupTypeShare:
+		default:
+			return fmt.Errorf("manifest %s: group.type %q is not classic, consumer, streams or share (ListGroups' group types, KIP-848, KIP-932, KIP-1071; empty when unknown)", m.BackupID, g.Type)
+		}
 	}
 	names := map[string]bool{}
 	registry := ""

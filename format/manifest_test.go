@@ -110,6 +110,9 @@ func TestManifestValidateRejects(t *testing.T) {
 			t.SchemaRegistry = true
 			m.InFlight = append(m.InFlight, t)
 		}},
+		// Second new-user pass: group.type "bogus" was accepted, and a
+		// restore judged the group by a type the broker never reports.
+		{"group type not classic, consumer, streams or share", func(m *Manifest) { m.Group.Type = "bogus" }},
 		{"partition beyond the partition count", func(m *Manifest) {
 			t := inFlightTopic()
 			t.PartitionCuts[0].Partition = 1
@@ -127,6 +130,18 @@ func TestManifestValidateRejects(t *testing.T) {
 	}
 	if err := goldenManifest().Validate(); err != nil {
 		t.Fatal(err)
+	}
+	for _, typ := range []string{"", GroupTypeClassic, GroupTypeConsumer, GroupTypeStreams, GroupTypeShare} {
+		m := goldenManifest()
+		m.Group.Type = typ
+		if err := m.Validate(); err != nil {
+			t.Errorf("group type %q: %v", typ, err)
+		}
+	}
+	bogus := goldenManifest()
+	bogus.Group.Type = "bogus"
+	if err := bogus.Validate(); err == nil || !strings.Contains(err.Error(), "group.type") || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("group type bogus: %v, want an error naming group.type and the value", err)
 	}
 	m := goldenManifest()
 	m.InFlight = []Topic{inFlightTopic()}

@@ -198,6 +198,15 @@ type GroupPlan struct {
 	// (IncrementalAlterConfigs) before it commits the offsets, name to
 	// value; absent when the backup records none.
 	Configs map[string]string `json:"configs,omitempty"`
+	// SkippedConfigs are the names of the backup's group configs the
+	// restore did not set because it was told to (--skip-group-configs),
+	// sorted; absent otherwise.
+	SkippedConfigs []string `json:"skipped_configs,omitempty"`
+	// TargetConfigs are the configs set on the target's group before the
+	// restore (DescribeConfigs, source DYNAMIC_GROUP_CONFIG), name to
+	// value; absent when none is set or the target could not say. Those
+	// the backup holds are overwritten; the others are left as they are.
+	TargetConfigs map[string]string `json:"target_configs,omitempty"`
 }
 
 // OffsetPlan is one committed offset of the backup and what the restore

@@ -56,10 +56,15 @@ func (e *unreadableDrillReportError) Unwrap() []error {
 // is returned as "read <key>: ..." (storage.ErrNotFound and
 // storage.ErrTransient stay testable), a report that does not decode as
 // "drill report <key> is damaged: <what is wrong (format.JSONError)>; ...",
-// wrapping ErrUnreadableDrillReport.
+// wrapping ErrUnreadableDrillReport; so is a report that is not a regular
+// file (storage.ErrNotRegular).
 func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string) (*format.DrillReport, error) {
 	key := format.DrillReportKey(drillID)
 	b, err := readWhole(ctx, store, key)
+	if errors.Is(err, storage.ErrNotRegular) {
+		return nil, &unreadableDrillReportError{msg: fmt.Sprintf("drill report %s is damaged: %v; the backups are not affected, and estimate leaves it out of its calibration (remove %s; a new drill writes a new report)",
+			key, err, key), err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

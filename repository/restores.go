@@ -50,11 +50,17 @@ func (e *unreadableReportError) Unwrap() []error { return []error{e.err, ErrUnre
 // LoadReport reads the report of the restore restoreID. A storage error is
 // returned as "read <key>: ..." (storage.ErrNotFound and
 // storage.ErrTransient stay testable), a report that does not decode as
-// "decode <key>: ..." wrapping ErrUnreadableReport. The report is read in
-// full before it is decoded, so that the two never mix.
+// "restore report <key> is damaged: ..." wrapping ErrUnreadableReport,
+// and so is a report that is not a regular file (storage.ErrNotRegular: a
+// FIFO or directory in a local repository), never "no report". The report
+// is read in full before it is decoded, so that the two never mix.
 func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*format.RestoreReport, error) {
 	key := format.RestoreReportKey(restoreID)
 	b, err := readWhole(ctx, store, key)
+	if errors.Is(err, storage.ErrNotRegular) {
+		return nil, fmt.Errorf("restore report %s is damaged: %w; the backups are not affected (list, describe, verify and restore of a backup still work), only this record of restore %s is lost: remove %s, and a new restore writes a new report",
+			key, &unreadableReportError{err}, restoreID, key)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -134,13 +140,17 @@ func LatestReport(ctx context.Context, store storage.Backend, applicationID, tar
 // LoadJournal reads the journal of the restores of backupID into the
 // cluster with id clusterID (format.RestoreJournalKey), or returns nil
 // with a nil error when there is none. A storage error is returned as
-// "read restore journal: ...", a journal that does not decode as a
-// *JournalError ("restore journal <key>: ...").
+// "read restore journal: ...", a journal that does not decode, or is not
+// a regular file (storage.ErrNotRegular), as a *JournalError ("restore
+// journal <key>: ...").
 func LoadJournal(ctx context.Context, store storage.Backend, backupID, clusterID string) (*format.RestoreJournal, error) {
 	key := format.RestoreJournalKey(backupID, clusterID)
 	rc, err := store.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
+	}
+	if errors.Is(err, storage.ErrNotRegular) {
+		return nil, &JournalError{Key: key, Err: err}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read restore journal: %w", err)
@@ -228,4 +238,39 @@ func RestoreLockKeys(ctx context.Context, store storage.Backend) ([]string, erro
 		return nil, fmt.Errorf("list restore locks in %s: %w", store.Location(), err)
 	}
 	return keys, nil
+}
+
+// UnfinishedRestore is a restore journal (format.RestoreJournal) that is
+// not complete: a restore of its backup into its cluster was interrupted
+// or failed, and the target's topics may be partly written.
+type UnfinishedRestore struct {
+	Key     string // format.RestoreJournalKey
+	Journal *format.RestoreJournal
+}
+
+// UnfinishedRestores returns the restore journals into the cluster with id
+// clusterID whose restore is not complete (format.RestoreJournal.Complete
+// false), in key order. It lists restores/journals/ and reads each journal
+// of that cluster; a journal that cannot be read or does not decode is
+// returned as LoadJournal's error (never skipped: the restore it records
+// cannot be known).
+func UnfinishedRestores(ctx context.Context, store storage.Backend, clusterID string) ([]UnfinishedRestore, error) {
+	keys, err := JournalKeys(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	var out []UnfinishedRestore
+	for _, k := range keys {
+		if k.BackupID == "" || k.Key != format.RestoreJournalKey(k.BackupID, clusterID) {
+			continue
+		}
+		j, err := LoadJournal(ctx, store, k.BackupID, clusterID)
+		if err != nil {
+			return nil, err
+		}
+		if j != nil && !j.Complete {
+			out = append(out, UnfinishedRestore{Key: k.Key, Journal: j})
+		}
+	}
+	return out, nil
 }

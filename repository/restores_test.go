@@ -3,8 +3,12 @@ package repository
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,6 +235,86 @@ func TestDamagedReportSaysDamaged(t *testing.T) {
 			}
 			if !errors.Is(err, ErrUnreadableReport) {
 				t.Errorf("error %q does not wrap ErrUnreadableReport", msg)
+			}
+		})
+	}
+}
+
+// TestReportNotARegularFileIsDamaged: a restore report, restore journal or
+// drill report that is a FIFO or a directory (made by hand in the
+// repository) is damaged, with an error naming its key, never "no
+// restore"; a FIFO never blocks the read.
+func TestReportNotARegularFileIsDamaged(t *testing.T) {
+	const id = "20261129T074512.345Z-00000001"
+	tests := []struct {
+		name string
+		key  string
+		make func(path string) error
+	}{
+		{"restore report is a FIFO", format.RestoreReportKey(id), func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"restore report is a directory", format.RestoreReportKey(id), func(p string) error { return os.Mkdir(p, 0o700) }},
+		{"drill report is a FIFO", format.DrillReportKey(id), func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"drill report is a directory", format.DrillReportKey(id), func(p string) error { return os.Mkdir(p, 0o700) }},
+		{"restore journal is a FIFO", format.RestoreJournalKey(id, "c1"), func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			root := t.TempDir()
+			store, err := storage.NewFilesystem(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(root, filepath.FromSlash(tt.key))
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.make(p); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				switch {
+				case strings.HasPrefix(tt.key, format.RestoreJournalsPrefix()):
+					j, err := LoadJournal(ctx, store, id, "c1")
+					if err == nil && j == nil {
+						err = errors.New("LoadJournal: no journal, no error")
+					}
+					done <- err
+				case strings.HasPrefix(tt.key, format.DrillsPrefix()):
+					ids, err := DrillReportIDs(ctx, store)
+					if err == nil && len(ids) == 0 {
+						err = errors.New("no drill report listed, no error")
+					}
+					if err == nil {
+						_, err = LoadDrillReport(ctx, store, ids[0])
+						if err == nil {
+							err = errors.New("drill report read, no error")
+						}
+					}
+					done <- err
+				default:
+					rep, err := LatestReport(ctx, store, "", "")
+					if err == nil {
+						err = fmt.Errorf("LatestReport = %v, no error", rep)
+					}
+					if err != nil && !errors.Is(err, ErrUnreadableReport) && !strings.Contains(err.Error(), "no error") {
+						err = fmt.Errorf("%w (does not wrap ErrUnreadableReport)", err)
+					}
+					done <- err
+				}
+			}()
+			select {
+			case err := <-done:
+				if err == nil || strings.Contains(err.Error(), "no error") || strings.Contains(err.Error(), "does not wrap") {
+					t.Fatalf("got %v, want an error naming %s as damaged", err, tt.key)
+				}
+				if !strings.Contains(err.Error(), tt.key) || !strings.Contains(err.Error(), "not a regular file") {
+					t.Errorf("error %q does not name %s and say it is not a regular file", err, tt.key)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("reading %s blocked", tt.key)
 			}
 		})
 	}

@@ -85,6 +85,16 @@ type Options struct {
 	// a broker restart, and the protocol cannot tell 4.2.0 from 4.2.1.
 	// Set it when the target's brokers run 4.2.1 or later.
 	AllowKafka42 bool
+	// SkipGroupConfigs leaves the backup's group configs
+	// (format.Group.Configs) unset on the target (--skip-group-configs):
+	// for a target that refuses them (e.g. a broker's
+	// group.streams.max.standby.replicas below the backup's
+	// streams.num.standby.replicas; Kafka's GroupConfigManager). The
+	// offsets are still committed; the plan and report name the configs
+	// not set (GroupPlan.SkippedConfigs) and a warning says so. Default
+	// false: they are set, and a target that refuses them refuses the
+	// restore.
+	SkipGroupConfigs bool
 	// LockWait is how long to wait for another restore into the same
 	// target cluster to finish (or its lock to go stale); 0 refuses at
 	// once with ErrLocked.

@@ -70,11 +70,73 @@ func (r *restore) alterGroupConfigs(ctx context.Context, group string, configs m
 	if validateOnly {
 		what = "accept"
 	}
-	fix := "restore into a target that accepts them (streams.* group configs need Kafka 4.1 or later), or leave the application to its defaults by removing them from the group's configs on the source and taking a new backup"
+	bounds := "the broker's group.<type>.min.* and group.<type>.max.* settings bound them"
+	if b := brokerBounds(configs); len(b) > 0 {
+		bounds = "the broker settings that bound them: " + strings.Join(b, ", ")
+	}
+	fix := "pass --skip-group-configs to restore without them (the offsets are still committed; the application runs with the target's group configs and the broker's defaults), or restore into a target that accepts them (streams.* group configs need Kafka 4.1 or later; " + bounds + ")"
 	if errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TopicAuthorizationFailed) {
 		fix = "grant the restore's principal ALTER_CONFIGS on the group (kafka-acls --operation AlterConfigs --group " + group + ")"
 	}
 	return fmt.Errorf("the target does not %s the configs of group %q (%s): %w%s: %s", what, group, configString(configs), err, msg, fix)
+}
+
+// groupConfigBounds are the broker settings that bound each group config
+// a target validates (Kafka's GroupConfig.validate against the broker's
+// GroupCoordinatorConfig / ShareGroupConfig: a group config outside them
+// is INVALID_CONFIG, "must be less than or equal to N").
+var groupConfigBounds = map[string][]string{
+	"consumer.session.timeout.ms":    {"group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"},
+	"consumer.heartbeat.interval.ms": {"group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"},
+	"share.session.timeout.ms":       {"group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"},
+	"share.heartbeat.interval.ms":    {"group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"},
+	"share.record.lock.duration.ms":  {"group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"},
+	"streams.session.timeout.ms":     {"group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"},
+	"streams.heartbeat.interval.ms":  {"group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms"},
+	"streams.num.standby.replicas":   {"group.streams.max.standby.replicas"},
+}
+
+// brokerBounds names, sorted, the broker settings bounding configs
+// (groupConfigBounds), each as "<config> by <setting>[ and <setting>]".
+func brokerBounds(configs map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		if b := groupConfigBounds[k]; len(b) > 0 {
+			out = append(out, k+" by "+strings.Join(b, " and "))
+		}
+	}
+	return out
+}
+
+// targetGroupConfigs reads the configs set on group on the target
+// (DescribeConfigs, source DYNAMIC_GROUP_CONFIG), name to value; nil when
+// none is set.
+func (r *restore) targetGroupConfigs(ctx context.Context, group string) (map[string]string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, r.cl)
+	if err == nil && len(resp.Resources) != 1 {
+		err = fmt.Errorf("the broker answered for %d resources, not 1", len(resp.Resources))
+	}
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the configs of group %q on the target: %w", group, err)
+	}
+	var got map[string]string
+	for _, c := range resp.Resources[0].Configs {
+		if c.Source != kmsg.ConfigSourceGroupConfig {
+			continue
+		}
+		if got == nil {
+			got = map[string]string{}
+		}
+		got[c.Name] = deref(c.Value)
+	}
+	return got, nil
 }
 
 // describeGroupConfigs reads the GROUP config resource of group on the

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -102,5 +103,87 @@ func TestShareGroupLeftAlone(t *testing.T) {
 	}
 	if rep.Plan.ShareGroup != sample.AppID {
 		t.Errorf("plan share_group %q, want %q (the plan's output says the share group was left alone)", rep.Plan.ShareGroup, sample.AppID)
+	}
+}
+
+// TestSkipGroupConfigs is a regression test (second new-user pass): a
+// real Kafka 4.4 target with group.streams.max.standby.replicas=0 refuses
+// the backup's streams.num.standby.replicas=1, and the refusal's only fix
+// needed the lost source ("take a new backup"). It now names the broker's
+// answer and SkipGroupConfigs (--skip-group-configs), which restores the
+// offsets without the configs: the plan and the report name the configs
+// not set, and none is set on the target's group.
+func TestSkipGroupConfigs(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	one := "1"
+	rewriteManifest(t, store, m, func(m *format.Manifest) {
+		m.Group.Configs = map[string]format.TopicConfig{"streams.num.standby.replicas": {Value: &one, Source: format.ConfigSourceDynamicGroup}}
+	})
+	dst := testkit.StartKafka(t, testkit.KafkaProperty("group.streams.max.standby.replicas", "0"))
+	opts := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID, ReplicationFactor: 1}
+	_, err := restorer.Run(t.Context(), opts)
+	re, ok := errors.AsType[*restorer.RefusedError](err)
+	if !ok {
+		t.Fatalf("restore into a target refusing the configs: %v; want a *RefusedError", err)
+	}
+	for _, s := range []string{"streams.num.standby.replicas=1", "--skip-group-configs", "group.streams.max.standby.replicas"} {
+		if !strings.Contains(re.Error(), s) {
+			t.Errorf("refusal %q does not say %q", re.Error(), s)
+		}
+	}
+	opts.SkipGroupConfigs = true
+	rep, err := restorer.Run(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("restore with SkipGroupConfigs: %v", err)
+	}
+	if !rep.Committed || len(rep.Group.Configs) != 0 || !slices.Equal(rep.Group.SkippedConfigs, []string{"streams.num.standby.replicas"}) {
+		t.Errorf("report: committed %v, group configs %v, skipped %v; want committed, none set, streams.num.standby.replicas skipped", rep.Committed, rep.Group.Configs, rep.Group.SkippedConfigs)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+		return strings.Contains(w, "--skip-group-configs") && strings.Contains(w, "streams.num.standby.replicas")
+	}) {
+		t.Errorf("warnings %q do not name the configs not set", rep.Warnings)
+	}
+	if c, ok := describeGroupConfigs(t, testkit.Client(t, dst.Addrs()), sample.AppID)["streams.num.standby.replicas"]; ok && c.Source == kmsg.ConfigSourceGroupConfig {
+		t.Errorf("streams.num.standby.replicas set on the target's group: %+v", c)
+	}
+}
+
+// TestTargetGroupConfigsShown is a regression test (second new-user
+// pass): the target's group already held streams.heartbeat.interval.ms=7000
+// and streams.num.standby.replicas=2; the plan said nothing of them, the
+// restore overwrote the standby count without showing the old value and
+// left the heartbeat as it was, unsaid. The plan now holds the target's
+// group configs (GroupPlan.TargetConfigs) and warns of those the backup
+// does not hold, left as they are.
+func TestTargetGroupConfigsShown(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	one := "1"
+	rewriteManifest(t, store, m, func(m *format.Manifest) {
+		m.Group.Configs = map[string]format.TopicConfig{"streams.num.standby.replicas": {Value: &one, Source: format.ConfigSourceDynamicGroup}}
+	})
+	dst := testkit.StartKafka(t)
+	dstCl := testkit.Client(t, dst.Addrs())
+	before := map[string]string{"streams.heartbeat.interval.ms": "7000", "streams.num.standby.replicas": "2"}
+	alterGroupConfigs(t, dstCl, sample.AppID, before)
+	var rep *restorer.Report
+	var err error
+	for range 50 { // the configs reach the broker through the metadata log
+		rep, err = restorer.Run(t.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID, ReplicationFactor: 1, DryRun: true})
+		if err != nil || equalMaps(rep.Plan.Group.TargetConfigs, before) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalMaps(rep.Plan.Group.TargetConfigs, before) {
+		t.Errorf("plan's target configs %v, want %v", rep.Plan.Group.TargetConfigs, before)
+	}
+	if !slices.ContainsFunc(rep.Plan.Warnings, func(w string) bool {
+		return strings.Contains(w, "streams.heartbeat.interval.ms=7000") && strings.Contains(w, "left as they are")
+	}) {
+		t.Errorf("warnings %q do not name the target's config the backup does not hold", rep.Plan.Warnings)
 	}
 }

@@ -50,7 +50,10 @@ func (r *restore) targetMetadataVersion(ctx context.Context) (int16, bool, error
 // the offsets of a backed-up streams group (KIP-1071) are refused unless
 // o.AllowKafka42; a classic or consumer group gets a warning (its
 // application could be started with group.protocol=streams on the
-// target). A target that already holds the application's streams group
+// target). A plan that commits no offset (g.Offsets holds no
+// format.OffsetCommit, e.g. --topics of an output only) is not refused
+// either: it commits nothing, so it makes no classic group; it gets the
+// warning. A target that already holds the application's streams group
 // (empty) is not refused: the offsets are committed into that streams
 // group, and no classic group is made.
 func (r *restore) kafka20254(ctx context.Context, g *GroupPlan, mg *format.Group) (f findings, err error) {
@@ -61,7 +64,15 @@ func (r *restore) kafka20254(ctx context.Context, g *GroupPlan, mg *format.Group
 	if err != nil || !ok || level < metadataVersion42Min || level > metadataVersion42Max {
 		return f, err
 	}
-	streams := mg.Type == format.GroupTypeStreams
+	commits := 0
+	for _, o := range g.Offsets {
+		if o.Action == format.OffsetCommit {
+			commits++
+		}
+	}
+	// A plan that commits no offset makes no classic group: nothing to
+	// guard but the application's own start.
+	streams := mg.Type == format.GroupTypeStreams && commits > 0
 	switch {
 	case streams && !r.o.AllowKafka42:
 		f.refuse("the target's metadata.version is Kafka 4.2's (feature level %d) and group %q is a streams group (KIP-1071): on Kafka 4.2.0, offsets committed before the streams group exists can make it fail to load after __consumer_offsets is compacted and a broker restarts (KAFKA-20254, fixed in 4.2.1): upgrade the target's brokers to Kafka 4.2.1 or later; if they already run 4.2.1 or later (the protocol cannot tell), pass --allow-kafka-4-2",

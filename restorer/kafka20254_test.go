@@ -33,6 +33,7 @@ func TestKafka20254TargetRefused(t *testing.T) {
 		target    *testkit.Kafka
 		groupType string
 		allow     bool
+		topics    []string
 		refusal   []string
 		warning   string
 	}{
@@ -41,11 +42,15 @@ func TestKafka20254TargetRefused(t *testing.T) {
 		{name: "streams group on 4.2 allowed", target: k42, groupType: format.GroupTypeStreams, allow: true, warning: "as allowed (--allow-kafka-4-2)"},
 		{name: "classic group on 4.2 warned", target: k42, groupType: format.GroupTypeClassic, warning: "group.protocol=streams"},
 		{name: "streams group on 4.4 passes", target: k44, groupType: format.GroupTypeStreams},
+		// Second new-user pass: a restore that commits no offset (only an
+		// output topic, which the group never committed) was refused with
+		// "0 offsets to commit": it makes no classic group.
+		{name: "streams group on 4.2, no offset to commit, passes", target: k42, groupType: format.GroupTypeStreams, topics: []string{sample.Totals}, warning: "group.protocol=streams"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rewriteManifest(t, store, m, func(m *format.Manifest) { m.Group.Type = tt.groupType })
 			rep, err := restorer.Run(t.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(tt.target.Addrs()...)}, Store: store,
-				ApplicationID: sample.AppID, ReplicationFactor: 1, DryRun: true, AllowKafka42: tt.allow})
+				ApplicationID: sample.AppID, ReplicationFactor: 1, DryRun: true, AllowKafka42: tt.allow, Topics: tt.topics})
 			if tt.refusal != nil {
 				re, ok := errors.AsType[*restorer.RefusedError](err)
 				if !ok {

@@ -113,6 +113,26 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		if len(unset) > 0 {
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q: configs %s have no value in the backup (sensitive or null): not set on the target", g.GroupID, strings.Join(unset, ", ")))
 		}
+		if tc, err := r.targetGroupConfigs(ctx, g.GroupID); err != nil {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q: %v: the plan cannot show which of its configs the restore overwrites", g.GroupID, err))
+		} else {
+			g.TargetConfigs = tc
+			kept := map[string]string{}
+			for k, v := range tc {
+				if _, ok := g.Configs[k]; !ok || r.o.SkipGroupConfigs {
+					kept[k] = v
+				}
+			}
+			if len(kept) > 0 {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q on the target holds configs the restore does not set (%s): left as they are (the read-back after the restore compares only the configs it sets)", g.GroupID, configString(kept)))
+			}
+		}
+		if len(g.Configs) > 0 && r.o.SkipGroupConfigs {
+			g.SkippedConfigs = slices.Sorted(maps.Keys(g.Configs))
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("group %q: configs %s of the backup are not set on the target (--skip-group-configs): the application runs with the target's group configs and the broker's defaults; the offsets are committed",
+				g.GroupID, configString(g.Configs)))
+			g.Configs = nil
+		}
 		if len(g.Configs) > 0 {
 			if err := r.alterGroupConfigs(ctx, g.GroupID, g.Configs, true); err != nil {
 				f.refuse("%v", err)

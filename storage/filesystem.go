@@ -181,7 +181,10 @@ func (f *Filesystem) mkdirAll(dir string) error {
 }
 
 // Get opens the object's file. It returns ErrNotFound if there is no object
-// under key (including when key names a directory).
+// under key (including when key names a directory of other keys), and
+// ErrNotRegular when key names a FIFO, socket, device or empty directory
+// (the type is checked before the file is opened, and opened without
+// blocking, so that a FIFO never blocks the read).
 func (f *Filesystem) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -189,7 +192,11 @@ func (f *Filesystem) Get(ctx context.Context, key string) (io.ReadCloser, error)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("get %q: %w", key, err)
 	}
-	file, err := os.Open(f.path(key))
+	p := f.path(key)
+	if err := checkRegular(p); err != nil {
+		return nil, fmt.Errorf("get %q: %w", key, err)
+	}
+	file, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("get %q: %w", key, mapFSErr(err))
 	}
@@ -198,14 +205,41 @@ func (f *Filesystem) Get(ctx context.Context, key string) (io.ReadCloser, error)
 		file.Close()
 		return nil, fmt.Errorf("get %q: %w", key, err)
 	}
-	if !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() { // replaced between the check and the open
 		file.Close()
-		return nil, fmt.Errorf("get %q: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("get %q: %w (%s)", key, ErrNotRegular, fi.Mode().Type())
 	}
 	return file, nil
 }
 
-// Stat returns the file's size and modification time, or ErrNotFound.
+// checkRegular returns nil when p is a regular file, ErrNotFound (wrapped)
+// when nothing is there or p is a directory holding entries (a
+// "directory" of other keys), and ErrNotRegular (wrapped, naming the
+// type) for a FIFO, socket, device or empty directory.
+func checkRegular(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return mapFSErr(err)
+	}
+	switch {
+	case fi.Mode().IsRegular():
+		return nil
+	case fi.IsDir():
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return mapFSErr(err)
+		}
+		if len(entries) > 0 {
+			return ErrNotFound
+		}
+		return fmt.Errorf("%w (an empty directory)", ErrNotRegular)
+	default:
+		return fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
+	}
+}
+
+// Stat returns the file's size and modification time, ErrNotFound, or
+// ErrNotRegular as Get does.
 func (f *Filesystem) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	if err := ValidateKey(key); err != nil {
 		return ObjectInfo{}, err
@@ -213,12 +247,13 @@ func (f *Filesystem) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return ObjectInfo{}, fmt.Errorf("stat %q: %w", key, err)
 	}
-	fi, err := os.Stat(f.path(key))
+	p := f.path(key)
+	if err := checkRegular(p); err != nil {
+		return ObjectInfo{}, fmt.Errorf("stat %q: %w", key, err)
+	}
+	fi, err := os.Stat(p)
 	if err != nil {
 		return ObjectInfo{}, fmt.Errorf("stat %q: %w", key, mapFSErr(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return ObjectInfo{}, fmt.Errorf("stat %q: %w", key, ErrNotFound)
 	}
 	return ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }
@@ -261,7 +296,9 @@ func (f *Filesystem) Delete(ctx context.Context, key string) error {
 
 // List calls fn for every object whose key starts with prefix, in
 // lexicographic (byte-wise) key order, the same order as S3. Temporary
-// files are skipped. It reads one directory at a time and only descends
+// files are skipped. Entries that are not regular files (a FIFO, socket,
+// device or empty directory) are listed too, with size 0, so that a
+// reader meets them and Get's ErrNotRegular names them as damage. It reads one directory at a time and only descends
 // into directories that can hold matching keys. Objects written or deleted
 // during the listing may or may not be seen.
 func (f *Filesystem) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
@@ -294,8 +331,10 @@ func (f *Filesystem) walk(ctx context.Context, dir, dirKey, prefix string, fn fu
 			continue
 		}
 		isDir := e.IsDir()
-		if !isDir && !e.Type().IsRegular() {
-			continue
+		if isDir && emptyDir(filepath.Join(dir, name)) {
+			// Listed as an entry whose Get fails with ErrNotRegular:
+			// no Put makes one, so it is damage, never absence.
+			isDir = false
 		}
 		s := name
 		if isDir {
@@ -325,7 +364,11 @@ func (f *Filesystem) walk(ctx context.Context, dir, dirKey, prefix string, fn fu
 			}
 			return fmt.Errorf("list %q: %w", prefix, err)
 		}
-		if err := fn(ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}); err != nil {
+		size := fi.Size()
+		if !fi.Mode().IsRegular() {
+			size = 0
+		}
+		if err := fn(ObjectInfo{Key: key, Size: size, ModTime: fi.ModTime()}); err != nil {
 			return err
 		}
 	}
@@ -375,6 +418,19 @@ func (f *Filesystem) RemoveStaleTemps(ctx context.Context, dir string, olderThan
 		return n, fmt.Errorf("remove stale temporary files under %s: %w", f.root, err)
 	}
 	return n, nil
+}
+
+// emptyDir reports whether p is a directory with no entries at all
+// (temporary files count as entries: a Put in progress made the
+// directory).
+func emptyDir(p string) bool {
+	d, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
 }
 
 // mapFSErr turns "no such file" and "not a directory" (a key below an

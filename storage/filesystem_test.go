@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,5 +139,62 @@ func TestFilesystemLayoutAndTemps(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "topics")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("empty directory topics/ left after Delete: %v", err)
+	}
+}
+
+// TestFilesystemNotRegularIsListedAndRefused: a FIFO or an empty directory
+// under a key is listed (size 0) and Get and Stat refuse it with
+// ErrNotRegular, never ErrNotFound; Get of a FIFO does not block. A
+// directory holding other keys stays a "directory", not an object.
+func TestFilesystemNotRegularIsListedAndRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	root := t.TempDir()
+	b, err := storage.NewFilesystem(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, "d/full/obj", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "d", "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "d", "empty"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	if err := b.List(ctx, "d/", func(oi storage.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"d/empty", "d/fifo", "d/full/obj"}; !slices.Equal(keys, want) {
+		t.Errorf("List = %q, want %q", keys, want)
+	}
+	for _, key := range []string{"d/fifo", "d/empty"} {
+		done := make(chan error, 1)
+		go func() {
+			rc, err := b.Get(ctx, key)
+			if err == nil {
+				rc.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, storage.ErrNotRegular) || !strings.Contains(err.Error(), key) {
+				t.Errorf("Get(%q) = %v, want ErrNotRegular naming the key", key, err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("Get(%q) blocked", key)
+		}
+		if _, err := b.Stat(ctx, key); !errors.Is(err, storage.ErrNotRegular) {
+			t.Errorf("Stat(%q) = %v, want ErrNotRegular", key, err)
+		}
+	}
+	if _, err := b.Get(ctx, "d/full"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get of a directory of keys = %v, want ErrNotFound", err)
 	}
 }

@@ -28,6 +28,15 @@ var ErrNotFound = errors.New("object not found")
 // the key.
 var ErrExists = errors.New("object already exists")
 
+// ErrNotRegular is returned (wrapped, naming the key) by the filesystem
+// backend's Get and Stat when the key names something that is not a
+// regular file: a FIFO, socket or device, or an empty directory. Such an
+// entry cannot be an object this tool wrote (Put writes regular files),
+// so it is damage in the repository, never an absent object; List reports
+// it so that readers meet it. Get checks the type before it opens, so a
+// FIFO never blocks. S3 never returns it.
+var ErrNotRegular = errors.New("not a regular file")
+
 // ErrNoSuchBucket is wrapped by an S3 backend's error when the bucket does
 // not exist (S3 404 NoSuchBucket, or a bare 404 to HeadBucket): a
 // configuration error (the bucket name, the endpoint, path-style

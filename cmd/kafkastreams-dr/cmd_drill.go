@@ -32,6 +32,7 @@ type drillOptions struct {
 	TargetBootstrap   []string                 // --target-bootstrap-servers
 	Retention         restorer.RetentionChoice // --retention, as for restore
 	AllowKafka42      bool                     // --allow-kafka-4-2, as for restore
+	SkipGroupConfigs  bool                     // --skip-group-configs, as for restore
 	JSON              bool
 	JUnit             string        // --junit FILE
 	NoDeep            bool          // verify the repository by size and SHA-256 only
@@ -185,6 +186,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the drill target cluster (default: target.bootstrap_servers)")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep or accept-loss, for records already past the target topic's retention.ms, as for restore")
 	f.BoolVar(&o.AllowKafka42, "allow-kafka-4-2", false, allowKafka42Usage)
+	f.BoolVar(&o.SkipGroupConfigs, "skip-group-configs", false, skipGroupConfigsUsage)
 	f.BoolVar(&o.JSON, "json", false, "print the drill report as JSON")
 	f.StringVar(&o.JUnit, "junit", "", "also write the drill report as JUnit XML to `FILE` (one test case per phase); its directory must exist (or be --out)")
 	f.BoolVar(&o.NoDeep, "no-deep", false, "check the backup's objects by size and SHA-256 only, without decoding their records")
@@ -295,6 +297,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	ro.ReplicationFactor = o.ReplicationFactor
 	ro.Retention = o.Retention
 	ro.AllowKafka42 = o.AllowKafka42
+	ro.SkipGroupConfigs = o.SkipGroupConfigs
 	bo.Observer, ro.Observer = tel.backupObserver(), tel.restoreObserver()
 	do := drill.Options{Store: store, Backup: bo, BackupID: o.BackupID, Restore: ro, Shallow: o.NoDeep, Logger: o.Logger}
 	do.App = app

@@ -38,6 +38,7 @@ type restoreOptions struct {
 	DryRun            bool
 	SkipInFlight      bool // --skip-in-flight: leave the in-flight tails out (exit 3 when they hold records)
 	AllowKafka42      bool // --allow-kafka-4-2: restore a streams group into a Kafka 4.2 target (KAFKA-20254)
+	SkipGroupConfigs  bool // --skip-group-configs: commit the offsets without setting the backup's group configs
 	Yes               bool
 	LockWait          time.Duration            // --lock-wait
 	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
@@ -148,10 +149,13 @@ STREAMS GROUPS (KIP-1071)
   and read back before the offsets are committed. A target that already holds the
   application's streams group takes the offsets while the group has no members (a
   killed instance stays a member until its session times out, 45 s by default). On a
-  target whose metadata.version is Kafka 4.2's, a streams group's offsets are refused
+  target whose metadata.version is Kafka 4.2's, a plan that commits a streams group's offsets is refused
   (exit 2; KAFKA-20254: on 4.2.0 the group can fail to load after a broker restart,
   fixed in 4.2.1): upgrade its brokers, or pass --allow-kafka-4-2 when they run 4.2.1
-  or later. A share group (KIP-932) under the application's id is left alone.
+  or later. A target that refuses the backup's group configs (a broker's
+  group.streams.max.standby.replicas below the backup's streams.num.standby.replicas)
+  refuses the restore (exit 2) naming the broker settings that bound them:
+  --skip-group-configs commits the offsets without them (the plan and report name them). A share group (KIP-932) under the application's id is left alone.
 
 BROKER LIMITS
   Preflight checks every record against the target's limits as the broker computes
@@ -226,10 +230,11 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.StringArrayVar(&topics, "topics", nil, "restore only the backed-up topics and in-flight tails matching `PATTERN`s (globs or ~regex, comma-separated or repeated; a ~regex is taken whole)")
 	f.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor `N` of every created topic (default: the backed-up one); caps min.insync.replicas")
 	f.StringSliceVar(&o.TargetBootstrap, "target-bootstrap-servers", nil, "`HOST:PORT,...` of the cluster to restore into (default: target.bootstrap_servers)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run every check; write nothing")
+	f.BoolVar(&o.DryRun, "dry-run", false, "show the plan and run the preflight checks a restore runs (a refusal exits 2); no segment pre-check: only the segments whose statistics flag a limit or retention are decoded (verify --deep checks every segment); write nothing")
 	f.BoolVar(&o.SkipInFlight, "skip-in-flight", false, "changelog strategy: do not restore the repartition topics' in-flight tails; their records are lost (counted in the plan and the warnings; exit 3)")
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
 	f.BoolVar(&o.AllowKafka42, "allow-kafka-4-2", false, allowKafka42Usage)
+	f.BoolVar(&o.SkipGroupConfigs, "skip-group-configs", false, skipGroupConfigsUsage)
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.BoolVar(&o.JSON, "json", false, `print the report (or with --dry-run the plan) as JSON; the report's "status" is complete, partial or failed`)
@@ -384,6 +389,8 @@ func restoreTarget(cfg *config.Config, override []string) (config.Cluster, error
 }
 
 // allowKafka42Usage is the help of restore's and drill's --allow-kafka-4-2.
+const skipGroupConfigsUsage = "do not set the backup's group configs (e.g. streams.num.standby.replicas) on the target's group, for a target that refuses them: the offsets are still committed; the plan and report name the configs not set"
+
 const allowKafka42Usage = "restore a streams group's offsets into a target whose metadata.version is Kafka 4.2's, refused by default (KAFKA-20254, fixed in 4.2.1): only when its brokers run 4.2.1 or later"
 
 // restoreOptionsFromConfig maps the config onto restorer.Options; Target,
@@ -439,6 +446,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.Retention = o.Retention
 	ro.SkipInFlight = o.SkipInFlight
 	ro.AllowKafka42 = o.AllowKafka42
+	ro.SkipGroupConfigs = o.SkipGroupConfigs
 	ro.Logger = o.Logger
 	return restoreAndReport(ctx, o, s, ro, targetName, "list")
 }

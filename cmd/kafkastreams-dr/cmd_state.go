@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/statedir"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 func newStateCmd(g *globalOptions, s *iostreams,
@@ -68,8 +72,10 @@ file modified after it proves nothing.
              read), a changelog not on the cluster, an unknown position (-4); a symbolic
              link in the task directory (not followed; state wipe refuses it: remove it by
              hand); every store, and every empty task directory, when the last restore
-             cannot be known (its report does not decode, the repository cannot be opened:
-             the output says why above the table)
+             cannot be known (its report does not decode or is not a regular file, the
+             repository cannot be opened, or a restore into the cluster newer than the
+             last complete one is unfinished: its journal is not complete; run the
+             restore again to completion, then check: the output says why above the table)
   ok         every RocksDB store of the task dates from after the restore (and its
              .checkpoint positions fit the changelogs), or the task holds no files and
              the last restore is known (or there was none); a
@@ -181,6 +187,12 @@ func runStateCheck(ctx context.Context, o *stateCheckOptions, s *iostreams) erro
 	} else if rep, err := repository.LatestReport(ctx, store, cfg.ApplicationID, clusterID); err != nil {
 		o.Logger.Warn("cannot read the last restore report", "err", err)
 		last = &statedir.Restore{Unknown: fmt.Sprintf("cannot read the last restore report: %v", err)}
+	} else if why, err := unfinishedRestore(ctx, store, cfg.ApplicationID, clusterID, rep); err != nil || why != "" {
+		if err != nil {
+			why = fmt.Sprintf("cannot read the restore journals: %v", err)
+		}
+		o.Logger.Warn("the last restore into this cluster is unfinished or cannot be read: no store is ok by its changelog alone", "why", why)
+		last = &statedir.Restore{Unknown: why}
 	} else if rep != nil {
 		last = &statedir.Restore{RestoreID: rep.RestoreID, Strategy: string(rep.Strategy), StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Restored: map[string]bool{}}
 		for _, p := range rep.Partitions {
@@ -306,4 +318,31 @@ func runStateWipe(_ context.Context, o *stateWipeOptions, s *iostreams) error {
 	}
 	fmt.Fprintf(s.Out, "removed %s\n", summary)
 	return nil
+}
+
+// unfinishedRestore names the restores into clusterID whose journal is
+// not complete (repository.UnfinishedRestores) and is newer than rep, the
+// last complete restore (nil: none), of a backup of applicationID (a
+// backup whose manifest cannot be read counts: the restore cannot be
+// known), and the fix; "" when there is none. The target's changelogs are
+// then partly written, so that no store is ok by its changelog alone.
+func unfinishedRestore(ctx context.Context, store storage.Backend, applicationID, clusterID string, rep *format.RestoreReport) (string, error) {
+	unfinished, err := repository.UnfinishedRestores(ctx, store, clusterID)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, u := range unfinished {
+		if rep != nil && !u.Journal.UpdatedAt.After(rep.FinishedAt) {
+			continue
+		}
+		if m, err := repository.Manifest(ctx, store, u.Journal.BackupID); err == nil && m.ApplicationID != applicationID {
+			continue
+		}
+		names = append(names, fmt.Sprintf("backup %s (journal %s, updated %s)", u.Journal.BackupID, u.Key, u.Journal.UpdatedAt.UTC().Format(time.RFC3339)))
+	}
+	if len(names) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("the restore of %s into this cluster is unfinished: its changelogs are partly written; run the restore again to completion (the same command: it resumes), then check again", strings.Join(names, ", ")), nil
 }

@@ -7,6 +7,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +42,21 @@ func printGroupOffsets(w io.Writer, m *format.Manifest) {
 	}
 	if !g.ReadAt.IsZero() {
 		fmt.Fprintf(w, "  read at      %s (before the topics' ends were captured)\n", g.ReadAt.UTC().Format(time.RFC3339))
+	}
+	if len(g.Configs) > 0 {
+		kv := make([]string, 0, len(g.Configs))
+		for _, k := range slices.Sorted(maps.Keys(g.Configs)) {
+			c := g.Configs[k]
+			v := "null"
+			switch {
+			case c.Sensitive:
+				v = "(sensitive)"
+			case c.Value != nil:
+				v = *c.Value
+			}
+			kv = append(kv, k+"="+v)
+		}
+		fmt.Fprintf(w, "  configs      %s (set on the group; a restore sets them on the target's group)\n", strings.Join(kv, " "))
 	}
 	if len(g.Offsets) == 0 {
 		return

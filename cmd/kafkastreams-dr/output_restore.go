@@ -184,9 +184,7 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 			state += ", " + g.TargetType
 		}
 		fmt.Fprintf(w, "\ngroup %s (on the target: %s): %s\n", g.GroupID, state, offsetsSummary(g.Offsets))
-		if len(g.Configs) > 0 {
-			fmt.Fprintf(w, "group configs set on the target first: %s\n", formatConfigs(g.Configs))
-		}
+		printGroupConfigs(w, g, "group configs set on the target first: ")
 		printOffsets(w, g.Offsets, g.TargetState != "")
 	} else if p.ShareGroup != "" {
 		fmt.Fprintf(w, "\nno group offsets: group %q was a share group (KIP-932) on the source; the restore leaves the target's group alone\n", p.ShareGroup)
@@ -294,6 +292,7 @@ func printReport(w io.Writer, r *restorer.Report, target string) {
 		default:
 			fmt.Fprintf(w, "group %s: no offset to commit\n", g.GroupID)
 		}
+		printGroupConfigs(w, g, "group configs set on the target: ")
 		printOffsetPlans(w, g.Offsets)
 	}
 	printSkipped(w, r.Skipped)
@@ -390,6 +389,25 @@ func actionDone(action format.TopicAction) string {
 		return "filled"
 	}
 	return string(action)
+}
+
+// printGroupConfigs prints the group configs the restore sets (after
+// lead), and those --skip-group-configs left unset; nothing when neither.
+func printGroupConfigs(w io.Writer, g *format.GroupPlan, lead string) {
+	if len(g.Configs) > 0 {
+		kv := make([]string, 0, len(g.Configs))
+		for _, k := range slices.Sorted(maps.Keys(g.Configs)) {
+			v := k + "=" + g.Configs[k]
+			if old, ok := g.TargetConfigs[k]; ok && old != g.Configs[k] {
+				v += fmt.Sprintf(" (overwrites %s with %s)", old, g.Configs[k])
+			}
+			kv = append(kv, v)
+		}
+		fmt.Fprintf(w, "%s%s\n", lead, strings.Join(kv, ", "))
+	}
+	if len(g.SkippedConfigs) > 0 {
+		fmt.Fprintf(w, "group configs NOT set (--skip-group-configs): %s\n", strings.Join(g.SkippedConfigs, ", "))
+	}
 }
 
 // formatConfigs is "k=v, k=v" sorted by key, or "-" for broker defaults.
