@@ -581,8 +581,12 @@ func drillOutcome(rep *drill.Report, file string) error {
 		return withCode(exitUsage, err, otherApplicationHint(cfg))
 	case p.NoBackup:
 		return withCode(exitUsage, err, fmt.Sprintf("see which backups the repository holds with kafkastreams-dr list -c %s and name one with --backup-id (or drop --backup-id: the drill takes a new backup first)", quoteArgs([]string{cfg})[0]))
-	case p.Refused:
+	case p.Refused && p.TargetNotNew:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
+	case p.Refused && p.RefusalHint != "":
+		return withCode(exitUsage, err, p.RefusalHint+"; nothing was written to the drill target")
+	case p.Refused:
+		return withCode(exitUsage, err, "nothing was written to the drill target: the refusal above says what to change; run the drill again once it is changed")
 	case p.Name == drill.PhaseBackup:
 		return withCode(exitError, err, fmt.Sprintf("check the source cluster and the repository: kafkastreams-dr topics -c %s; kafkastreams-dr backup -c %s", cfg, cfg))
 	case p.Name == drill.PhaseVerifyRepository:
