@@ -97,7 +97,8 @@ an executable file, and refuses it with exit 2 otherwise; a command with shell s
 left to the shell. Its output is logged
 at debug level (--log-level debug). An application that exits by itself fails the drill
 with its exit status and last lines; one not caught up within --app-timeout (default
-drill.app.timeout, 10m) fails it too. A streams group (group.protocol=streams, KIP-1071)
+drill.app.timeout, 10m) fails it too. --app-timeout without a command (--app-command or
+drill.app.command) is a usage error (exit 2). A streams group (group.protocol=streams, KIP-1071)
 that never leaves NotReady (the broker did not validate the topics its topology needs)
 fails app-running (exit 1) naming the group and each topic the target lacks or
 partitions otherwise than the topology needs; --json says when it left NotReady
@@ -333,7 +334,12 @@ func drillApp(o *drillOptions, c config.DrillApp, bootstrap []string) *drill.App
 // checkAppCommand refuses, before the drill writes anything, an
 // application command whose program cannot run (drill.CheckCommand), with
 // exit 2 naming the flag or key it came from.
+// --app-timeout without a command at all (--app-command or
+// drill.app.command) is a usage error too: it would be silently ignored.
 func checkAppCommand(o *drillOptions, app *drill.App) error {
+	if app == nil && o.AppTimeout > 0 {
+		return &usageError{fmt.Errorf("--app-timeout %s bounds the wait for the application, and no application is started: give --app-command COMMAND (or drill.app.command in the config), or drop --app-timeout", o.AppTimeout)}
+	}
 	if app == nil {
 		return nil
 	}
