@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
 
 // TestBackupLogLineCountsAgree is a second new-user fault of issue 12: one
