@@ -597,10 +597,22 @@ func drillOutcome(rep *drill.Report, file string) error {
 		return withCode(exitError, err, fmt.Sprintf("check the source cluster and the repository: kafkastreams-dr topics -c %s; kafkastreams-dr backup -c %s", cfg, cfg))
 	case p.Name == drill.PhaseVerifyRepository:
 		return withCode(damageExitCode, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, then start a new chain with kafkastreams-dr backup -c %s --full", cfg, orNone(rep.BackupID), cfg))
+	case (p.Name == drill.PhaseAppRunning || p.Name == drill.PhaseAppCaughtUp) && rep.App != nil && len(rep.App.MissingSourceTopics) > 0:
+		return withCode(exitError, err, fmt.Sprintf("the restore was verified; the application's source %s %s not on the drill target: restore %s (drop --topics, or include %s), then run the drill again",
+			pluralWord(len(rep.App.MissingSourceTopics), "topic", "topics"), pluralWord(len(rep.App.MissingSourceTopics), "is", "are"),
+			pluralWord(len(rep.App.MissingSourceTopics), "it", "them"), strings.Join(rep.App.MissingSourceTopics, ", ")))
 	case p.Name == drill.PhaseAppRunning || p.Name == drill.PhaseAppCaughtUp:
 		return withCode(exitError, err, "the restore was verified; the application did not get there: check the application command (--app-command, drill.app.command) and its output (--log-level debug), or give it longer (--app-timeout)")
 	case p.Name == drill.PhaseRestore || p.Name == drill.PhasePlan:
 		return withCode(exitError, err, "check the drill target (target.* or --target-bootstrap-servers) and the message above")
 	}
 	return withCode(exitError, err, "the drill target does not hold what the backup and the restore say: did anything else write to it? Keep the report (--json) and the repository")
+}
+
+// pluralWord is one for n == 1, many otherwise (no count).
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -52,3 +52,21 @@ func TestDrillRefusalHintByKind(t *testing.T) {
 		})
 	}
 }
+
+// TestDrillNotReadyMissingSourceHint: a drill whose application stayed
+// NotReady because a source topic is missing on the target gets no
+// "check the application command ... or give it longer" hint: the
+// NotReady reason names the cause and the fix.
+func TestDrillNotReadyMissingSourceHint(t *testing.T) {
+	rep := &drill.Report{Phases: []drill.Phase{{Name: drill.PhaseAppRunning, Status: drill.StatusFailed,
+		Error: `the application was not running within 40s of its start: streams group "app" stayed NotReady for 40s: source topic "drill-events" (of sub-topology 0) does not exist on the target`}},
+		App: &drill.AppReport{NotReady: "...", MissingSourceTopics: []string{"drill-events"}}}
+	err := drillOutcome(rep, "app.yaml")
+	var ee *exitErr
+	if !errors.As(err, &ee) || exitCode(t.Context(), err) != exitError {
+		t.Fatalf("drillOutcome: %v, want exit 1", err)
+	}
+	if strings.Contains(ee.hint, "give it longer") || strings.Contains(ee.hint, "check the application command") || !strings.Contains(ee.hint, "drill-events") {
+		t.Errorf("hint %q: want the missing source topic, not the generic application hint", ee.hint)
+	}
+}
