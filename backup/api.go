@@ -157,6 +157,16 @@ type Result struct {
 	InFlightPartitions int
 }
 
+// Counts returns the topics and partitions this run backed up, the
+// in-flight tails' included (Topics+InFlightTopics,
+// Partitions+InFlightPartitions): the one count of a backup's stdout
+// and "backup complete" log line, which also name the tails'
+// share (InFlightTopics, InFlightPartitions). The stderr summary counts
+// something else and says so: the partitions with new records.
+func (r *Result) Counts() (topics, partitions int) {
+	return r.Topics + r.InFlightTopics, r.Partitions + r.InFlightPartitions
+}
+
 // Unread is an offset range [From, To) of one partition that a run could
 // not read (see Result.Unread).
 type Unread struct {

@@ -316,8 +316,10 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		log.Warn("backup partial: some partitions were not read to the captured end; the next backup reads the rest", "backup_id", r.m.BackupID,
 			"unread_partitions", n, "records", r.result.Records, "bytes", r.result.Bytes)
 	} else {
-		log.Info("backup complete", "backup_id", r.m.BackupID, "topics", r.result.Topics, "partitions", r.result.Partitions,
-			"records", r.result.Records, "bytes", r.result.Bytes, "in_flight_topics", r.result.InFlightTopics, "in_flight_records", r.result.InFlightRecords)
+		topics, partitions := r.result.Counts()
+		log.Info("backup complete", "backup_id", r.m.BackupID, "topics", topics, "partitions", partitions,
+			"records", r.result.Records, "bytes", r.result.Bytes, "in_flight_topics", r.result.InFlightTopics,
+			"in_flight_partitions", r.result.InFlightPartitions, "in_flight_records", r.result.InFlightRecords)
 	}
 	return &r.result, "", nil
 }

@@ -110,6 +110,10 @@ type AppReport struct {
 	// topology needs that the target lacks or partitions otherwise. The
 	// app-running phase then fails.
 	NotReady string `json:"not_ready,omitempty"`
+	// MissingSourceTopics are the source topics of the group's topology
+	// the target lacks, when they are why it stayed NotReady (the broker
+	// creates the internal topics only once they exist, KIP-1071).
+	MissingSourceTopics []string `json:"missing_source_topics,omitempty"`
 	// ExitStatus is set when the application exited by itself ("exit
 	// status 3", "signal: killed"): the drill failed.
 	ExitStatus string `json:"exit_status,omitempty"`

@@ -106,6 +106,14 @@ type Phase struct {
 	// Refused is set when the restore was refused before writing anything
 	// (its reasons are the Problems).
 	Refused bool `json:"refused,omitempty"`
+	// TargetNotNew is set with Refused when the refusal is that the drill
+	// target is not new: it holds the application's topics, its group's
+	// offsets, or an earlier restore of the backup. Other refusals
+	// (KAFKA-20254, --to-time, a strategy) leave it false.
+	TargetNotNew bool `json:"target_not_new,omitempty"`
+	// RefusalHint is the command that does it safely, when the restore's
+	// refusal names one (restorer.RefusedError.Hint).
+	RefusalHint string `json:"refusal_hint,omitempty"`
 	// Locked is set when the phase could not start its work because
 	// another run holds the repository lock (backup) or the target
 	// cluster's restore lock (restore): nothing was done, try again later.

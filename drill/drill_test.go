@@ -232,6 +232,9 @@ func TestDrillRefusesATargetHoldingTheApp(t *testing.T) {
 			if !p.Refused || !strings.Contains(p.Error, "refused") || !strings.Contains(strings.Join(p.Problems, "\n"), tt.want) {
 				t.Errorf("restore phase %+v, want refused with %q", p, tt.want)
 			}
+			if !p.TargetNotNew {
+				t.Errorf("restore phase %+v: a target that holds the application is not marked TargetNotNew (the hint to delete its topics or choose another target keys on it)", p)
+			}
 			if rep.RTO != 0 || rep.RestoreID != "" || rep.Volume.RecordsVerified != 0 {
 				t.Errorf("refused drill: RTO %v, restore %q, verified %d", rep.RTO, rep.RestoreID, rep.Volume.RecordsVerified)
 			}

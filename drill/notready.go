@@ -78,12 +78,56 @@ func (d *drill) notReadyReason(ctx context.Context, waited time.Duration) string
 			return fmt.Sprintf("%s; topic %q on the target could not be read: %v", head, t.Topic, t.Err)
 		}
 	}
-	problems := topologyProblems(g.Topology, partitions)
+	reason, missing := notReadyExplanation(head, g.Topology, partitions)
+	d.rep.App.MissingSourceTopics = missing
+	return reason
+}
+
+// notReadyExplanation words why a streams group with topology t stays
+// NotReady on a target holding partitions (the partition count per
+// topic; absent: the topic does not exist), after head, and returns the
+// source topics missing there (sorted). On Kafka 4.4 the group
+// coordinator checks the source topics first
+// (org.apache.kafka.coordinator.group.streams.topics.InternalTopicManager#configureTopics:
+// MISSING_SOURCE_TOPICS before it computes the missing internal topics)
+// and the broker creates the missing repartition topics and changelogs
+// itself once they exist (KafkaApis, createStreamsInternalTopics on the
+// StreamsGroupHeartbeat): a missing source topic is then the cause and
+// the fix, and the internal topics missing with it are not named as the
+// user's to create. Otherwise every topic the target lacks or partitions
+// otherwise than the topology needs is named (topologyProblems).
+func notReadyExplanation(head string, t *streamsgroup.Topology, partitions map[string]int32) (string, []string) {
+	var missing []string
+	for _, st := range t.Subtopologies {
+		for _, src := range st.SourceTopics {
+			if _, ok := partitions[src]; !ok && !slices.Contains(missing, src) {
+				missing = append(missing, src)
+			}
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		var named []string
+		for _, p := range topologyProblems(t, partitions) {
+			for _, m := range missing {
+				if strings.Contains(p, fmt.Sprintf("source topic %q", m)) {
+					named = append(named, p+" on the target")
+				}
+			}
+		}
+		it := "it"
+		if len(missing) > 1 {
+			it = "them"
+		}
+		return head + "; " + strings.Join(named, "; ") +
+			fmt.Sprintf(": restore %s (a drill with --topics must include every input of the application) or create %s; the broker creates the repartition topics and changelogs the topology needs once its source topics exist (KIP-1071)", it, it), missing
+	}
+	problems := topologyProblems(t, partitions)
 	if len(problems) == 0 {
-		return head + "; every topic its topology names exists on the target with the partitions it needs: see the application's log (the StreamsGroupHeartbeat status)"
+		return head + "; every topic its topology names exists on the target with the partitions it needs: see the application's log (the StreamsGroupHeartbeat status)", nil
 	}
 	return head + "; on the target " + strings.Join(problems, "; ") +
-		": restore into a new target, or create or repartition those topics as the topology needs"
+		": restore into a new target, or create or repartition those topics as the topology needs", nil
 }
 
 // topologyProblems names each topic of topology that partitions (the

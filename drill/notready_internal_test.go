@@ -2,6 +2,7 @@ package drill
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
@@ -64,5 +65,50 @@ func TestTopologyProblems(t *testing.T) {
 				t.Errorf("problems:\n got %q\nwant %q", got, tt.wants)
 			}
 		})
+	}
+}
+
+// TestNotReadyMissingSourceTopic is a second new-user fault of issue 12:
+// with a source topic missing on the target (drill --topics without an
+// input) the NotReady message also listed the repartition topics and
+// changelogs as "does not exist" and said "create ... those topics",
+// though they are not the user's to create. On Kafka 4.4 the group
+// coordinator checks the source topics first
+// (coordinator.group.streams.topics.InternalTopicManager#configureTopics:
+// throwOnMissingSourceTopics before missingInternalTopics) and the broker
+// creates the missing internal topics itself once they exist
+// (KafkaApis: createStreamsInternalTopics). So the missing source topics
+// are the cause and the fix; the internal ones are what the broker
+// creates afterwards.
+func TestNotReadyMissingSourceTopic(t *testing.T) {
+	const (
+		input = "drill-events"
+		rep   = "app-by-category-repartition"
+		cl1   = "app-counts-changelog"
+	)
+	topo := &streamsgroup.Topology{Subtopologies: []streamsgroup.Subtopology{
+		{ID: "0", SourceTopics: []string{input}, RepartitionSinkTopics: []string{rep}},
+		{ID: "1", RepartitionSourceTopics: []streamsgroup.TopicInfo{{Topic: rep}}, StateChangelogTopics: []streamsgroup.TopicInfo{{Topic: cl1}}},
+	}}
+	reason, missing := notReadyExplanation("streams group \"app\" stayed NotReady for 40s", topo, map[string]int32{})
+	if !slices.Equal(missing, []string{input}) {
+		t.Errorf("missing source topics %q, want [%s]", missing, input)
+	}
+	for _, w := range []string{`source topic "drill-events" (of sub-topology 0) does not exist on the target`, "restore it", "--topics",
+		"the broker creates", "repartition topics and changelogs"} {
+		if !strings.Contains(reason, w) {
+			t.Errorf("reason %q does not say %q", reason, w)
+		}
+	}
+	for _, no := range []string{`repartition topic "app-by-category-repartition" (read by sub-topology 1) does not exist`, `changelog "app-counts-changelog" (of sub-topology 1) does not exist`, "create or repartition those topics"} {
+		if strings.Contains(reason, no) {
+			t.Errorf("reason %q says %q", reason, no)
+		}
+	}
+	// With every source topic there, the internal topics the target lacks
+	// or partitions otherwise are named as before.
+	reason, missing = notReadyExplanation("h", topo, map[string]int32{input: 2, rep: 3, cl1: 2})
+	if len(missing) != 0 || !strings.Contains(reason, `changelog "app-counts-changelog" has 2 partitions`) {
+		t.Errorf("sources present: reason %q, missing %q", reason, missing)
 	}
 }

@@ -275,14 +275,15 @@ func (d *drill) restorePlan(ctx context.Context, p *Phase) error {
 	plan, err := restorer.Run(ctx, ro)
 	var re *restorer.RefusedError
 	if errors.As(err, &re) {
-		p.Refused, p.Problems = true, re.Reasons
+		p.Refused, p.Problems, p.RefusalHint = true, re.Reasons, re.Hint
+		p.TargetNotNew = d.targetHoldsApplication(ctx)
 		return errors.New("restore refused: nothing was written to the drill target")
 	}
 	if err != nil {
 		return fmt.Errorf("restore plan: %w", err)
 	}
 	if reasons := notEmpty(&plan.Plan); len(reasons) > 0 {
-		p.Refused, p.Problems = true, reasons
+		p.Refused, p.TargetNotNew, p.Problems = true, true, reasons
 		return errors.New("restore refused: nothing was written to the drill target")
 	}
 	var recs int64
@@ -320,15 +321,13 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 	if ro.Logger == nil {
 		ro.Logger = d.o.Logger
 	}
-	refused := func(reasons []string) error {
-		p.Refused, p.Problems = true, reasons
-		return errors.New("restore refused: nothing was written to the drill target")
-	}
 	var re *restorer.RefusedError
 	ro.DryRun = false
 	rep, err := restorer.Run(ctx, ro)
 	if errors.As(err, &re) {
-		return refused(re.Reasons)
+		p.Refused, p.Problems, p.RefusalHint = true, re.Reasons, re.Hint
+		p.TargetNotNew = d.targetHoldsApplication(ctx)
+		return errors.New("restore refused: nothing was written to the drill target")
 	}
 	if _, ok := errors.AsType[*restorer.StateDigestError](err); ok && rep != nil {
 		d.rep.RestoreID = rep.RestoreID
@@ -392,6 +391,44 @@ func notEmpty(plan *restorer.Plan) []string {
 		}
 	}
 	return reasons
+}
+
+// targetHoldsApplication reports whether the drill target holds one of
+// the backup's topics or committed offsets of its group: a restorer's
+// refusal on such a target is that the target is not new, and any other
+// (KAFKA-20254, --to-time, a strategy) is not. A target that cannot be
+// asked is not said to hold it.
+func (d *drill) targetHoldsApplication(ctx context.Context) bool {
+	if d.manifest == nil {
+		return false
+	}
+	cl, err := kgo.NewClient(d.o.Restore.Target...)
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	names := make([]string, 0, len(d.manifest.Topics))
+	for _, t := range d.manifest.Topics {
+		names = append(names, t.Name)
+	}
+	if len(names) > 0 {
+		if td, err := adm.ListTopics(ctx, names...); err == nil {
+			for _, t := range td {
+				if t.Err == nil {
+					return true
+				}
+			}
+		}
+	}
+	if g := d.manifest.Group; g != nil {
+		if fetched, err := adm.FetchOffsets(ctx, g.GroupID); err == nil && fetched.Error() == nil {
+			held := false
+			fetched.Each(func(o kadm.OffsetResponse) { held = held || (o.Err == nil && o.At >= 0) })
+			return held
+		}
+	}
+	return false
 }
 
 // verifyCluster compares every restored partition on the target with the

@@ -370,7 +370,7 @@ func planTopic(t *format.Topic, sel *selection, o *Options, tt *targetTopics, jo
 // otherwise or when its partition count or cleanup.policy differ.
 func planExisting(tp *TopicPlan, t *format.Topic, d kadm.TopicDetail, tt *targetTopics, jour, other *journal) (f findings) {
 	if len(d.Partitions) != t.Partitions {
-		f.refuse("topic %q exists on the target with %d partitions; the backup has %d: records would land in other partitions (delete the topic, or restore into a cluster without it)", t.Name, len(d.Partitions), t.Partitions)
+		f.refuse("topic %q exists on the target with %s; the backup has %d: records would land in other partitions (delete the topic, or restore into a cluster without it)", t.Name, plural(int64(len(d.Partitions)), "partition", "partitions"), t.Partitions)
 	}
 	var held int64
 	for p, end := range tt.end[t.Name] {

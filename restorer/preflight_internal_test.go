@@ -117,6 +117,8 @@ func TestPlanTopic(t *testing.T) {
 			wantAction: format.ActionFill, refusals: []string{"exists empty on the target with cleanup.policy=delete; the backup has compact"}},
 		{name: "existing topic of another partition count is refused", brokers: 3, target: onTarget(3, 1, []int64{0, 0, 0}, nil),
 			wantAction: format.ActionFill, refusals: []string{"exists on the target with 3 partitions; the backup has 2"}},
+		{name: "existing topic of one partition is refused in the singular", brokers: 3, target: onTarget(1, 1, []int64{0}, nil),
+			wantAction: format.ActionFill, refusals: []string{"exists on the target with 1 partition; the backup has 2"}},
 		{name: "non-empty topic not created by this restore is refused", brokers: 3, target: onTarget(2, 1, []int64{5, 0}, nil),
 			wantAction: format.ActionCreate, refusals: []string{"is not empty (5 records) and was not created by an earlier run of this restore"}},
 		{name: "topic of an earlier run of this restore is resumed", brokers: 3, target: onTarget(2, 7, []int64{6, 0}, nil), jour: ours,

@@ -218,9 +218,9 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	}
 	if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
 		mapped := s.mapError(ctx, "check bucket", "", err)
-		if opts.Logger != nil && errors.Is(mapped, ErrNoSuchBucket) {
+		if opts.Logger != nil && (errors.Is(mapped, ErrNoSuchBucket) || errors.Is(mapped, ErrNoCredentials)) {
 			// The SDK's own text, with the request id a support case
-			// needs, only at debug level.
+			// needs (or the credential chain it tried), only at debug level.
 			opts.Logger.Debug("S3 HeadBucket failed", "component", "aws-sdk", "bucket", s.bucket, "endpoint", s.endpoint, "err", err)
 		}
 		return nil, fmt.Errorf("s3 storage: %w", mapped)
@@ -805,8 +805,12 @@ func (s *S3) mapError(ctx context.Context, op, key string, err error) error {
 		}
 		return markTransient(fmt.Errorf("%s %s: %w", op, where, err))
 	case strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "failed to refresh cached credentials"):
-		return bucketHint("no usable AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, " +
-			"a web identity (IRSA) role, or run with an instance role")
+		// The SDK's chain (each provider it tried and why it failed, e.g.
+		// "no EC2 IMDS role found, operation error ec2imds: GetMetadata")
+		// stays out of the message: the caller logs it at debug level.
+		return &noCredentialsError{err: err, msg: fmt.Sprintf("%s %s: no AWS credentials found (environment, shared config/credentials file, "+
+			"web identity/IRSA, ECS/EC2 role were tried): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, "+
+			"or give the pod a web identity (IRSA) or the instance a role (the chain tried: --log-level debug)", op, where)}
 	}
 	return fmt.Errorf("%s %s: %w", op, where, err)
 }
@@ -821,6 +825,17 @@ type noSuchBucketError struct {
 
 func (e *noSuchBucketError) Error() string   { return e.msg }
 func (e *noSuchBucketError) Unwrap() []error { return []error{ErrNoSuchBucket, e.err} }
+
+// noCredentialsError is mapError's error when the default credential
+// chain found none: the project's message, wrapping ErrNoCredentials and
+// the SDK error (errors.As still reaches it).
+type noCredentialsError struct {
+	msg string
+	err error
+}
+
+func (e *noCredentialsError) Error() string   { return e.msg }
+func (e *noCredentialsError) Unwrap() []error { return []error{ErrNoCredentials, e.err} }
 
 // s3Cause is "S3 <operation>: <status> <code>" of an SDK error, e.g.
 // "S3 HeadBucket: 404 NotFound", without the request and host ids.

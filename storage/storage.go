@@ -43,6 +43,14 @@ var ErrNotRegular = errors.New("not a regular file")
 // addressing), never transient. Test with errors.Is.
 var ErrNoSuchBucket = errors.New("no such bucket")
 
+// ErrNoCredentials is wrapped by an S3 backend's error when the AWS SDK's
+// default credential chain found no credentials (environment, shared
+// config/credentials file, web identity/IRSA, ECS container or EC2
+// instance role): a configuration error, never transient. The error's
+// text is the project's own; the SDK's chain is logged at debug level
+// (S3Options.Logger). Test with errors.Is.
+var ErrNoCredentials = errors.New("no AWS credentials found")
+
 // ObjectInfo describes one stored object.
 type ObjectInfo struct {
 	Key     string    // key relative to the backend root, slash-separated

@@ -134,6 +134,10 @@ func (e *MissingTopicsError) includeError() string {
 // includes are (a *[MissingTopicsError] with TopologyInputs; a warning
 // with o.AllowMissing).
 //
+// A PlanOptions.SchemaRegistryTopic that is one of the application's own
+// topics (Classifier.SchemaRegistryConflict) returns a
+// *[SchemaRegistryTopicError], the topic planned in its own role.
+//
 // Errors: a nil f, or a topic named twice in topics, returns only an error.
 // Literal includes (see [Filter.Literals]) absent from topics return a
 // *[MissingTopicsError] unless o.AllowMissing; the decisions and warnings
@@ -152,6 +156,14 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 			return nil, nil, fmt.Errorf("plan topics: topic %q appears twice in the topic list", t.Name)
 		}
 		exists[t.Name] = true
+	}
+
+	// A registry topic that is one of the application's own is refused
+	// and planned in its own role.
+	var registryErr error
+	if why := c.SchemaRegistryConflict(o.SchemaRegistryTopic); why != "" {
+		registryErr = &SchemaRegistryTopicError{Topic: o.SchemaRegistryTopic, Why: why}
+		o.SchemaRegistryTopic = ""
 	}
 
 	var missing []string
@@ -381,6 +393,9 @@ func Plan(f *Filter, c Classifier, topics []TopicInfo, o PlanOptions) (decisions
 	}
 	if len(mismatch) > 0 {
 		errs = append(errs, &TopologyMismatchError{Fixes: mismatch})
+	}
+	if registryErr != nil {
+		errs = append(errs, registryErr)
 	}
 	return decisions, warnings, errors.Join(errs...)
 }

@@ -72,3 +72,51 @@ func TestPlanSchemaRegistryTopicMissing(t *testing.T) {
 		t.Errorf("allow missing: warnings %q, err %v", ws, err)
 	}
 }
+
+// TestPlanSchemaRegistryTopicOfTheApplication is a second new-user fault
+// of issue 12: schema_registry.topic naming a topic the topology (here a
+// streams group's, which only Plan sees) names as the application's own
+// (input, output, repartition topic, changelog) was selected as the
+// registry's: CLASS external, a repartition topic backed up whole as
+// data, a changelog as an external topic. Plan refuses it with a
+// *SchemaRegistryTopicError naming the topic, its role and the fix, and
+// the topic keeps its role in the decisions. So does a name the naming
+// rule makes a repartition topic or changelog of the application.
+func TestPlanSchemaRegistryTopicOfTheApplication(t *testing.T) {
+	top := &AppTopology{From: `streams group "shop" on the source cluster (StreamsGroupDescribe)`, OutputsKnown: true,
+		TopologyTopics: TopologyTopics{Inputs: []string{"orders"}, Outputs: []string{"totals"},
+			Repartition: []string{"shop-by-category-repartition"}, Changelogs: []string{"shop-counts-store-changelog"}}}
+	topics := []TopicInfo{{Name: "orders", Partitions: 2}, {Name: "totals", Partitions: 2},
+		{Name: "shop-by-category-repartition", Partitions: 2}, {Name: "shop-counts-store-changelog", Partitions: 2, Compacted: true},
+		{Name: "shop-other-store-changelog", Partitions: 2, Compacted: true}}
+	tests := []struct {
+		name     string
+		topology *AppTopology
+		registry string
+		role     string
+	}{
+		{"repartition topic of the topology", top, "shop-by-category-repartition", "repartition topic of the topology"},
+		{"changelog of the topology", top, "shop-counts-store-changelog", "changelog of the topology"},
+		{"input of the topology", top, "orders", "input topic of the topology"},
+		{"output of the topology", top, "totals", "output topic of the topology"},
+		{"changelog by the naming rule", nil, "shop-other-store-changelog", "changelog of the application"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Classifier{ApplicationID: "shop", Topology: tt.topology}
+			ds, _, err := Plan(mustFilter(t, []string{"orders"}, nil), c, topics, PlanOptions{SchemaRegistryTopic: tt.registry, AllowTopologyMismatch: true})
+			var se *SchemaRegistryTopicError
+			if !errors.As(err, &se) || se.Topic != tt.registry {
+				t.Fatalf("err %v: want a *SchemaRegistryTopicError naming %q", err, tt.registry)
+			}
+			for _, w := range []string{tt.registry, tt.role, "schema_registry.topic", "kafkastore.topic"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if d := decisionFor(t, ds, tt.registry); d.SchemaRegistry {
+				t.Errorf("decision %+v: still the registry's topic", d)
+			}
+		})
+	}
+}

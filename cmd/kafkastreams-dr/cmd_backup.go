@@ -258,6 +258,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 func backupError(err error, file string) error {
 	var missing *topicfilter.MissingTopicsError
 	var mismatch *topicfilter.TopologyMismatchError
+	var registry *topicfilter.SchemaRegistryTopicError
 	var pe *backup.PhaseError
 	var progress *repository.ProgressError
 	switch {
@@ -266,6 +267,8 @@ func backupError(err error, file string) error {
 		return withCode(damageExitCode, fmt.Errorf("backup: %w", err), progressHint("", progress.Key))
 	case errors.As(err, &missing):
 		return withCode(exitUsage, err, fmt.Sprintf("see what the filters match with: kafkastreams-dr topics -c %s", file))
+	case errors.As(err, &registry):
+		return withCode(exitUsage, err, fmt.Sprintf("see every topic's role with: kafkastreams-dr topics -c %s", file))
 	case errors.As(err, &mismatch):
 		return withCode(exitUsage, err, fmt.Sprintf("see every topic's role and why it is or is not selected with: kafkastreams-dr topics -c %s", file))
 	case errors.Is(err, backup.ErrNoTopicsSelector):

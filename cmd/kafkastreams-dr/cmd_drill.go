@@ -98,7 +98,8 @@ an executable file, and refuses it with exit 2 otherwise; a command with shell s
 left to the shell. Its output is logged
 at debug level (--log-level debug). An application that exits by itself fails the drill
 with its exit status and last lines; one not caught up within --app-timeout (default
-drill.app.timeout, 10m) fails it too. A streams group (group.protocol=streams, KIP-1071)
+drill.app.timeout, 10m) fails it too. --app-timeout without a command (--app-command or
+drill.app.command) is a usage error (exit 2). A streams group (group.protocol=streams, KIP-1071)
 that never leaves NotReady (the broker did not validate the topics its topology needs)
 fails app-running (exit 1) naming the group and each topic the target lacks or
 partitions otherwise than the topology needs; --json says when it left NotReady
@@ -336,7 +337,12 @@ func drillApp(o *drillOptions, c config.DrillApp, bootstrap []string) *drill.App
 // checkAppCommand refuses, before the drill writes anything, an
 // application command whose program cannot run (drill.CheckCommand), with
 // exit 2 naming the flag or key it came from.
+// --app-timeout without a command at all (--app-command or
+// drill.app.command) is a usage error too: it would be silently ignored.
 func checkAppCommand(o *drillOptions, app *drill.App) error {
+	if app == nil && o.AppTimeout > 0 {
+		return &usageError{fmt.Errorf("--app-timeout %s bounds the wait for the application, and no application is started: give --app-command COMMAND (or drill.app.command in the config), or drop --app-timeout", o.AppTimeout)}
+	}
 	if app == nil {
 		return nil
 	}
@@ -584,16 +590,32 @@ func drillOutcome(rep *drill.Report, file string) error {
 		return withCode(exitUsage, err, otherApplicationHint(cfg))
 	case p.NoBackup:
 		return withCode(exitUsage, err, fmt.Sprintf("see which backups the repository holds with kafkastreams-dr list -c %s and name one with --backup-id (or drop --backup-id: the drill takes a new backup first)", quoteArgs([]string{cfg})[0]))
-	case p.Refused:
+	case p.Refused && p.TargetNotNew:
 		return withCode(exitUsage, err, "a drill restores into a new cluster: delete the application's topics and group on the drill target, or choose another one (--target-bootstrap-servers)")
+	case p.Refused && p.RefusalHint != "":
+		return withCode(exitUsage, err, p.RefusalHint+"; nothing was written to the drill target")
+	case p.Refused:
+		return withCode(exitUsage, err, "nothing was written to the drill target: the refusal above says what to change; run the drill again once it is changed")
 	case p.Name == drill.PhaseBackup:
 		return withCode(exitError, err, fmt.Sprintf("check the source cluster and the repository: kafkastreams-dr topics -c %s; kafkastreams-dr backup -c %s", cfg, cfg))
 	case p.Name == drill.PhaseVerifyRepository:
 		return withCode(damageExitCode, err, fmt.Sprintf("the backup cannot be trusted: see every problem with kafkastreams-dr verify -c %s --deep --backup-id %s, then start a new chain with kafkastreams-dr backup -c %s --full", cfg, orNone(rep.BackupID), cfg))
+	case (p.Name == drill.PhaseAppRunning || p.Name == drill.PhaseAppCaughtUp) && rep.App != nil && len(rep.App.MissingSourceTopics) > 0:
+		return withCode(exitError, err, fmt.Sprintf("the restore was verified; the application's source %s %s not on the drill target: restore %s (drop --topics, or include %s), then run the drill again",
+			pluralWord(len(rep.App.MissingSourceTopics), "topic", "topics"), pluralWord(len(rep.App.MissingSourceTopics), "is", "are"),
+			pluralWord(len(rep.App.MissingSourceTopics), "it", "them"), strings.Join(rep.App.MissingSourceTopics, ", ")))
 	case p.Name == drill.PhaseAppRunning || p.Name == drill.PhaseAppCaughtUp:
 		return withCode(exitError, err, "the restore was verified; the application did not get there: check the application command (--app-command, drill.app.command) and its output (--log-level debug), or give it longer (--app-timeout)")
 	case p.Name == drill.PhaseRestore || p.Name == drill.PhasePlan:
 		return withCode(exitError, err, "check the drill target (target.* or --target-bootstrap-servers) and the message above")
 	}
 	return withCode(exitError, err, "the drill target does not hold what the backup and the restore say: did anything else write to it? Keep the report (--json) and the repository")
+}
+
+// pluralWord is one for n == 1, many otherwise (no count).
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -165,10 +165,11 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 	sel, planErr := backup.SelectTopics(ctx, kadm.NewClient(cl), bo, o.Logger)
 	var missing *topicfilter.MissingTopicsError
 	var mismatch *topicfilter.TopologyMismatchError
+	var registry *topicfilter.SchemaRegistryTopicError
 	if errors.Is(planErr, backup.ErrNoTopicsSelector) {
 		return withCode(exitUsage, planErr, "")
 	}
-	if planErr != nil && !errors.As(planErr, &missing) && !errors.As(planErr, &mismatch) {
+	if planErr != nil && !errors.As(planErr, &missing) && !errors.As(planErr, &mismatch) && !errors.As(planErr, &registry) {
 		if errors.Is(context.Cause(ctx), errTopicsTimeout) {
 			timedOut.doing, timedOut.err = "listing its topics, their configs and the consumer groups", planErr
 			return withCode(exitError, timedOut, timedOut.hint(cfg.File()))
@@ -187,7 +188,7 @@ func runTopics(ctx context.Context, o *topicsOptions, s *iostreams) error {
 	fmt.Fprintln(s.ErrOut, summarizeTopics(decisions, sel.Topology))
 	// A backup would refuse to run with this config in the cases below, so
 	// the report exits 2 as well: "topics -c F && backup -c F" stops here.
-	if missing != nil || mismatch != nil {
+	if missing != nil || mismatch != nil || registry != nil {
 		return withCode(exitUsage, planErr, "")
 	}
 	if !slices.ContainsFunc(decisions, func(d topicfilter.Decision) bool { return d.Selected }) && sel.Topology != nil && len(cfg.Source.Topics.Include) == 0 {

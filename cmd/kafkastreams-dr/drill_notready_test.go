@@ -66,12 +66,17 @@ storage:
 		t.FailNow()
 	}
 	for _, tt := range []struct {
-		name    string
-		damage  bool
-		timeout string
+		name          string
+		damage        bool
+		missingSource bool
+		timeout       string
 	}{
 		{name: "passes", timeout: "4m"},
 		{name: "repartition topic misconfigured", damage: true, timeout: "40s"},
+		// A second new-user fault of issue 12: with a source topic left out
+		// (--topics) the message named the repartition topics and
+		// changelogs as missing too, and said to create them.
+		{name: "source topic left out", missingSource: true, timeout: "40s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := testkit.StartKafka(t)
@@ -82,9 +87,36 @@ storage:
 					"--alter", "--topic", rep, "--partitions", "3") + " && " + command
 			}
 			began := time.Now()
-			code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest",
-				"--target-bootstrap-servers", dst.Bootstrap(), "--app-command", command, "--app-timeout", tt.timeout, "--json")
+			args := []string{"--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest",
+				"--target-bootstrap-servers", dst.Bootstrap(), "--app-command", command, "--app-timeout", tt.timeout, "--json"}
+			if tt.missingSource {
+				var keep []string
+				for _, tp := range testkit.StreamsAppTopics {
+					if tp != testkit.StreamsAppCategoriesTopic {
+						keep = append(keep, tp)
+					}
+				}
+				args = append(args, "--topics", strings.Join(append(keep, app+"-*"), ","))
+			}
+			code, stdout, stderr := runCLI(t, args...)
 			took := time.Since(began)
+			if tt.missingSource {
+				if code != exitError {
+					t.Fatalf("drill without source topic %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", testkit.StreamsAppCategoriesTopic, code, exitError, stdout, stderr)
+				}
+				for _, w := range []string{fmt.Sprintf("source topic %q", testkit.StreamsAppCategoriesTopic), "does not exist on the target", "the broker creates the repartition topics and changelogs"} {
+					if !strings.Contains(stderr, w) {
+						t.Errorf("drill error does not say %q:\n%s", w, stderr)
+					}
+				}
+				for _, no := range []string{"repartition topic \"" + rep + "\" (read by", "create or repartition those topics", "give it longer"} {
+					if strings.Contains(stderr, no) {
+						t.Errorf("drill error says %q though the missing source topic explains it:\n%s", no, stderr)
+					}
+				}
+				t.Logf("the drill without a source topic failed after %s:\n%s", took.Round(time.Second), stderr)
+				return
+			}
 			if !tt.damage {
 				if code != exitOK {
 					t.Fatalf("drill: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)

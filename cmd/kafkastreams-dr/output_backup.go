@@ -82,9 +82,10 @@ func printBackupResult(w io.Writer, r *backup.Result, location string, m *format
 	// The records count the in-flight tails' (copied by this run too), so
 	// the topics and partitions do, as the stderr summary's and the
 	// drill's do.
+	topics, partitions := r.Counts()
 	fmt.Fprintf(w, "  this run     copied %s, %d bytes compressed, from %s (%s)%s\n",
-		plural64(r.Records, "record", "records"), r.Bytes, plural(r.Topics+r.InFlightTopics, "topic", "topics"),
-		plural(r.Partitions+r.InFlightPartitions, "partition", "partitions"), tailsIncluded(r.InFlightTopics))
+		plural64(r.Records, "record", "records"), r.Bytes, plural(topics, "topic", "topics"),
+		plural(partitions, "partition", "partitions"), tailsIncluded(r.InFlightTopics))
 	if m.Group != nil {
 		fmt.Fprintf(w, "  group        %s: %d committed offsets (state %s)\n", m.Group.GroupID, len(m.Group.Offsets), orNone(m.Group.State))
 	}

@@ -32,6 +32,7 @@ storage:
 			`exec java -jar app.jar --bootstrap-servers "$KAFKASTREAMS_DR_BOOTSTRAP_SERVERS"`, DefaultDrillAppTimeout, DefaultDrillAppStopGrace, ""},
 		{"all set", "drill:\n  app:\n    command: ./start.sh\n    timeout: 3m\n    stop_grace: 5s\n", "./start.sh", 3 * time.Minute, 5 * time.Second, ""},
 		{"no command", "drill:\n  app:\n    timeout: 3m\n", "", 0, 0, "drill.app.command is required with drill.app"},
+		{"stop grace without a command", "drill:\n  app:\n    stop_grace: 5s\n", "", 0, 0, "drill.app.command is required with drill.app"},
 		{"empty command", "drill:\n  app:\n    command: \"  \"\n", "", 0, 0, "drill.app.command is required with drill.app"},
 		{"bad timeout", "drill:\n  app:\n    command: ./start.sh\n    timeout: soon\n", "", 0, 0, "drill.app.timeout must be a duration"},
 		{"unknown key", "drill:\n  app:\n    cmd: ./start.sh\n", "", 0, 0, "drill.app.cmd"},

@@ -63,6 +63,8 @@ type validator struct {
 	rootLine   int
 	checkFiles bool // read the TLS and SASL password files too
 	warnings   []string
+	// appTopology is topology_file's topology, when it was read (checkFiles).
+	appTopology *topicfilter.AppTopology
 }
 
 // line returns the line of key, or of its nearest parent present in the
@@ -168,7 +170,10 @@ func (v *validator) validate() {
 
 // schemaRegistry fills schema_registry.topic's default when the section is
 // there (`schema_registry: {}` or with no value at all) and checks that the
-// topic is a legal topic name, not a broker-internal one.
+// topic is a legal topic name, not a broker-internal one, and not one of
+// the application's own topics (topicfilter.Classifier.SchemaRegistryConflict:
+// the naming rule, source_changelog_topics, dead_letter_queue_topics, the
+// topology_file's topology when it was read).
 func (v *validator) schemaRegistry() {
 	if !v.has("schema_registry") {
 		return
@@ -190,6 +195,13 @@ func (v *validator) schemaRegistry() {
 		v.errf(k, "%s %q is not a legal topic name (org.apache.kafka.common.internals.Topic)", k, t)
 	case strings.HasPrefix(t, "__"):
 		v.errf(k, "%s %q is a broker-internal topic name (\"__\"): a registry's storage topic is never one; name the topic the registry stores its schemas in (default %q)", k, t, DefaultSchemaRegistryTopic)
+	default:
+		c := v.c
+		own := topicfilter.Classifier{ApplicationID: c.ApplicationID, InternalPrefixes: c.InternalTopicPrefixes, OtherApplicationIDs: c.OtherApplicationIDs,
+			SourceChangelogTopics: c.SourceChangelogTopics, DeadLetterTopics: c.DeadLetterQueueTopics, Topology: v.appTopology}
+		if why := own.SchemaRegistryConflict(t); why != "" {
+			v.errf(k, "%s", (&topicfilter.SchemaRegistryTopicError{Topic: t, Why: why}).Error())
+		}
 	}
 }
 
@@ -302,6 +314,7 @@ func (v *validator) topology() {
 				v.errf("topology_file", "topology_file %v", err)
 			} else if top, err := topicfilter.DescribedTopology(text, c.ApplicationID, fmt.Sprintf("topology_file %q", c.TopologyFile)); err == nil {
 				topology = top
+				v.appTopology = top
 			}
 		}
 	} else if v.has("topology_file") {
