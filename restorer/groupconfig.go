@@ -108,26 +108,37 @@ func brokerBounds(configs map[string]string) []string {
 	return out
 }
 
-// targetGroupConfigs reads the configs set on group on the target
-// (DescribeConfigs, source DYNAMIC_GROUP_CONFIG), name to value; nil when
-// none is set.
-func (r *restore) targetGroupConfigs(ctx context.Context, group string) (map[string]string, error) {
+// groupConfigResource describes the GROUP config resource of group on the
+// target (DescribeConfigs, KIP-848's group configs): every config entry,
+// or the request's or the resource's error.
+func (r *restore) groupConfigResource(ctx context.Context, group string) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	rr := kmsg.NewDescribeConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
 	req.Resources = append(req.Resources, rr)
 	resp, err := req.RequestWith(ctx, r.cl)
-	if err == nil && len(resp.Resources) != 1 {
-		err = fmt.Errorf("the broker answered for %d resources, not 1", len(resp.Resources))
+	if err != nil {
+		return nil, err
 	}
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+	if len(resp.Resources) != 1 {
+		return nil, fmt.Errorf("the broker answered for %d resources, not 1", len(resp.Resources))
 	}
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		return nil, err
+	}
+	return resp.Resources[0].Configs, nil
+}
+
+// targetGroupConfigs reads the configs set on group on the target
+// (DescribeConfigs, source DYNAMIC_GROUP_CONFIG), name to value; nil when
+// none is set.
+func (r *restore) targetGroupConfigs(ctx context.Context, group string) (map[string]string, error) {
+	configs, err := r.groupConfigResource(ctx, group)
 	if err != nil {
 		return nil, fmt.Errorf("read the configs of group %q on the target: %w", group, err)
 	}
 	var got map[string]string
-	for _, c := range resp.Resources[0].Configs {
+	for _, c := range configs {
 		if c.Source != kmsg.ConfigSourceGroupConfig {
 			continue
 		}
@@ -142,22 +153,12 @@ func (r *restore) targetGroupConfigs(ctx context.Context, group string) (map[str
 // describeGroupConfigs reads the GROUP config resource of group on the
 // target (DescribeConfigs), every config with its value ("" when null).
 func (r *restore) describeGroupConfigs(ctx context.Context, group string) (map[string]string, error) {
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	rr := kmsg.NewDescribeConfigsRequestResource()
-	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	req.Resources = append(req.Resources, rr)
-	resp, err := req.RequestWith(ctx, r.cl)
-	if err == nil && len(resp.Resources) != 1 {
-		err = fmt.Errorf("the broker answered for %d resources, not 1", len(resp.Resources))
-	}
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
-	}
+	configs, err := r.groupConfigResource(ctx, group)
 	if err != nil {
 		return nil, fmt.Errorf("read back the configs of group %q on the target: %w", group, err)
 	}
 	got := map[string]string{}
-	for _, c := range resp.Resources[0].Configs {
+	for _, c := range configs {
 		got[c.Name] = deref(c.Value)
 	}
 	return got, nil

@@ -374,8 +374,12 @@ func (k *Kafka) logPath() string    { return filepath.Join(k.dir, "kafka.log") }
 func (k *Kafka) toolsLog4j() string { return filepath.Join(k.dir, "log4j2-tools.properties") }
 
 // logTail returns the last n lines of the broker log.
-func (k *Kafka) logTail(n int) string {
-	f, err := os.Open(k.logPath())
+func (k *Kafka) logTail(n int) string { return fileTail(k.logPath(), n) }
+
+// fileTail returns the last n lines of the file at path (lines up to
+// 1 MiB), or the error opening it.
+func fileTail(path string, n int) string {
+	f, err := os.Open(path)
 	if err != nil {
 		return err.Error()
 	}

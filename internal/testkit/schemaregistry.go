@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -303,23 +302,7 @@ func (r *SchemaRegistry) stop() {
 
 func (r *SchemaRegistry) logPath() string { return filepath.Join(r.dir, "registry.log") }
 
-func (r *SchemaRegistry) logTail(n int) string {
-	f, err := os.Open(r.logPath())
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+func (r *SchemaRegistry) logTail(n int) string { return fileTail(r.logPath(), n) }
 
 // registryJava finds a java binary of version schemaRegistryMinJava or
 // newer: $KDR_REGISTRY_JAVA (which must be), else the first new enough of
