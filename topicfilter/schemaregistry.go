@@ -40,21 +40,8 @@ func (c Classifier) SchemaRegistryConflict(topic string) string {
 	if topic == "" {
 		return ""
 	}
-	if t := c.Topology; t != nil {
-		from := ""
-		if t.From != "" {
-			from = " (" + t.From + ")"
-		}
-		switch {
-		case slices.Contains(t.Inputs, topic), slices.Contains(t.GlobalInputs, topic):
-			return "is an input topic of the topology" + from
-		case slices.Contains(t.Outputs, topic):
-			return "is an output topic of the topology" + from
-		case slices.Contains(t.Repartition, topic):
-			return "is a " + repartitionWord(topic) + " of the topology" + from
-		case slices.Contains(t.Changelogs, topic):
-			return "is a changelog of the topology" + from
-		}
+	if why := c.Topology.namedAs(topic, true); why != "" {
+		return why
 	}
 	switch {
 	case slices.Contains(c.SourceChangelogTopics, topic):
@@ -62,18 +49,11 @@ func (c Classifier) SchemaRegistryConflict(topic string) string {
 	case slices.Contains(c.DeadLetterTopics, topic):
 		return "is listed in dead_letter_queue_topics (an output the application writes)"
 	}
-	byName := Classifier{ApplicationID: c.ApplicationID, InternalPrefixes: c.InternalPrefixes, OtherApplicationIDs: c.OtherApplicationIDs}
-	v := byName.classify(topic)
+	why, v := c.namedInternal(topic)
 	// "<application.id>-changelog" and "-repartition" name no store or
 	// processor between the prefix and the suffix: not internal.
 	if rest := strings.TrimPrefix(strings.TrimPrefix(topic, v.prefix), "-"); rest == "changelog" || rest == "repartition" {
 		return ""
 	}
-	switch {
-	case v.class == Changelog && v.otherApp == "":
-		return "is named as a changelog of the application (" + v.reason + ")"
-	case v.class == Repartition && v.otherApp == "":
-		return "is named as a repartition topic of the application (" + v.reason + ")"
-	}
-	return ""
+	return why
 }

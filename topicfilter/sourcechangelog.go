@@ -72,26 +72,52 @@ func (c Classifier) DeadLetterConflict(topic string) string {
 	if isBrokerInternalName(topic) {
 		return `is a broker-internal topic (name starts with "__")`
 	}
-	if t := c.Topology; t != nil {
-		from := ""
-		if t.From != "" {
-			from = " (" + t.From + ")"
-		}
-		switch {
-		case slices.Contains(t.Inputs, topic), slices.Contains(t.GlobalInputs, topic):
-			return "is an input topic of the topology" + from
-		case slices.Contains(t.Repartition, topic):
-			return "is a " + repartitionWord(topic) + " of the topology" + from
-		case slices.Contains(t.Changelogs, topic):
-			return "is a changelog of the topology" + from
-		}
+	if why := c.Topology.namedAs(topic, false); why != "" {
+		return why
 	}
-	byName := Classifier{ApplicationID: c.ApplicationID, InternalPrefixes: c.InternalPrefixes, OtherApplicationIDs: c.OtherApplicationIDs}
-	switch v := byName.classify(topic); {
-	case v.class == Changelog && v.otherApp == "":
-		return "is named as a changelog of the application (" + v.reason + ")"
-	case v.class == Repartition && v.otherApp == "":
-		return "is named as a repartition topic of the application (" + v.reason + ")"
+	why, _ := c.namedInternal(topic)
+	return why
+}
+
+// namedAs says how t names topic, among its inputs (and global stores'
+// inputs), its outputs (only when outputs is true), its repartition and
+// foreign-key-join topics and its changelogs, as a phrase that reads
+// after the topic (`is a changelog of the topology (topology file
+// "app.txt")`); "" when t is nil or names it none of these.
+func (t *AppTopology) namedAs(topic string, outputs bool) string {
+	if t == nil {
+		return ""
+	}
+	from := ""
+	if t.From != "" {
+		from = " (" + t.From + ")"
+	}
+	switch {
+	case slices.Contains(t.Inputs, topic), slices.Contains(t.GlobalInputs, topic):
+		return "is an input topic of the topology" + from
+	case outputs && slices.Contains(t.Outputs, topic):
+		return "is an output topic of the topology" + from
+	case slices.Contains(t.Repartition, topic):
+		return "is a " + repartitionWord(topic) + " of the topology" + from
+	case slices.Contains(t.Changelogs, topic):
+		return "is a changelog of the topology" + from
 	}
 	return ""
+}
+
+// namedInternal says, by Kafka Streams' naming rule alone (Classify
+// without SourceChangelogTopics or a topology), whether topic is named as
+// a changelog or repartition topic of c's application (not another
+// application's), as a phrase that reads after the topic ("" when not),
+// with the verdict it came from.
+func (c Classifier) namedInternal(topic string) (string, verdict) {
+	byName := Classifier{ApplicationID: c.ApplicationID, InternalPrefixes: c.InternalPrefixes, OtherApplicationIDs: c.OtherApplicationIDs}
+	v := byName.classify(topic)
+	switch {
+	case v.class == Changelog && v.otherApp == "":
+		return "is named as a changelog of the application (" + v.reason + ")", v
+	case v.class == Repartition && v.otherApp == "":
+		return "is named as a repartition topic of the application (" + v.reason + ")", v
+	}
+	return "", v
 }
