@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 )
 
 // shellSyntax holds the characters that make a command more than one
@@ -77,20 +79,6 @@ func CheckCommand(command string) error {
 // (NAME=value) before the program word.
 func isAssignment(word string) bool {
 	name, _, ok := strings.Cut(word, "=")
-	return ok && validName(name)
+	return ok && config.ValidEnvName(name)
 }
 
-func validName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i, r := range name {
-		switch {
-		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}

@@ -375,7 +375,7 @@ func expandEnv(s string, lookup func(string) (string, bool)) (out string, refs b
 				return "", refs, fmt.Errorf("unterminated ${ in %q (write $${ for a literal ${)", s)
 			}
 			name := s[i+2 : i+2+end]
-			if !validEnvName(name) {
+			if !ValidEnvName(name) {
 				return "", refs, fmt.Errorf("${%s} is not a valid environment variable reference (write $${ for a literal ${)", name)
 			}
 			val, ok := lookup(name)
@@ -408,7 +408,11 @@ func maxInt(t reflect.Type) int64 {
 	return int64(1)<<(t.Bits()-1) - 1
 }
 
-func validEnvName(name string) bool {
+// ValidEnvName reports whether name is a portable environment variable
+// (and shell variable) name: a letter or "_", then letters, digits and
+// "_" (POSIX, IEEE Std 1003.1 XBD 3.235 "Name"), as ${NAME} in a config
+// value and NAME=value before a drill.app.command program need.
+func ValidEnvName(name string) bool {
 	if name == "" {
 		return false
 	}
