@@ -7,7 +7,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -89,23 +88,7 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 
 	fmt.Fprintln(w, "\nconfigs (replication factor, every config not at its default, and cleanup.policy, max.message.bytes, min.insync.replicas, message.timestamp.type and retention.ms even at their defaults):")
 	for _, t := range dt.Topics {
-		names := make([]string, 0, len(t.Configs))
-		for k := range t.Configs {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		var kv []string
-		for _, k := range names {
-			c := t.Configs[k]
-			v := "null"
-			switch {
-			case c.Sensitive:
-				v = "(sensitive)"
-			case c.Value != nil:
-				v = *c.Value
-			}
-			kv = append(kv, k+"="+v)
-		}
+		kv := configPairs(t.Configs)
 		fmt.Fprintf(w, "  %s: %s, replication.factor=%d\n", t.Name, plural(t.Partitions, "partition", "partitions"), t.ReplicationFactor)
 		if len(kv) > 0 {
 			fmt.Fprintf(w, "    %s\n", strings.Join(kv, " "))

@@ -44,18 +44,7 @@ func printGroupOffsets(w io.Writer, m *format.Manifest) {
 		fmt.Fprintf(w, "  read at      %s (before the topics' ends were captured)\n", g.ReadAt.UTC().Format(time.RFC3339))
 	}
 	if len(g.Configs) > 0 {
-		kv := make([]string, 0, len(g.Configs))
-		for _, k := range slices.Sorted(maps.Keys(g.Configs)) {
-			c := g.Configs[k]
-			v := "null"
-			switch {
-			case c.Sensitive:
-				v = "(sensitive)"
-			case c.Value != nil:
-				v = *c.Value
-			}
-			kv = append(kv, k+"="+v)
-		}
+		kv := configPairs(g.Configs)
 		fmt.Fprintf(w, "  configs      %s (set on the group; a restore sets them on the target's group)\n", strings.Join(kv, " "))
 	}
 	if len(g.Offsets) == 0 {
@@ -118,4 +107,22 @@ func writeGroupOffsets(w io.Writer, asJSON bool, m *format.Manifest) error {
 	}
 	printGroupOffsets(w, m)
 	return nil
+}
+
+// configPairs renders topic or group configs as "name=value" in name
+// order: "(sensitive)" for a sensitive entry, "null" for a null value.
+func configPairs(configs map[string]format.TopicConfig) []string {
+	kv := make([]string, 0, len(configs))
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		c := configs[k]
+		v := "null"
+		switch {
+		case c.Sensitive:
+			v = "(sensitive)"
+		case c.Value != nil:
+			v = *c.Value
+		}
+		kv = append(kv, k+"="+v)
+	}
+	return kv
 }
