@@ -159,10 +159,15 @@ func drillExactlyOnce(t *testing.T, store storage.Backend, proto string, seed ui
 		// Kill the app while its transaction is open (its one stream thread
 		// has one transactional producer, busy all the time here): SIGKILL,
 		// no close, no commit; the transaction is left to time out.
-		for range 100 { // bounded: 5 s
+		// Paused (SIGSTOP) while the check runs, so that the transaction
+		// seen open is still open when the kill lands: an unpaused app could
+		// commit it in between (seen once on an idle machine).
+		for range 100 { // bounded: 100 tries, 5 s of waiting
+			app.Pause(t)
 			if eosOpenTransactions(t, src) > 0 {
 				break
 			}
+			app.Resume(t)
 			time.Sleep(50 * time.Millisecond)
 		}
 		app.Kill(t)

@@ -275,6 +275,29 @@ func (a *StreamsApp) Kill(t testing.TB) {
 	<-a.exited
 }
 
+// Pause stops the app's JVM with SIGSTOP (its process group): it sends,
+// commits and heartbeats nothing until Resume, so what the brokers show of
+// it (an open transaction, say) holds still. Pausing an exited app does
+// nothing.
+func (a *StreamsApp) Pause(t testing.TB) {
+	t.Helper()
+	a.signalGroup(syscall.SIGSTOP)
+}
+
+// Resume continues a paused app (SIGCONT).
+func (a *StreamsApp) Resume(t testing.TB) {
+	t.Helper()
+	a.signalGroup(syscall.SIGCONT)
+}
+
+func (a *StreamsApp) signalGroup(sig syscall.Signal) {
+	select {
+	case <-a.exited:
+	default:
+		_ = syscall.Kill(-a.cmd.Process.Pid, sig)
+	}
+}
+
 // stop sends SIGTERM, waits up to wait for the exit, then sends SIGKILL. It
 // reports whether the app exited before the SIGKILL.
 func (a *StreamsApp) stop(wait time.Duration) bool {
