@@ -349,8 +349,15 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // Seconds returns the duration in seconds.
 func (d Duration) Seconds() float64 { return time.Duration(d).Seconds() }
 
+// recordedSeconds is d in seconds exactly as Duration.MarshalJSON writes it
+// (rounded to the millisecond): the number a reader of the JSON report
+// parses, so the repository's drill report and the JSON report agree.
+func recordedSeconds(d Duration) float64 {
+	return float64(time.Duration(d).Round(time.Millisecond).Milliseconds()) / 1000 // the double nearest the 3-decimal number
+}
+
 func (d Duration) MarshalJSON() ([]byte, error) {
-	return []byte(strconv.FormatFloat(d.Seconds(), 'f', 3, 64)), nil
+	return []byte(strconv.FormatFloat(recordedSeconds(d), 'f', 3, 64)), nil
 }
 
 func (d *Duration) UnmarshalJSON(b []byte) error {

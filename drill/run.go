@@ -166,7 +166,7 @@ func (d *drill) record(ctx context.Context) {
 		if !reached {
 			return nil
 		}
-		s := time.Duration(v).Round(time.Millisecond).Seconds() // as the JSON report writes it
+		s := recordedSeconds(v)
 		return &s
 	}
 	fr.RTODataRestored = seconds(d.rep.RTODataRestoredReached(), d.rep.RTODataRestored)
