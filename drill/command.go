@@ -81,4 +81,3 @@ func isAssignment(word string) bool {
 	name, _, ok := strings.Cut(word, "=")
 	return ok && config.ValidEnvName(name)
 }
-
