@@ -51,7 +51,7 @@ func (r *runner) openSegment(ctx context.Context, w *work, firstOffset int64) (*
 		pr.CloseWithError(err)
 		u.errc <- err
 	}()
-	sw, err := format.NewSegmentWriter(u.hw, w.topic, w.partition)
+	sw, err := format.NewSegmentWriterLevel(u.hw, w.topic, w.partition, r.o.CompressionLevel)
 	if err != nil {
 		u.abort(err)
 		return nil, err

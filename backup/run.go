@@ -136,6 +136,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if o.ToolVersion == "" {
 		o.ToolVersion = DefaultToolVersion
 	}
+	if _, err := format.ParseCompressionLevel(string(o.CompressionLevel)); err != nil {
+		return nil, "", fmt.Errorf("backup: %w", err)
+	}
 	if o.CutAttempts <= 0 {
 		o.CutAttempts = DefaultCutAttempts
 	}

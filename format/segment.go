@@ -108,11 +108,21 @@ type SegmentWriter struct {
 // must then be written in strictly increasing offset order. Close writes the
 // trailer and flushes; it does not close w.
 func NewSegmentWriter(w io.Writer, topic string, partition int32) (*SegmentWriter, error) {
+	return NewSegmentWriterLevel(w, topic, partition, CompressionDefault)
+}
+
+// NewSegmentWriterLevel is NewSegmentWriter compressing at level (""
+// is CompressionDefault); an unknown level is an error.
+func NewSegmentWriterLevel(w io.Writer, topic string, partition int32, level CompressionLevel) (*SegmentWriter, error) {
 	if len(topic) > 249 || topic == "" {
 		return nil, fmt.Errorf("segment: invalid topic name %q", topic)
 	}
+	zl, err := level.zstd()
+	if err != nil {
+		return nil, err
+	}
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderCRC(true), zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
+		zstd.WithEncoderLevel(zl), zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		return nil, err
 	}
