@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -88,5 +89,58 @@ func TestParseCompressionLevel(t *testing.T) {
 	}
 	if _, err := NewSegmentWriterLevel(&bytes.Buffer{}, "t", 0, "turbo"); err == nil || !strings.Contains(err.Error(), `"turbo"`) {
 		t.Errorf("NewSegmentWriterLevel with level turbo: %v, want an error naming it", err)
+	}
+}
+
+// TestSegmentWriterReusesEncoders: a closed segment writer's zstd encoder
+// is reused by the next writer of its level (a new encoder per segment was
+// 8% of the CPU of a backup of 2,000 small partitions, issue 13), and a
+// reused encoder writes the same bytes as a new one, whatever level wrote
+// with it before.
+func TestSegmentWriterReusesEncoders(t *testing.T) {
+	recs := goldenRecords()
+	write := func(level CompressionLevel) []byte {
+		var buf bytes.Buffer
+		sw, err := NewSegmentWriterLevel(&buf, "orders", 3, level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range recs {
+			if err := sw.Write(&recs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := sw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	first := map[CompressionLevel][]byte{}
+	for _, l := range CompressionLevels {
+		first[l] = write(l)
+	}
+	for range 3 {
+		for _, l := range CompressionLevels {
+			if got := write(l); !bytes.Equal(got, first[l]) {
+				t.Fatalf("level %s: a reused encoder wrote other bytes than the first", l)
+			}
+		}
+	}
+	if got := decodeAll(t, first[CompressionBest]); !reflect.DeepEqual(got, recs) {
+		t.Fatal("records read back differ")
+	}
+	// Bytes allocated per small segment: a new encoder allocates its
+	// tables and window (about 1 MiB at the default level); a reused one
+	// only the segment writer's buffer (64 KiB).
+	write(CompressionDefault)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 20
+	for range n {
+		write(CompressionDefault)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 512<<10 {
+		t.Errorf("%d bytes allocated per segment, want under 512 KiB (the encoder is not reused)", per)
 	}
 }

@@ -97,6 +97,7 @@ type SegmentStats struct {
 type SegmentWriter struct {
 	partition int32
 	zw        *zstd.Encoder
+	level     CompressionLevel // zw's, to pool it again on Close
 	bw        *bufio.Writer
 	stats     SegmentStats
 	lastOff   int64
@@ -117,16 +118,11 @@ func NewSegmentWriterLevel(w io.Writer, topic string, partition int32, level Com
 	if len(topic) > 249 || topic == "" {
 		return nil, fmt.Errorf("segment: invalid topic name %q", topic)
 	}
-	zl, err := level.zstd()
+	zw, err := level.encoder(w)
 	if err != nil {
 		return nil, err
 	}
-	zw, err := zstd.NewWriter(w, zstd.WithEncoderCRC(true), zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderLevel(zl), zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
-	if err != nil {
-		return nil, err
-	}
-	sw := &SegmentWriter{partition: partition, zw: zw, bw: bufio.NewWriterSize(zw, 64<<10), lastOff: -1}
+	sw := &SegmentWriter{partition: partition, zw: zw, level: level, bw: bufio.NewWriterSize(zw, 64<<10), lastOff: -1}
 	sw.stats.FirstOffset, sw.stats.LastOffset = -1, -1
 	sw.bw.Write(segmentMagic[:])
 	sw.putInt16(int16(len(topic)))
@@ -226,6 +222,8 @@ func (s *SegmentWriter) Close() (SegmentStats, error) {
 		s.err = err
 		return s.stats, err
 	}
+	s.level.releaseEncoder(s.zw)
+	s.zw, s.bw = nil, nil // the encoder may write another segment now
 	s.err = errors.New("segment: writer closed")
 	return s.stats, nil
 }
