@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
@@ -89,6 +90,12 @@ type Options struct {
 	SegmentMaxBytes   int64  // uncompressed bytes per segment before it is closed; default 64 MiB
 	SegmentMaxRecords int64  // records per segment before it is closed; 0: no limit
 	Concurrency       int    // partitions copied at once; default 4
+	// CompressionLevel is the zstd level of the segments (config key
+	// backup.compression_level): "" or format.CompressionDefault (about
+	// zstd -3), CompressionFastest, CompressionBetter or CompressionBest.
+	// Run refuses another value before it writes anything. A resumed run
+	// may use another level than its first run: readers need none.
+	CompressionLevel format.CompressionLevel
 
 	// ToolVersion is the version of the program that runs the backup,
 	// recorded as the manifest's tool_version (docs/FORMAT.md) of a new

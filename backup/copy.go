@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // Fetch sizes of the backup consumer (Kafka consumer settings fetch.max.bytes
@@ -42,12 +43,15 @@ func (r *runner) openSegment(ctx context.Context, w *work, firstOffset int64) (*
 	key := format.SegmentKey(r.m.BackupID, w.topic, w.partition, firstOffset)
 	pr, pw := io.Pipe()
 	u := &segmentUpload{key: key, pw: pw, hw: format.NewHashingWriter(pw), errc: make(chan error, 1)}
+	// The directory fsyncs of a segment's put wait for the next progress
+	// write (writeProgress: before it names the segment).
+	putCtx := storage.WithDeferredDirSyncs(ctx, r.dirSyncs)
 	go func() {
-		err := r.store.Put(ctx, key, pr, -1)
+		err := r.store.Put(putCtx, key, pr, -1)
 		pr.CloseWithError(err)
 		u.errc <- err
 	}()
-	sw, err := format.NewSegmentWriter(u.hw, w.topic, w.partition)
+	sw, err := format.NewSegmentWriterLevel(u.hw, w.topic, w.partition, r.o.CompressionLevel)
 	if err != nil {
 		u.abort(err)
 		return nil, err

@@ -284,6 +284,9 @@ func TestHelperBackupProcess(t *testing.T) {
 	if os.Getenv("KDR_HELPER_OPTIONS") == "ledger" { // TestKilledBackupResumesToTheSameStateDigest
 		o = ledgerOptions(strings.Split(seeds, ","), slowStore{fs, 150 * time.Millisecond})
 	}
+	if d, err := time.ParseDuration(os.Getenv("KDR_HELPER_PROGRESS_INTERVAL")); err == nil { // TestBackupKilledBetweenProgressWritesResumesExactlyOnce
+		defer backup.SetProgressInterval(d)()
+	}
 	if _, err := backup.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -389,6 +392,86 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestBackupKilledBetweenProgressWritesResumesExactlyOnce: the progress
+// manifest is written on a timer (issue 13), so a backup can be killed
+// with segments stored that no progress.json names yet. The killed run
+// here writes progress only for its cut (an interval of an hour); the
+// re-run resumes the same cut, reads those segments' records again, and
+// holds every offset exactly once.
+func TestBackupKilledBetweenProgressWritesResumesExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills subprocesses")
+	}
+	kf := testkit.StartKfake(t, 1)
+	cl := manualClient(t, kf.Addrs())
+	ctx := context.Background()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, -1, nil, "trades"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, "trades", 0, 0, 10000)
+	produce(t, cl, "trades", 1, 0, 6000)
+	dir := t.TempDir()
+	store, _ := storage.NewFilesystem(dir)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBackupProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "KDR_HELPER_BACKUP="+dir, "KDR_HELPER_SEEDS="+strings.Join(kf.Addrs(), ","), "KDR_HELPER_PROGRESS_INTERVAL=1h")
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for storedSegments(t, store) < 4 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("backup stored no segments: %s", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if named, stored := segmentsInProgress(t, store), storedSegments(t, store); named >= stored {
+		t.Fatalf("the killed run's progress.json names %d of its %d stored segments: the test no longer kills between progress writes", named, stored)
+	}
+	firstCut := progressCut(t, store)
+
+	r, err := backup.Run(ctx, tradesOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatalf("re-run after the kill: %v", err)
+	}
+	if !r.Resumed {
+		t.Fatal("the re-run did not resume the killed backup")
+	}
+	m := backupcheck.Latest(t, store, r.BackupID)
+	for p, n := range map[int32]int{0: 10000, 1: 6000} {
+		recs := backupcheck.Records(t, store, m, "trades", p)
+		if len(recs) != n {
+			t.Fatalf("partition %d: %d records, want %d", p, len(recs), n)
+		}
+		for i, rec := range recs {
+			if rec.Offset != int64(i) {
+				t.Fatalf("partition %d: record %d has offset %d: every offset exactly once", p, i, rec.Offset)
+			}
+		}
+	}
+	if m.Cut == nil || *m.Cut != *firstCut {
+		t.Errorf("resumed backup's cut %+v, want the killed run's %+v", m.Cut, firstCut)
+	}
+}
+
+// storedSegments counts the segment objects in the repository, named by a
+// manifest or not.
+func storedSegments(t *testing.T, store storage.Backend) int {
+	t.Helper()
+	n := 0
+	store.List(context.Background(), "segments/", func(oi storage.ObjectInfo) error {
+		if strings.HasSuffix(oi.Key, ".kseg") {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 // progressCut returns the cut recorded in the repository's progress.json.

@@ -71,6 +71,10 @@ type runner struct {
 	undigested map[string]bool
 	progress   chan struct{}
 	result     Result
+	// dirSyncs holds the directory fsyncs the segment puts left pending
+	// (a directory backend): done before a progress manifest or the
+	// manifest names the segments (syncSegments).
+	dirSyncs *storage.DirSyncs
 
 	metaMu  sync.Mutex
 	leader  map[string]map[int32]int32
@@ -85,6 +89,17 @@ type runner struct {
 // cutHook, when set by a test (SetCutHook), is called at each step of
 // taking the cut.
 var cutHook func(step string)
+
+// progressInterval is the least time between the starts of two progress
+// manifest writes during the copy; a write also waits progressCostFactor
+// times as long as the previous one took, so that progress takes at most
+// about a tenth of the writer's time however large the manifest or slow
+// the store. Segments completed meanwhile are named by the next write
+// (docs/DESIGN.md invariant 6; a kill loses at most that much copying,
+// never a record: resume reads unnamed segments' records again).
+var progressInterval = 250 * time.Millisecond
+
+const progressCostFactor = 9
 
 type work struct {
 	topic     string
@@ -121,6 +136,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if o.ToolVersion == "" {
 		o.ToolVersion = DefaultToolVersion
 	}
+	if _, err := format.ParseCompressionLevel(string(o.CompressionLevel)); err != nil {
+		return nil, "", fmt.Errorf("backup: %w", err)
+	}
 	if o.CutAttempts <= 0 {
 		o.CutAttempts = DefaultCutAttempts
 	}
@@ -147,7 +165,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		return nil, PhaseCluster, err
 	}
 	r := &runner{o: o, log: log, cl: cl, adm: kadm.NewClient(cl), store: o.Store,
-		progress: make(chan struct{}, 1), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}, brokers: map[int32]string{}}
+		progress: make(chan struct{}, 1), dirSyncs: storage.NewDirSyncs(), leader: map[string]map[int32]int32{}, ids: map[string]kadm.TopicID{}, brokers: map[int32]string{}}
 
 	if r.o.Topology, r.topologyWarning, err = appTopology(ctx, r.adm, o, log); err != nil {
 		return nil, PhaseCluster, err
@@ -304,6 +322,9 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		return &r.result, PhaseManifest, err
 	}
 	key := format.ManifestKey(r.m.BackupID)
+	if err := r.syncSegments(); err != nil {
+		return &r.result, PhaseManifest, fmt.Errorf("write manifest %s: %w", key, err)
+	}
 	if err := r.store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
 		return &r.result, PhaseManifest, fmt.Errorf("write manifest %s: %w", key, err)
 	}
@@ -1091,18 +1112,23 @@ func (r *runner) refreshMeta(ctx context.Context, topic string) error {
 }
 
 // writeProgress writes the running manifest (the cut and every durable
-// segment so far).
+// segment so far) as compact JSON. The segments it names are durable
+// before it is: their directories' pending fsyncs (r.dirSyncs) are done
+// after the snapshot is taken and before it is stored.
 func (r *runner) writeProgress(ctx context.Context) error {
 	if err := r.lock.Err(); err != nil {
 		return err
 	}
 	r.mu.Lock()
-	b, err := r.m.Marshal()
+	b, err := r.m.MarshalCompact()
 	r.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	key := format.ProgressKey(r.m.BackupID)
+	if err := r.syncSegments(); err != nil {
+		return fmt.Errorf("write progress manifest %s: %w", key, err)
+	}
 	if err := r.store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
 		return fmt.Errorf("write progress manifest %s: %w", key, err)
 	}
@@ -1110,10 +1136,15 @@ func (r *runner) writeProgress(ctx context.Context) error {
 }
 
 // progressWriter rewrites the progress manifest after segments complete,
-// coalescing completions that arrive while a write is in flight, until stop
-// is closed or ctx is done. A write under way when stop closes is finished
-// first.
+// at most every progressInterval (and progressCostFactor times the last
+// write's duration), each write naming every segment completed before it,
+// until stop is closed or ctx is done. A write under way when stop closes
+// is finished first; completions not yet written then are written by the
+// caller (the final progress write of a failed or interrupted copy) or
+// named by the manifest.
 func (r *runner) progressWriter(ctx context.Context, stop <-chan struct{}) {
+	last := time.Now() // the cut's write
+	var cost time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -1122,10 +1153,37 @@ func (r *runner) progressWriter(ctx context.Context, stop <-chan struct{}) {
 			return
 		case <-r.progress:
 		}
+		if wait := max(progressInterval, progressCostFactor*cost) - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		select { // completions signalled while waiting are in this write
+		case <-r.progress:
+		default:
+		}
+		last = time.Now()
 		if err := r.writeProgress(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("could not record progress", "err", err)
 		}
+		cost = time.Since(last)
 	}
+}
+
+// syncSegments makes the segments stored so far durable: the directory
+// fsyncs their puts left pending (storage.DirSyncs; nothing for S3).
+func (r *runner) syncSegments() error {
+	if err := r.dirSyncs.Sync(); err != nil {
+		return fmt.Errorf("make the stored segments durable: %w", err)
+	}
+	return nil
 }
 
 func (r *runner) segmentDone(w *work, s format.Segment) {

@@ -341,6 +341,21 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// MarshalCompact encodes m as Marshal does (sorted, a trailing newline)
+// but without indentation: one line. The backup writes progress manifests
+// with it, often and for many partitions, where indenting cost most of
+// the encoding (issue 13); readers decode both forms alike.
+func (m *Manifest) MarshalCompact() ([]byte, error) {
+	m.sort()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 func (m *Manifest) sort() {
 	for _, ts := range [][]Topic{m.Topics, m.InFlight} {
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })

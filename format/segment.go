@@ -97,6 +97,7 @@ type SegmentStats struct {
 type SegmentWriter struct {
 	partition int32
 	zw        *zstd.Encoder
+	level     CompressionLevel // zw's, to pool it again on Close
 	bw        *bufio.Writer
 	stats     SegmentStats
 	lastOff   int64
@@ -108,15 +109,20 @@ type SegmentWriter struct {
 // must then be written in strictly increasing offset order. Close writes the
 // trailer and flushes; it does not close w.
 func NewSegmentWriter(w io.Writer, topic string, partition int32) (*SegmentWriter, error) {
+	return NewSegmentWriterLevel(w, topic, partition, CompressionDefault)
+}
+
+// NewSegmentWriterLevel is NewSegmentWriter compressing at level (""
+// is CompressionDefault); an unknown level is an error.
+func NewSegmentWriterLevel(w io.Writer, topic string, partition int32, level CompressionLevel) (*SegmentWriter, error) {
 	if len(topic) > 249 || topic == "" {
 		return nil, fmt.Errorf("segment: invalid topic name %q", topic)
 	}
-	zw, err := zstd.NewWriter(w, zstd.WithEncoderCRC(true), zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
+	zw, err := level.encoder(w)
 	if err != nil {
 		return nil, err
 	}
-	sw := &SegmentWriter{partition: partition, zw: zw, bw: bufio.NewWriterSize(zw, 64<<10), lastOff: -1}
+	sw := &SegmentWriter{partition: partition, zw: zw, level: level, bw: bufio.NewWriterSize(zw, 64<<10), lastOff: -1}
 	sw.stats.FirstOffset, sw.stats.LastOffset = -1, -1
 	sw.bw.Write(segmentMagic[:])
 	sw.putInt16(int16(len(topic)))
@@ -216,6 +222,8 @@ func (s *SegmentWriter) Close() (SegmentStats, error) {
 		s.err = err
 		return s.stats, err
 	}
+	s.level.releaseEncoder(s.zw)
+	s.zw, s.bw = nil, nil // the encoder may write another segment now
 	s.err = errors.New("segment: writer closed")
 	return s.stats, nil
 }

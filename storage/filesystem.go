@@ -22,7 +22,8 @@ import (
 // Durability: Put writes a temporary file named ".tmp-*" in the destination
 // directory, fsyncs it, renames it over the key and fsyncs the directory, so
 // a crash leaves either the old object, the new one, or an unlisted temporary
-// file (remove those with RemoveStaleTemps). Objects are created with mode
+// file (remove those with RemoveStaleTemps); under WithDeferredDirSyncs
+// the directory fsyncs wait for DirSyncs.Sync. Objects are created with mode
 // 0600 and directories with mode 0700: backups contain application data.
 //
 // Limitations compared with S3: a key cannot be both an object and a
@@ -68,12 +69,16 @@ func (f *Filesystem) path(key string) string {
 // directory). size is the expected length in bytes or -1; when size >= 0 and
 // r yields a different number of bytes, Put fails and stores nothing. On any
 // error, including ctx cancellation while reading r, the temporary file is
-// removed and an existing object under key is left unchanged.
+// removed and an existing object under key is left unchanged. Under a
+// context of WithDeferredDirSyncs the directory fsyncs (of the key's
+// directory and of the parents of directories it creates) are left to
+// DirSyncs.Sync.
 func (f *Filesystem) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	tmp, err := f.writeTemp(ctx, key, r, size)
+	deferred := deferredDirSyncs(ctx)
+	tmp, err := f.writeTemp(ctx, key, r, size, deferred)
 	if err != nil {
 		return err
 	}
@@ -81,6 +86,10 @@ func (f *Filesystem) Put(ctx context.Context, key string, r io.Reader, size int6
 	if err := os.Rename(tmp, dst); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("put %q: %w", key, err)
+	}
+	if deferred != nil {
+		deferred.add(filepath.Dir(dst))
+		return nil
 	}
 	if err := syncDir(filepath.Dir(dst)); err != nil {
 		return fmt.Errorf("put %q: %w", key, err)
@@ -97,7 +106,7 @@ func (f *Filesystem) PutIfAbsent(ctx context.Context, key string, data []byte) e
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	tmp, err := f.writeTemp(ctx, key, strings.NewReader(string(data)), int64(len(data)))
+	tmp, err := f.writeTemp(ctx, key, strings.NewReader(string(data)), int64(len(data)), nil)
 	if err != nil {
 		return err
 	}
@@ -116,8 +125,10 @@ func (f *Filesystem) PutIfAbsent(ctx context.Context, key string, data []byte) e
 }
 
 // writeTemp copies r into a new fsynced temporary file in key's directory
-// and returns its path. On error nothing is left behind.
-func (f *Filesystem) writeTemp(ctx context.Context, key string, r io.Reader, size int64) (string, error) {
+// and returns its path. On error nothing is left behind. Directories it
+// creates have their parents' fsyncs deferred to deferred (nil: done at
+// once).
+func (f *Filesystem) writeTemp(ctx context.Context, key string, r io.Reader, size int64, deferred *DirSyncs) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("put %q: %w", key, err)
 	}
@@ -126,7 +137,7 @@ func (f *Filesystem) writeTemp(ctx context.Context, key string, r io.Reader, siz
 	// A concurrent Delete may remove the (empty) directory between creating
 	// it and creating the temp file in it; try again a few times.
 	for attempt := 0; ; attempt++ {
-		if err := f.mkdirAll(dir); err != nil {
+		if err := f.mkdirAll(dir, deferred); err != nil {
 			return "", fmt.Errorf("put %q: %w", key, err)
 		}
 		var err error
@@ -158,8 +169,9 @@ func (f *Filesystem) writeTemp(ctx context.Context, key string, r io.Reader, siz
 }
 
 // mkdirAll creates dir and missing parents below the root, fsyncing each
-// parent after creating a child so the new entries survive a crash.
-func (f *Filesystem) mkdirAll(dir string) error {
+// parent after creating a child so the new entries survive a crash (or
+// leaving that fsync to deferred when it is not nil).
+func (f *Filesystem) mkdirAll(dir string, deferred *DirSyncs) error {
 	fi, err := os.Stat(dir)
 	if err == nil {
 		if !fi.IsDir() {
@@ -171,11 +183,15 @@ func (f *Filesystem) mkdirAll(dir string) error {
 		return err
 	}
 	parent := filepath.Dir(dir)
-	if err := f.mkdirAll(parent); err != nil {
+	if err := f.mkdirAll(parent, deferred); err != nil {
 		return err
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
+	}
+	if deferred != nil {
+		deferred.add(parent)
+		return nil
 	}
 	return syncDir(parent)
 }
@@ -442,9 +458,16 @@ func mapFSErr(err error) error {
 	return err
 }
 
+// dirSynced, when set by a test (storage.CountDirSyncs), is called with
+// every directory syncDir fsyncs.
+var dirSynced func(dir string)
+
 // syncDir fsyncs a directory so that entries created, renamed or removed
 // in it are durable.
 func syncDir(dir string) error {
+	if dirSynced != nil {
+		dirSynced(dir)
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

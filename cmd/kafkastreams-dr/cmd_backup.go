@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -110,7 +111,7 @@ CONFIG KEYS USED
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
   topics.allow_missing, topics.allow_topology_mismatch), storage.* (backend, bucket, prefix, region, endpoint,
   path_style, request_timeout, retry_timeout, path), backup.* (compression,
-  source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout),
+  compression_level, source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout),
   schema_registry.topic (the registry's storage topic, copied whatever the filters
   say and marked in the manifest, so that restore writes it first).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
@@ -185,6 +186,7 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		SourceClusterID:       cfg.Backup.SourceClusterID,
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
 		Concurrency:           cfg.Backup.Concurrency,
+		CompressionLevel:      format.CompressionLevel(cfg.Backup.CompressionLevel),
 		CutAttempts:           cfg.Backup.CutAttempts,
 		CutTimeout:            cfg.Backup.CutTimeout,
 		RetryTimeout:          cfg.Source.RetryTimeout,

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -116,5 +117,20 @@ func TestBackupOptionsCarryTheBuildVersion(t *testing.T) {
 	}
 	if o := backupOptionsFromConfig(c); o.ToolVersion != version || o.ToolVersion == "" {
 		t.Errorf("backupOptionsFromConfig: ToolVersion = %q, want the build's version %q", o.ToolVersion, version)
+	}
+}
+
+// TestBackupOptionsCompressionLevel: backup.compression_level reaches the
+// backup's options; absent, "" (backup.Run's default level).
+func TestBackupOptionsCompressionLevel(t *testing.T) {
+	for yaml, want := range map[string]format.CompressionLevel{"": "", "backup:\n  compression_level: fastest\n": format.CompressionFastest,
+		"backup:\n  compression_level: best\n": format.CompressionBest} {
+		c, err := config.Parse([]byte(goodConfig+yaml), "t.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := backupOptionsFromConfig(c).CompressionLevel; got != want {
+			t.Errorf("config %q: compression level %q, want %q", yaml, got, want)
+		}
 	}
 }

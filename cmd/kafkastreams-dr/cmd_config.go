@@ -78,6 +78,9 @@ and the TLS and password files), $${ is a literal "${"; a regular file of at mos
                             prefix: no ".." segment
   backup:
     compression             zstd (default; the only one for now)
+    compression_level       the zstd level of the segments: fastest, default (the default),
+                            better or best (klauspost/compress's levels, about zstd -1, -3,
+                            -7, -11); restore needs no setting
     source_cluster_id       free-form name of the source cluster, kept in the manifest
     segment_max_bytes       uncompressed bytes per segment, e.g. 67108864 or "64MiB" (default)
     concurrency             partitions copied at once (default 4)

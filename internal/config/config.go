@@ -254,6 +254,12 @@ type Storage struct {
 type Backup struct {
 	// Compression of segments; only "zstd" for now (the default).
 	Compression string `yaml:"compression"`
+	// CompressionLevel is the zstd level of record-mode segments (config
+	// key backup.compression_level): fastest, default, better or best,
+	// klauspost/compress's zstd.EncoderLevel names (format.CompressionLevel);
+	// "" when absent: the default level, "default" (about zstd -3).
+	// Readers do not need it.
+	CompressionLevel string `yaml:"compression_level"`
 	// SourceClusterID is a free-form name of the source cluster, recorded
 	// in the manifest.
 	SourceClusterID string `yaml:"source_cluster_id"`

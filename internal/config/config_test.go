@@ -739,3 +739,42 @@ func TestCutBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestCompressionLevel: backup.compression_level takes the zstd level names
+// (format.CompressionLevels), absent it is "" (the backup's default
+// level), and anything else is
+// refused naming the key, the value and the allowed values.
+func TestCompressionLevel(t *testing.T) {
+	tests := []struct {
+		name, yaml, want, wantErr string
+	}{
+		{"absent means the default level", base, "", ""},
+		{"fastest", base + "backup:\n  compression_level: fastest\n", "fastest", ""},
+		{"default", base + "backup:\n  compression_level: default\n", "default", ""},
+		{"better", base + "backup:\n  compression_level: better\n", "better", ""},
+		{"best", base + "backup:\n  compression_level: best\n", "best", ""},
+		{"unknown name", base + "backup:\n  compression_level: turbo\n", "",
+			`backup.compression_level "turbo" is not a zstd level: write one of fastest, default, better or best`},
+		{"a zstd number", base + "backup:\n  compression_level: 3\n", "",
+			`backup.compression_level "3" is not a zstd level: write one of fastest, default, better or best`},
+		{"empty", base + "backup:\n  compression_level:\n", "",
+			"backup.compression_level has no value: write one of fastest, default, better or best"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "t.yaml")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Backup.CompressionLevel != tt.want {
+				t.Errorf("compression_level %q, want %q", c.Backup.CompressionLevel, tt.want)
+			}
+		})
+	}
+}

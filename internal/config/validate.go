@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -638,6 +639,16 @@ func (v *validator) backup() {
 		b.Compression = DefaultCompression
 	case b.Compression != DefaultCompression:
 		v.errf("backup.compression", "backup.compression %q is not supported (only zstd)", b.Compression)
+	}
+	// Absent, it stays "": the backup's default level (format.CompressionDefault).
+	switch {
+	case !v.has("backup.compression_level") || v.bad["backup.compression_level"]:
+	case v.null["backup.compression_level"] || b.CompressionLevel == "":
+		v.errf("backup.compression_level", "backup.compression_level has no value: write one of %s, or remove the key for the default (default)", format.CompressionLevelNames())
+	default:
+		if _, err := format.ParseCompressionLevel(b.CompressionLevel); err != nil {
+			v.errf("backup.compression_level", "backup.compression_level %q is not a zstd level: write one of %s, or remove the key for the default (default)", b.CompressionLevel, format.CompressionLevelNames())
+		}
 	}
 	switch {
 	case !v.has("backup.segment_max_bytes"):

@@ -1,0 +1,27 @@
+package storage
+
+import "sync"
+
+// CountDirSyncs counts the directory fsyncs of this package from now on:
+// count returns them by directory; restore stops counting. Tests that call
+// it do not run in parallel.
+func CountDirSyncs() (count func() map[string]int, restore func()) {
+	var mu sync.Mutex
+	n := map[string]int{}
+	dirSynced = func(dir string) {
+		mu.Lock()
+		n[dir]++
+		mu.Unlock()
+	}
+	return func() map[string]int {
+			mu.Lock()
+			defer mu.Unlock()
+			out := make(map[string]int, len(n))
+			for k, v := range n {
+				out[k] = v
+			}
+			return out
+		}, func() {
+			dirSynced = nil
+		}
+}
