@@ -88,7 +88,14 @@ type Options struct {
 	SourceClusterID   string // free-form name of the source cluster, recorded in the manifest
 	SegmentMaxBytes   int64  // uncompressed bytes per segment before it is closed; default 64 MiB
 	SegmentMaxRecords int64  // records per segment before it is closed; 0: no limit
-	Concurrency       int    // partitions copied at once; default 4
+	// SegmentKind is how segments store records (the config's
+	// backup.segment_kind): format.KindRecord ("" too, the default)
+	// re-encodes every record into zstd segments; format.KindBatch stores
+	// the broker's record batches as fetched, compressed by their producers
+	// (docs/FORMAT.md, "Batch segments"; in-flight tails and old message
+	// sets stay record segments). Any other value fails the run.
+	SegmentKind string
+	Concurrency int // partitions copied at once; default 4
 
 	// ToolVersion is the version of the program that runs the backup,
 	// recorded as the manifest's tool_version (docs/FORMAT.md) of a new

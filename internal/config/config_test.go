@@ -195,6 +195,11 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`backup.compression "gzip" is not supported`, "line 10"},
 		},
 		{
+			name: "unknown segment kind",
+			yaml: base + "backup:\n  segment_kind: batches\n",
+			want: []string{`backup.segment_kind "batches" is not record or batch: write record`, "line 10"},
+		},
+		{
 			name: "bad segment size unit",
 			yaml: base + "backup:\n  segment_max_bytes: 64 furlongs\n",
 			want: []string{"backup.segment_max_bytes must be a size", "line 10"},
