@@ -281,6 +281,7 @@ func TestHelperBackupProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := tradesOptions(strings.Split(seeds, ","), slowStore{fs, 150 * time.Millisecond})
+	o.SegmentKind = os.Getenv("KDR_HELPER_KIND")
 	if os.Getenv("KDR_HELPER_OPTIONS") == "ledger" { // TestKilledBackupResumesToTheSameStateDigest
 		o = ledgerOptions(strings.Split(seeds, ","), slowStore{fs, 150 * time.Millisecond})
 	}
@@ -296,13 +297,22 @@ func tradesOptions(seeds []string, store storage.Backend) backup.Options {
 
 // TestKilledBackupResumesExactlyOnce is field case 22 (an interrupted
 // backup, docs/DOMAIN.md#field-case-22): SIGKILL a backup at several
-// points, re-run, and every offset is in the backup exactly once.
+// points, re-run, and every offset is in the backup exactly once; in
+// batch kind too, whose in-flight tail stays in record segments.
 func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills subprocesses")
 	}
+	for _, kind := range []string{format.KindRecord, format.KindBatch} {
+		t.Run(kind, func(t *testing.T) { killedBackupResumes(t, kind) })
+	}
+}
+
+func killedBackupResumes(t *testing.T, kind string) {
 	kf := testkit.StartKfake(t, 3)
-	cl := manualClient(t, kf.Addrs())
+	// Batches of about 150 records: a batch segment closes after the batch
+	// that reaches SegmentMaxRecords, so it takes several segments too.
+	cl := testkit.Client(t, kf.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4<<10))
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
 	if _, err := adm.CreateTopic(ctx, 2, -1, nil, "trades"); err != nil {
@@ -326,7 +336,7 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	var firstCut *format.Cut // the cut the first run recorded
 	for _, after := range []int{1, 4, 9} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBackupProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "KDR_HELPER_BACKUP="+dir, "KDR_HELPER_SEEDS="+strings.Join(kf.Addrs(), ","))
+		cmd.Env = append(os.Environ(), "KDR_HELPER_BACKUP="+dir, "KDR_HELPER_SEEDS="+strings.Join(kf.Addrs(), ","), "KDR_HELPER_KIND="+kind)
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -349,11 +359,22 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	if _, err := store.Stat(ctx, format.LockKey); err != nil {
 		t.Fatalf("the killed run should have left its lock: %v", err)
 	}
-	r, err := backup.Run(ctx, tradesOptions(kf.Addrs(), store))
+	o := tradesOptions(kf.Addrs(), store)
+	o.SegmentKind = kind
+	r, err := backup.Run(ctx, o)
 	if err != nil {
 		t.Fatalf("re-run after kills: %v", err)
 	}
 	m := backupcheck.Latest(t, store, r.BackupID)
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
+		for _, p := range tp.PartitionCuts {
+			for _, s := range p.Segments {
+				if want := map[bool]string{true: "", false: kind}[kind == format.KindRecord || tp.Class == "repartition"]; s.Kind != want {
+					t.Fatalf("%s/%d: segment %s of kind %q, want %q", tp.Name, p.Partition, s.Key, s.Kind, want)
+				}
+			}
+		}
+	}
 	for p, n := range map[int32]int{0: 10000, 1: 4000} {
 		recs := backupcheck.Records(t, store, m, "trades", p)
 		if len(recs) != n {
