@@ -340,7 +340,11 @@ func NewBatchSegmentWriter(w io.Writer, topic string, partition int32) (*BatchSe
 	sw.put(2, uint64(len(topic)))
 	sw.bw.WriteString(topic)
 	sw.put(4, uint64(uint32(partition)))
-	sw.stats.RawBytes = int64(len(batchMagic) + 2 + len(topic) + 4)
+	// RawBytes counts what a record segment's stream of the same records
+	// would take (its header, records and trailer): the records' volume
+	// that estimate, the catalog and the restore's retention.bytes check
+	// read from raw_size, and what SegmentMaxBytes bounds, in either kind.
+	sw.stats.RawBytes = int64(len(segmentMagic) + 2 + len(topic) + 4)
 	return sw, nil
 }
 
@@ -380,7 +384,6 @@ func (s *BatchSegmentWriter) Write(b []byte, recs []Record) error {
 	s.put(8, uint64(last))
 	s.put(4, uint64(len(b)))
 	s.bw.Write(b)
-	s.stats.RawBytes += int64(1 + 8 + 8 + 4 + len(b))
 	st := &s.stats
 	for i := range recs {
 		r := &recs[i]
@@ -391,6 +394,7 @@ func (s *BatchSegmentWriter) Write(b []byte, recs []Record) error {
 			st.FirstOffset, st.MinTimestamp, st.MaxTimestamp = r.Offset, r.Timestamp, r.Timestamp
 		}
 		st.Records++
+		st.RawBytes += int64(r.EncodedSize())
 		st.MinTimestamp, st.MaxTimestamp = min(st.MinTimestamp, r.Timestamp), max(st.MaxTimestamp, r.Timestamp)
 		size := int64(len(r.Key) + len(r.Value))
 		for _, h := range r.Headers {
@@ -406,7 +410,7 @@ func (s *BatchSegmentWriter) Write(b []byte, recs []Record) error {
 }
 
 // Stats returns the statistics of the records written so far; RawBytes is
-// the stream's length, which is the stored object's.
+// the length a record segment of the same records would decompress to.
 func (s *BatchSegmentWriter) Stats() SegmentStats { return s.stats }
 
 // Close writes the trailer (tag 0, record count, first and last offset)

@@ -135,8 +135,13 @@ func writeBatchSegment(t testing.TB, topic string, partition int32, batches [][]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.RawBytes != int64(buf.Len()) {
-		t.Fatalf("raw bytes %d, stream %d", st.RawBytes, buf.Len())
+	// raw_size is the records' volume in the record encoding, in either kind.
+	var held []Record
+	for _, k := range keep {
+		held = append(held, k...)
+	}
+	if _, rst := encode(t, topic, partition, held); st.RawBytes != rst.RawBytes {
+		t.Fatalf("raw bytes %d, a record segment of the same records %d", st.RawBytes, rst.RawBytes)
 	}
 	return buf.Bytes(), st
 }

@@ -16,15 +16,23 @@ import (
 )
 
 func TestBackupOptionsFromConfig(t *testing.T) {
-	c, err := config.Parse([]byte(goodConfig+"source_changelog_topics: [customers]\nbackup:\n  source_cluster_id: prod\n  segment_max_bytes: 1MiB\n  cut_attempts: 7\n  cut_timeout: 9s\n"), "t.yaml")
+	c, err := config.Parse([]byte(goodConfig+"source_changelog_topics: [customers]\nbackup:\n  source_cluster_id: prod\n  segment_max_bytes: 1MiB\n  segment_kind: batch\n  cut_attempts: 7\n  cut_timeout: 9s\n"), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := backupOptionsFromConfig(c)
 	if o.ApplicationID != "order-processor" || o.SourceClusterID != "prod" || o.SegmentMaxBytes != 1<<20 ||
 		o.Concurrency != config.DefaultConcurrency || len(o.Include) != 2 || len(o.Exclude) != 1 ||
-		len(o.SourceChangelogTopics) != 1 || o.AllowMissingTopics || o.CutAttempts != 7 || o.CutTimeout != 9*time.Second {
+		len(o.SourceChangelogTopics) != 1 || o.AllowMissingTopics || o.CutAttempts != 7 || o.CutTimeout != 9*time.Second || o.SegmentKind != "batch" {
 		t.Errorf("options = %+v", o)
+	}
+	// Without the key: record segments.
+	c, err = config.Parse([]byte(goodConfig), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := backupOptionsFromConfig(c); o.SegmentKind != "record" {
+		t.Errorf("default segment kind %q, want record", o.SegmentKind)
 	}
 }
 
