@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -604,4 +605,63 @@ func TestDamagedManifestOrSegmentDoesNotBlockTheNextBackup(t *testing.T) {
 		}
 	}
 	backupcheck.MatchesCluster(t, store, m4, kf.Addrs())
+}
+
+// TestChainOfBothSegmentKindsMatchesTheCluster: a record-kind backup
+// continued by batch-kind backups (backup.segment_kind changed between
+// runs) is one chain: it holds what the cluster holds (the sample's
+// transactions, a compacted topic with holes, in-flight tails), its
+// newest manifest is format_version 2, and its state digests are those
+// of a full record-kind backup.
+func TestChainOfBothSegmentKindsMatchesTheCluster(t *testing.T) {
+	kf := seededKfake(t)
+	store, _ := storage.NewFilesystem(t.TempDir())
+	ctx := context.Background()
+	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); err != nil {
+		t.Fatal(err)
+	}
+	cl := manualClient(t, kf.Addrs())
+	produce(t, cl, sample.Orders, 1, 1000, 7)
+	produce(t, cl, sample.Totals, 1, 0, 3)
+	o := sampleOptions(kf.Addrs(), store)
+	o.SegmentKind = format.KindBatch
+	r2, err := backup.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := backupcheck.Latest(t, store, r2.BackupID)
+	kinds := map[string]int{}
+	for _, tp := range m2.Topics {
+		for _, p := range tp.PartitionCuts {
+			for _, s := range p.Segments {
+				kinds[s.Kind]++
+			}
+		}
+	}
+	if m2.FormatVersion != format.VersionBatch || kinds[""] == 0 || kinds[format.KindBatch] == 0 {
+		t.Fatalf("format_version %d, segments by kind %v: want 2 and both kinds in the chain", m2.FormatVersion, kinds)
+	}
+	backupcheck.MatchesCluster(t, store, m2, kf.Addrs())
+
+	full := sampleOptions(kf.Addrs(), store)
+	full.Full = true
+	r3, err := backup.Run(ctx, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3 := backupcheck.Latest(t, store, r3.BackupID)
+	digests := 0
+	for _, tp := range m3.Topics {
+		for _, p := range tp.PartitionCuts {
+			if p.StateDigest != nil {
+				digests++
+			}
+			if c := findCut(m2, tp.Name, p.Partition); !reflect.DeepEqual(c.StateDigest, p.StateDigest) || c.Records != p.Records {
+				t.Errorf("%s/%d: the mixed chain's state digest %+v (%d records), a full record backup's %+v (%d)", tp.Name, p.Partition, c.StateDigest, c.Records, p.StateDigest, p.Records)
+			}
+		}
+	}
+	if digests == 0 {
+		t.Fatal("no state digest compared: the sample has changelogs")
+	}
 }
