@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/topicfilter"
 )
@@ -36,7 +38,15 @@ func TestBackupOptionsFromConfig(t *testing.T) {
 	}
 }
 
+// TestBackupToDirectory backs up with each backup.segment_kind; the
+// batch kind's backup verifies deep (every batch's CRC-32C and records).
 func TestBackupToDirectory(t *testing.T) {
+	for _, kind := range []string{"", "batch"} {
+		t.Run("segment_kind="+kind, func(t *testing.T) { backupToDirectory(t, kind) })
+	}
+}
+
+func backupToDirectory(t *testing.T, kind string) {
 	brokers := startCluster(t, map[string]string{
 		"orders":                           "",
 		"order-processor-totals-changelog": "compact",
@@ -61,6 +71,9 @@ storage:
   backend: filesystem
   path: %s
 `, strings.Join(brokers, ", "), repo))
+	if kind != "" {
+		cfg = writeFile(t, "app.yaml", readFile(t, cfg)+"backup:\n  segment_kind: "+kind+"\n")
+	}
 
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg, "--json")
 	if code != 0 {
@@ -72,6 +85,13 @@ storage:
 	}
 	if res.BackupID == "" || res.Topics != 2 || res.Partitions != 4 || res.Records != 10 || res.Repository != repo {
 		t.Errorf("result = %+v, want 2 topics, 4 partitions, 10 records in %s", res, repo)
+	}
+	manifest := readFile(t, filepath.Join(repo, filepath.FromSlash(format.ManifestKey(res.BackupID))))
+	if strings.Contains(manifest, `"kind": "batch"`) != (kind == "batch") {
+		t.Errorf("segment_kind %q: manifest %s", kind, manifest)
+	}
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "verify", "-c", cfg, "--deep"); code != 0 {
+		t.Fatalf("verify --deep: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }
 
