@@ -121,6 +121,10 @@ func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
 // Then an error fails the run, naming the broker; empty answers end the
 // partition where reading stopped (r.stopUnread): the manifest does not
 // claim the rest, and the next backup reads it.
+//
+// With Options.SegmentKind batch (and not an in-flight tail) the response's
+// record batches are kept as fetched (keepBatches) and written to batch
+// segments; the position steps the same way.
 func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	log := r.log.With("topic", w.topic, "partition", w.partition)
 	pos := w.from
