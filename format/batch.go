@@ -247,20 +247,28 @@ func decompressBatch(src []byte, codec uint16) ([]byte, error) {
 	case 3:
 		return readBounded(lz4.NewReader(bytes.NewReader(src)))
 	case 4:
-		zr, err := batchZstd()
-		if err != nil {
+		// Streamed, not DecodeAll: DecodeAll sizes its output by the
+		// frame header's content size, a length field.
+		zr, _ := batchZstd.Get().(*zstd.Decoder)
+		if zr == nil {
+			var err error
+			if zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20), zstd.WithDecoderLowmem(true)); err != nil {
+				return nil, err
+			}
+		}
+		defer batchZstd.Put(zr)
+		if err := zr.Reset(bytes.NewReader(src)); err != nil {
 			return nil, err
 		}
-		return zr.DecodeAll(src, nil)
+		return readBounded(zr)
 	}
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
 
-// batchZstd is the zstd decoder of batches, shared: DecodeAll is safe for
-// concurrent use and starts no goroutine.
-var batchZstd = sync.OnceValues(func() (*zstd.Decoder, error) {
-	return zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxBatchBytes))
-})
+// batchZstd pools the zstd decoders of batches (a streaming decoder of
+// concurrency 1 starts no goroutine; its window is bounded as a record
+// segment's).
+var batchZstd sync.Pool
 
 func readBounded(r io.Reader) ([]byte, error) {
 	var buf bytes.Buffer
@@ -305,6 +313,12 @@ func snappyBlock(dst, src []byte) ([]byte, error) {
 	l, err := s2.DecodedLen(src)
 	if err != nil {
 		return nil, err
+	}
+	// The decoded length is a length field: a snappy block expands at
+	// most about 22 times (a 3-byte copy of 64 bytes), so a claim beyond
+	// 32 times the block is damage, not an allocation.
+	if int64(l) > 32*int64(len(src))+64 {
+		return nil, fmt.Errorf("snappy block of %d bytes claims %d decoded bytes", len(src), l)
 	}
 	if int64(len(dst))+int64(l) > maxBatchBytes {
 		return nil, fmt.Errorf("more than %d bytes decompressed", maxBatchBytes)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -294,6 +295,36 @@ func TestBatchSegmentWriterRefuses(t *testing.T) {
 	}
 	if err := sw.Write(raw, a); err == nil {
 		t.Fatal("offsets that do not increase accepted")
+	}
+}
+
+// TestBatchLengthFieldsDoNotAllocate: a batch whose snappy block claims a
+// huge decoded length, or whose zstd frame header claims a huge content
+// size, is refused without allocating by the claim (the snappy block
+// allocated its 1 GiB claim before failing).
+func TestBatchLengthFieldsDoNotAllocate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		codec uint16
+	}{
+		{"snappy block claiming 1 GiB", append(binary.AppendUvarint(nil, 1<<30), 0, 'x'), codecSnappy},
+		// magic; frame header: single segment, 4-byte content size of 1 GiB;
+		// then one last raw block of 1 byte.
+		{"zstd frame claiming 1 GiB", append(binary.LittleEndian.AppendUint32([]byte{0x28, 0xb5, 0x2f, 0xfd, 0xa0}, 1<<30), 0x09, 0x00, 0x00, 'x'), codecZstd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := decompressBatch(tc.data, tc.codec)
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+				t.Fatalf("decoding %d bytes allocated %d MiB (%v)", len(tc.data), grown>>20, err)
+			}
+		})
 	}
 }
 
