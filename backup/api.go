@@ -89,6 +89,13 @@ type Options struct {
 	SourceClusterID   string // free-form name of the source cluster, recorded in the manifest
 	SegmentMaxBytes   int64  // uncompressed bytes per segment before it is closed; default 64 MiB
 	SegmentMaxRecords int64  // records per segment before it is closed; 0: no limit
+	// SegmentKind is how segments store records (the config's
+	// backup.segment_kind): format.KindRecord ("" too, the default)
+	// re-encodes every record into zstd segments; format.KindBatch stores
+	// the broker's record batches as fetched, compressed by their producers
+	// (docs/FORMAT.md, "Batch segments"; in-flight tails and old message
+	// sets stay record segments). Any other value fails the run.
+	SegmentKind string
 	Concurrency       int    // partitions copied at once; default 4
 	// CompressionLevel is the zstd level of the segments (config key
 	// backup.compression_level): "" or format.CompressionDefault (about

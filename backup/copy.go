@@ -30,16 +30,18 @@ const (
 )
 
 // segmentUpload streams one segment: records -> SegmentWriter (zstd) ->
-// hashing writer -> pipe -> storage.Put, so no segment is ever held in memory.
+// hashing writer -> pipe -> storage.Put, so no segment is ever held in
+// memory. A batch segment has a BatchSegmentWriter (bw) instead of sw.
 type segmentUpload struct {
 	key  string
 	pw   *io.PipeWriter
 	hw   *format.HashingWriter
-	sw   *format.SegmentWriter
+	sw   *format.SegmentWriter      // a record segment
+	bw   *format.BatchSegmentWriter // a batch segment
 	errc chan error
 }
 
-func (r *runner) openSegment(ctx context.Context, w *work, firstOffset int64) (*segmentUpload, error) {
+func (r *runner) openSegment(ctx context.Context, w *work, firstOffset int64, kind string) (*segmentUpload, error) {
 	key := format.SegmentKey(r.m.BackupID, w.topic, w.partition, firstOffset)
 	pr, pw := io.Pipe()
 	u := &segmentUpload{key: key, pw: pw, hw: format.NewHashingWriter(pw), errc: make(chan error, 1)}
@@ -51,13 +53,32 @@ func (r *runner) openSegment(ctx context.Context, w *work, firstOffset int64) (*
 		pr.CloseWithError(err)
 		u.errc <- err
 	}()
-	sw, err := format.NewSegmentWriterLevel(u.hw, w.topic, w.partition, r.o.CompressionLevel)
+	var err error
+	if kind == format.KindBatch {
+		u.bw, err = format.NewBatchSegmentWriter(u.hw, w.topic, w.partition)
+	} else {
+		u.sw, err = format.NewSegmentWriterLevel(u.hw, w.topic, w.partition, r.o.CompressionLevel)
+	}
 	if err != nil {
 		u.abort(err)
 		return nil, err
 	}
-	u.sw = sw
 	return u, nil
+}
+
+// kind is the segment's kind (format.KindRecord or format.KindBatch).
+func (u *segmentUpload) kind() string {
+	if u.bw != nil {
+		return format.KindBatch
+	}
+	return format.KindRecord
+}
+
+func (u *segmentUpload) stats() format.SegmentStats {
+	if u.bw != nil {
+		return u.bw.Stats()
+	}
+	return u.sw.Stats()
 }
 
 func (u *segmentUpload) abort(cause error) {
@@ -66,7 +87,13 @@ func (u *segmentUpload) abort(cause error) {
 }
 
 func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
-	st, err := u.sw.Close()
+	var st format.SegmentStats
+	var err error
+	if u.bw != nil {
+		st, err = u.bw.Close()
+	} else {
+		st, err = u.sw.Close()
+	}
 	if err != nil {
 		u.abort(err)
 		return format.Segment{}, fmt.Errorf("encode segment %s: %w", u.key, err)
@@ -76,9 +103,13 @@ func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
 		return format.Segment{}, fmt.Errorf("store segment %s: %w", u.key, err)
 	}
 	sum, size := u.hw.Sum()
-	return format.Segment{Key: u.key, BackupID: backupID, Size: size, SHA256: sum, RawSize: st.RawBytes,
+	s := format.Segment{Key: u.key, BackupID: backupID, Size: size, SHA256: sum, RawSize: st.RawBytes,
 		Records: st.Records, FirstOffset: st.FirstOffset, LastOffset: st.LastOffset,
-		MinTimestamp: st.MinTimestamp, MaxTimestamp: st.MaxTimestamp, MaxRecordBytes: st.MaxRecordBytes, NullKeys: st.NullKeys}, nil
+		MinTimestamp: st.MinTimestamp, MaxTimestamp: st.MaxTimestamp, MaxRecordBytes: st.MaxRecordBytes, NullKeys: st.NullKeys}
+	if u.bw != nil {
+		s.Kind = format.KindBatch
+	}
+	return s, nil
 }
 
 // copyPartition copies offsets [w.from, w.end) of one partition with
@@ -94,6 +125,10 @@ func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
 // Then an error fails the run, naming the broker; empty answers end the
 // partition where reading stopped (r.stopUnread): the manifest does not
 // claim the rest, and the next backup reads it.
+//
+// With Options.SegmentKind batch (and not an in-flight tail) the response's
+// record batches are kept as fetched (keepBatches) and written to batch
+// segments; the position steps the same way.
 func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	log := r.log.With("topic", w.topic, "partition", w.partition)
 	pos := w.from
@@ -106,15 +141,44 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	var stalledSince time.Time // when the position last stopped moving; zero while it moves
 	attempts := 0              // fetches in a row without progress
 	var copied, copiedBytes int64
-	// write appends rec to the partition's segments.
+	// full closes the segment once it reached the segment limits.
+	full := func() error {
+		if st := seg.stats(); st.RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && st.Records >= r.o.SegmentMaxRecords) {
+			s, err := seg.finish(r.m.BackupID)
+			seg = nil
+			if err != nil {
+				return err
+			}
+			r.segmentDone(w, s)
+		}
+		return nil
+	}
+	// open makes seg a segment of kind starting at firstOffset, closing a
+	// segment of the other kind first (a fetch of old message sets in a
+	// batch backup).
+	open := func(kind string, firstOffset int64) error {
+		if seg != nil && seg.kind() != kind {
+			s, err := seg.finish(r.m.BackupID)
+			seg = nil
+			if err != nil {
+				return err
+			}
+			r.segmentDone(w, s)
+		}
+		if seg == nil {
+			var err error
+			if seg, err = r.openSegment(ctx, w, firstOffset, kind); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// write appends rec to the partition's record segments.
 	write := func(rec *kgo.Record, batches fetchTimes) error {
 		copied++
 		copiedBytes += int64(len(rec.Key) + len(rec.Value))
-		if seg == nil {
-			var err error
-			if seg, err = r.openSegment(ctx, w, rec.Offset); err != nil {
-				return err
-			}
+		if err := open(format.KindRecord, rec.Offset); err != nil {
+			return err
 		}
 		fr := format.Record{Partition: w.partition, Offset: rec.Offset, Timestamp: batches.millis(rec),
 			TimestampType: format.TimestampType(max(rec.Attrs.TimestampType(), 0)), Key: rec.Key, Value: rec.Value}
@@ -128,16 +192,27 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 		if err := seg.sw.Write(&fr); err != nil {
 			return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, rec.Offset, err)
 		}
-		if seg.sw.Stats().RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && seg.sw.Stats().Records >= r.o.SegmentMaxRecords) {
-			s, err := seg.finish(r.m.BackupID)
-			seg = nil
-			if err != nil {
-				return err
-			}
-			r.segmentDone(w, s)
-		}
-		return nil
+		return full()
 	}
+	// writeBatch appends a batch to the partition's batch segments.
+	writeBatch := func(b keptBatch) error {
+		if err := open(format.KindBatch, b.recs[0].Offset); err != nil {
+			return err
+		}
+		for i := range b.recs {
+			copied++
+			copiedBytes += int64(len(b.recs[i].Key) + len(b.recs[i].Value))
+			r.noteRecord(w, &b.recs[i])
+		}
+		if err := seg.bw.Write(b.raw, b.recs); err != nil {
+			return fmt.Errorf("topic %q partition %d offset %d: %w", w.topic, w.partition, b.recs[0].Offset, err)
+		}
+		return full()
+	}
+	// A batch backup stores the broker's batches, except for an in-flight
+	// tail, whose records tailFilter picks one by one.
+	batchKind := r.o.SegmentKind == format.KindBatch && !w.inFlight
+	oldFormatLogged := false
 	// An in-flight tail is read with read_uncommitted to the high
 	// watermark at the cut and keeps the transactions committed then
 	// (tailFilter).
@@ -174,6 +249,34 @@ copy:
 		case ferr != nil && !isRetriable(ferr):
 			return fmt.Errorf("fetch topic %q partition %d at offset %d from %s: %w", w.topic, w.partition, pos, r.brokerName(leader), ferr)
 		case ferr == nil:
+			if batchKind {
+				kept, next, ok, err := keepBatches(rp, w.partition, pos, w.end)
+				if err != nil {
+					return fmt.Errorf("decode fetch of topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, err)
+				}
+				if ok {
+					for _, b := range kept {
+						if err := writeBatch(b); err != nil {
+							return err
+						}
+					}
+					if next > pos {
+						r.o.Observer.Copied(w.topic, w.partition, copied, copiedBytes, min(next, w.end))
+						copied, copiedBytes = 0, 0
+						pos, stalledSince, attempts = next, time.Time{}, 0
+						continue
+					}
+					empty = fmt.Sprintf("%s answered fetches at offset %d with no records and no error (high watermark %d, last stable offset %d, log start %d)",
+						r.brokerName(leader), pos, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset)
+					break
+				}
+				// Old message sets (magic 0 or 1) are not stored as they
+				// are: their records go into record segments.
+				if !oldFormatLogged {
+					log.Info("the broker returned message sets older than magic 2: storing their records in record segments", "offset", pos)
+					oldFormatLogged = true
+				}
+			}
 			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset: pos, IsolationLevel: isolation, KeepControlRecords: w.inFlight, Topic: w.topic, Partition: w.partition,
 			}, rp, kgo.DefaultDecompressor(), nil)
@@ -384,4 +487,79 @@ func (f fetchTimes) millis(rec *kgo.Record) int64 {
 		return kgotime.InBatch(rec.Timestamp, f[i].first)
 	}
 	return kgotime.Millis(rec.Timestamp)
+}
+
+// keptBatch is one record batch a batch segment stores: its bytes as
+// fetched and its records the backup holds.
+type keptBatch struct {
+	raw  []byte
+	recs []format.Record
+}
+
+// keepBatches picks, of one read_committed fetch response of partition,
+// the record batches a batch segment stores and the records of each it
+// holds: data batches that are not transactional or whose transaction
+// committed, their records in [pos, end) (a batch straddling pos or end is
+// stored whole, its frame naming the records held). Control batches
+// (transaction markers) and the batches of aborted transactions are
+// dropped by the response's aborted_transactions the way Kafka's consumer
+// drops them (franz-go's source.go aborter; Java's CompletedFetch): a
+// transactional batch of a producer with an aborted transaction whose first
+// offset is at or below the batch's base offset is aborted, until that
+// producer's ABORT marker. next is the offset after the last whole batch
+// (kept or dropped), pos when none. ok is false when the response holds a
+// message set older than magic 2: the caller then copies its records into
+// record segments. A batch that fails its CRC-32C or does not decode is an
+// error.
+func keepBatches(rp *kmsg.FetchResponseTopicPartition, partition int32, pos, end int64) (kept []keptBatch, next int64, ok bool, err error) {
+	batches := format.SplitBatches(rp.RecordBatches)
+	for _, b := range batches {
+		if b.Magic != 2 {
+			return nil, pos, false, nil
+		}
+	}
+	aborted := map[int64][]int64{} // producer id -> first offsets of its aborted transactions, ascending
+	for _, t := range rp.AbortedTransactions {
+		aborted[t.ProducerID] = append(aborted[t.ProducerID], t.FirstOffset)
+	}
+	for pid := range aborted {
+		slices.Sort(aborted[pid])
+	}
+	next = pos
+	for _, b := range batches {
+		next = max(next, b.LastOffset+1)
+		abortedTxn := b.Transactional && len(aborted[b.ProducerID]) > 0 && aborted[b.ProducerID][0] <= b.BaseOffset
+		if b.Control {
+			if abortedTxn {
+				recs, err := format.DecodeBatch(b.Bytes, partition)
+				if err != nil {
+					return nil, pos, true, err
+				}
+				// A control record's key is version int16, type int16;
+				// type 0 is ABORT (ControlRecordType).
+				if len(recs) > 0 && len(recs[0].Key) >= 4 && recs[0].Key[2] == 0 && recs[0].Key[3] == 0 {
+					aborted[b.ProducerID] = aborted[b.ProducerID][1:]
+				}
+			}
+			continue
+		}
+		if abortedTxn || b.LastOffset < pos || b.BaseOffset >= end {
+			continue
+		}
+		recs, err := format.DecodeBatch(b.Bytes, partition)
+		if err != nil {
+			return nil, pos, true, err
+		}
+		i, j := 0, len(recs)
+		for i < j && recs[i].Offset < pos {
+			i++
+		}
+		for j > i && recs[j-1].Offset >= end {
+			j--
+		}
+		if i < j {
+			kept = append(kept, keptBatch{raw: b.Bytes, recs: recs[i:j]})
+		}
+	}
+	return kept, next, true, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -281,6 +282,7 @@ func TestHelperBackupProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := tradesOptions(strings.Split(seeds, ","), slowStore{fs, 150 * time.Millisecond})
+	o.SegmentKind = os.Getenv("KDR_HELPER_KIND")
 	if os.Getenv("KDR_HELPER_OPTIONS") == "ledger" { // TestKilledBackupResumesToTheSameStateDigest
 		o = ledgerOptions(strings.Split(seeds, ","), slowStore{fs, 150 * time.Millisecond})
 	}
@@ -299,13 +301,22 @@ func tradesOptions(seeds []string, store storage.Backend) backup.Options {
 
 // TestKilledBackupResumesExactlyOnce is field case 22 (an interrupted
 // backup, docs/DOMAIN.md#field-case-22): SIGKILL a backup at several
-// points, re-run, and every offset is in the backup exactly once.
+// points, re-run, and every offset is in the backup exactly once; in
+// batch kind too, whose in-flight tail stays in record segments.
 func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills subprocesses")
 	}
+	for _, kind := range []string{format.KindRecord, format.KindBatch} {
+		t.Run(kind, func(t *testing.T) { killedBackupResumes(t, kind) })
+	}
+}
+
+func killedBackupResumes(t *testing.T, kind string) {
 	kf := testkit.StartKfake(t, 3)
-	cl := manualClient(t, kf.Addrs())
+	// Batches of about 150 records: a batch segment closes after the batch
+	// that reaches SegmentMaxRecords, so it takes several segments too.
+	cl := testkit.Client(t, kf.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4<<10))
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
 	if _, err := adm.CreateTopic(ctx, 2, -1, nil, "trades"); err != nil {
@@ -329,7 +340,7 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	var firstCut *format.Cut // the cut the first run recorded
 	for _, after := range []int{1, 4, 9} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBackupProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "KDR_HELPER_BACKUP="+dir, "KDR_HELPER_SEEDS="+strings.Join(kf.Addrs(), ","))
+		cmd.Env = append(os.Environ(), "KDR_HELPER_BACKUP="+dir, "KDR_HELPER_SEEDS="+strings.Join(kf.Addrs(), ","), "KDR_HELPER_KIND="+kind)
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -352,11 +363,22 @@ func TestKilledBackupResumesExactlyOnce(t *testing.T) {
 	if _, err := store.Stat(ctx, format.LockKey); err != nil {
 		t.Fatalf("the killed run should have left its lock: %v", err)
 	}
-	r, err := backup.Run(ctx, tradesOptions(kf.Addrs(), store))
+	o := tradesOptions(kf.Addrs(), store)
+	o.SegmentKind = kind
+	r, err := backup.Run(ctx, o)
 	if err != nil {
 		t.Fatalf("re-run after kills: %v", err)
 	}
 	m := backupcheck.Latest(t, store, r.BackupID)
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
+		for _, p := range tp.PartitionCuts {
+			for _, s := range p.Segments {
+				if want := map[bool]string{true: "", false: kind}[kind == format.KindRecord || tp.Class == "repartition"]; s.Kind != want {
+					t.Fatalf("%s/%d: segment %s of kind %q, want %q", tp.Name, p.Partition, s.Key, s.Kind, want)
+				}
+			}
+		}
+	}
 	for p, n := range map[int32]int{0: 10000, 1: 4000} {
 		recs := backupcheck.Records(t, store, m, "trades", p)
 		if len(recs) != n {
@@ -666,4 +688,63 @@ func TestDamagedManifestOrSegmentDoesNotBlockTheNextBackup(t *testing.T) {
 		}
 	}
 	backupcheck.MatchesCluster(t, store, m4, kf.Addrs())
+}
+
+// TestChainOfBothSegmentKindsMatchesTheCluster: a record-kind backup
+// continued by batch-kind backups (backup.segment_kind changed between
+// runs) is one chain: it holds what the cluster holds (the sample's
+// transactions, a compacted topic with holes, in-flight tails), its
+// newest manifest is format_version 2, and its state digests are those
+// of a full record-kind backup.
+func TestChainOfBothSegmentKindsMatchesTheCluster(t *testing.T) {
+	kf := seededKfake(t)
+	store, _ := storage.NewFilesystem(t.TempDir())
+	ctx := context.Background()
+	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); err != nil {
+		t.Fatal(err)
+	}
+	cl := manualClient(t, kf.Addrs())
+	produce(t, cl, sample.Orders, 1, 1000, 7)
+	produce(t, cl, sample.Totals, 1, 0, 3)
+	o := sampleOptions(kf.Addrs(), store)
+	o.SegmentKind = format.KindBatch
+	r2, err := backup.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := backupcheck.Latest(t, store, r2.BackupID)
+	kinds := map[string]int{}
+	for _, tp := range m2.Topics {
+		for _, p := range tp.PartitionCuts {
+			for _, s := range p.Segments {
+				kinds[s.Kind]++
+			}
+		}
+	}
+	if m2.FormatVersion != format.VersionBatch || kinds[""] == 0 || kinds[format.KindBatch] == 0 {
+		t.Fatalf("format_version %d, segments by kind %v: want 2 and both kinds in the chain", m2.FormatVersion, kinds)
+	}
+	backupcheck.MatchesCluster(t, store, m2, kf.Addrs())
+
+	full := sampleOptions(kf.Addrs(), store)
+	full.Full = true
+	r3, err := backup.Run(ctx, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3 := backupcheck.Latest(t, store, r3.BackupID)
+	digests := 0
+	for _, tp := range m3.Topics {
+		for _, p := range tp.PartitionCuts {
+			if p.StateDigest != nil {
+				digests++
+			}
+			if c := findCut(m2, tp.Name, p.Partition); !reflect.DeepEqual(c.StateDigest, p.StateDigest) || c.Records != p.Records {
+				t.Errorf("%s/%d: the mixed chain's state digest %+v (%d records), a full record backup's %+v (%d)", tp.Name, p.Partition, c.StateDigest, c.Records, p.StateDigest, p.Records)
+			}
+		}
+	}
+	if digests == 0 {
+		t.Fatal("no state digest compared: the sample has changelogs")
+	}
 }

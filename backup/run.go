@@ -130,6 +130,11 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
+	switch o.SegmentKind {
+	case "", format.KindRecord, format.KindBatch:
+	default:
+		return nil, "", fmt.Errorf("backup: segment kind %q is not record or batch (backup.segment_kind)", o.SegmentKind)
+	}
 	if o.RetryTimeout <= 0 {
 		o.RetryTimeout = DefaultRetryTimeout
 	}

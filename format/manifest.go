@@ -290,6 +290,25 @@ type Segment struct {
 	MaxTimestamp   int64  `json:"max_timestamp"`
 	MaxRecordBytes int64  `json:"max_record_bytes"`
 	NullKeys       int64  `json:"null_keys"`
+	// Kind is the segment's encoding: absent (or KindRecord) for a record
+	// segment, KindBatch for a batch segment (docs/FORMAT.md, "Batch
+	// segments"). A manifest naming a batch segment has format_version 2.
+	Kind string `json:"kind,omitempty"`
+}
+
+// hasBatchSegments reports whether m names a segment of kind batch (its
+// own or an earlier backup's it still needs).
+func (m *Manifest) hasBatchSegments() bool {
+	for _, t := range slices.Concat(m.Topics, m.InFlight) {
+		for _, p := range t.PartitionCuts {
+			for _, s := range p.Segments {
+				if s.Kind == KindBatch {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 var backupIDRe = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{8}$`)
@@ -331,6 +350,9 @@ func NextBackupID(now time.Time, latest string, rnd [4]byte) string {
 // partitions are sorted so equal manifests encode to equal bytes.
 func (m *Manifest) Marshal() ([]byte, error) {
 	m.sort()
+	if m.FormatVersion < VersionBatch && m.hasBatchSegments() {
+		m.FormatVersion = VersionBatch
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -402,8 +424,8 @@ func (m *Manifest) Validate() error {
 	if m.Format != FormatName {
 		return fmt.Errorf("manifest: format %q is not %q", m.Format, FormatName)
 	}
-	if m.FormatVersion < 1 || m.FormatVersion > Version {
-		return fmt.Errorf("manifest: format_version %d is not supported by this version (reads 1..%d): upgrade kafkastreams-dr", m.FormatVersion, Version)
+	if m.FormatVersion < 1 || m.FormatVersion > VersionBatch {
+		return fmt.Errorf("manifest: format_version %d is not supported by this version (reads 1..%d): upgrade kafkastreams-dr", m.FormatVersion, VersionBatch)
 	}
 	if !ValidBackupID(m.BackupID) {
 		return fmt.Errorf("manifest: invalid backup_id %q", m.BackupID)
@@ -453,6 +475,14 @@ func (m *Manifest) Validate() error {
 			var n int64
 			prev := p.StartOffset - 1
 			for _, s := range p.Segments {
+				switch {
+				case s.Kind != "" && s.Kind != KindRecord && s.Kind != KindBatch:
+					return fmt.Errorf("manifest %s: topic %q partition %d: segment %s has kind %q, not record or batch: upgrade kafkastreams-dr",
+						m.BackupID, t.Name, p.Partition, s.Key, s.Kind)
+				case s.Kind == KindBatch && m.FormatVersion < VersionBatch:
+					return fmt.Errorf("manifest %s: topic %q partition %d: segment %s has kind batch in a manifest of format_version %d (batch segments need %d)",
+						m.BackupID, t.Name, p.Partition, s.Key, m.FormatVersion, VersionBatch)
+				}
 				if s.FirstOffset <= prev || s.LastOffset < s.FirstOffset || s.Records < 1 || s.Records > s.LastOffset-s.FirstOffset+1 {
 					return fmt.Errorf("manifest %s: topic %q partition %d: segment %s has offsets %d..%d (%d records) after %d",
 						m.BackupID, t.Name, p.Partition, s.Key, s.FirstOffset, s.LastOffset, s.Records, prev)

@@ -62,7 +62,9 @@ func TestManifestValidateRejects(t *testing.T) {
 		name   string
 		mutate func(*Manifest)
 	}{
-		{"newer format version", func(m *Manifest) { m.FormatVersion = 2 }},
+		{"newer format version", func(m *Manifest) { m.FormatVersion = VersionBatch + 1 }},
+		{"segment of an unknown kind", func(m *Manifest) { m.Topics[0].PartitionCuts[0].Segments[0].Kind = "columnar" }},
+		{"batch segment in a version 1 manifest", func(m *Manifest) { m.Topics[0].PartitionCuts[0].Segments[0].Kind = KindBatch }},
 		{"other format", func(m *Manifest) { m.Format = "x" }},
 		{"bad backup id", func(m *Manifest) { m.BackupID = "../x" }},
 		{"records do not add up", func(m *Manifest) { m.Topics[0].PartitionCuts[0].Records = 3 }},
@@ -203,5 +205,26 @@ func TestReadManifestTypeErrorInWords(t *testing.T) {
 	_, err = ReadManifest(bytes.NewReader(b))
 	if err == nil || strings.Contains(err.Error(), "Go struct") || !strings.Contains(err.Error(), `field "cut.proven" holds a string, where the format wants a bool`) {
 		t.Fatalf("ReadManifest: %v; want the field and the types in words", err)
+	}
+}
+
+// TestManifestWithBatchSegmentsIsVersion2: a manifest naming a batch
+// segment is written as format_version 2, so that an older reader refuses
+// it as newer; one of record segments only stays at 1.
+func TestManifestWithBatchSegmentsIsVersion2(t *testing.T) {
+	m := goldenManifest()
+	if _, err := m.Marshal(); err != nil || m.FormatVersion != Version {
+		t.Fatalf("record segments only: format_version %d, %v", m.FormatVersion, err)
+	}
+	m.Topics[0].PartitionCuts[0].Segments[0].Kind = KindBatch
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FormatVersion != VersionBatch || !bytes.Contains(b, []byte(`"format_version": 2`)) || !bytes.Contains(b, []byte(`"kind": "batch"`)) {
+		t.Fatalf("format_version %d:\n%s", m.FormatVersion, b)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ package format
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -16,7 +17,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Version is the format_version this package writes and the highest it reads.
+// Version is the format_version of a manifest whose segments are all
+// record segments: what this package writes unless a segment is of kind
+// batch (VersionBatch, the highest it reads).
 const Version = 1
 
 // segmentMagic opens every uncompressed segment stream: "KDRSEG" and the
@@ -243,25 +246,41 @@ type SegmentReader struct {
 	last      int64
 	done      bool
 	scratch   [8]byte
+	kind      string   // KindRecord or KindBatch, from the magic
+	pending   []Record // a batch segment's records of the current batch not yet returned
 }
+
+// Kind returns the segment's kind as its magic says: KindRecord or
+// KindBatch.
+func (s *SegmentReader) Kind() string { return s.kind }
 
 // maxFieldBytes bounds one key, value or header value (Kafka's own limit of
 // a record is far lower; this only guards against corrupt lengths).
 const maxFieldBytes = 1 << 30
 
-// NewSegmentReader reads the segment header from r (the compressed object).
+// NewSegmentReader reads the segment header from r (the stored object) of
+// either kind: a record segment (one zstd frame) or a batch segment (the
+// "KDRBAT" stream, not compressed), told apart by their first bytes.
 func NewSegmentReader(r io.Reader) (*SegmentReader, error) {
-	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
+	raw := bufio.NewReaderSize(r, 64<<10)
+	if head, _ := raw.Peek(len(batchMagic)); bytes.Equal(head, batchMagic[:]) {
+		return newSegmentReader(nil, raw, KindBatch, batchMagic)
+	}
+	zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
 	if err != nil {
 		return nil, err
 	}
-	sr := &SegmentReader{zr: zr, br: bufio.NewReaderSize(zr, 64<<10), first: -1, last: -1}
+	return newSegmentReader(zr, bufio.NewReaderSize(zr, 64<<10), KindRecord, segmentMagic)
+}
+
+func newSegmentReader(zr *zstd.Decoder, br *bufio.Reader, kind string, want [8]byte) (*SegmentReader, error) {
+	sr := &SegmentReader{zr: zr, br: br, first: -1, last: -1, kind: kind}
 	var magic [8]byte
 	if _, err := io.ReadFull(sr.br, magic[:]); err != nil {
 		sr.Close()
 		return nil, corrupt("reading header", err)
 	}
-	if magic != segmentMagic {
+	if magic != want {
 		sr.Close()
 		return nil, fmt.Errorf("%w: bad magic %q (not a kafkastreams-dr segment, or an unsupported segment version)", ErrCorrupt, magic[:])
 	}
@@ -350,6 +369,9 @@ func (s *SegmentReader) bytes(nullable bool) ([]byte, error) {
 func (s *SegmentReader) Next(r *Record) error {
 	if s.done {
 		return io.EOF
+	}
+	if s.kind == KindBatch {
+		return s.nextFromBatch(r)
 	}
 	tag, err := s.br.ReadByte()
 	if err != nil {
@@ -448,8 +470,31 @@ func (s *SegmentReader) trailer() error {
 	return io.EOF
 }
 
+// nextFromBatch returns the next record of a batch segment, reading the
+// next batch when the current one is used up.
+func (s *SegmentReader) nextFromBatch(r *Record) error {
+	for len(s.pending) == 0 {
+		if err := s.nextBatchFrame(); err != nil {
+			return err
+		}
+	}
+	rec := s.pending[0]
+	s.pending = s.pending[1:]
+	if s.count == 0 {
+		s.first = rec.Offset
+	}
+	s.count++
+	s.last = rec.Offset
+	*r = rec
+	return nil
+}
+
 // Close releases the decoder.
-func (s *SegmentReader) Close() { s.zr.Close() }
+func (s *SegmentReader) Close() {
+	if s.zr != nil {
+		s.zr.Close()
+	}
+}
 
 // ReadSegment decodes a whole segment, calling fn for each record, and
 // checks the trailer. It returns the number of records.

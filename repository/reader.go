@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,6 +103,9 @@ type SegmentCheck struct {
 	Decoded         bool
 	HeaderTopic     string
 	HeaderPartition int32
+	// HeaderKind is the segment's kind as its first bytes say
+	// (format.KindRecord or format.KindBatch), set with Decoded.
+	HeaderKind string
 	// DecodeErr is the decoder's error (wrapping format.ErrCorrupt, or the
 	// zstd decoder's), nil when the segment decoded to its trailer.
 	DecodeErr error
@@ -162,6 +166,9 @@ func (c *SegmentCheck) recordProblems(s format.Segment) []string {
 	var problems []string
 	if c.OtherPartition() {
 		problems = append(problems, otherPartition(c))
+	}
+	if want := cmp.Or(s.Kind, format.KindRecord); c.Decoded && c.HeaderKind != want {
+		problems = append(problems, fmt.Sprintf("it is a %s segment, the manifest says %s", c.HeaderKind, want))
 	}
 	if c.Records != s.Records {
 		problems = append(problems, fmt.Sprintf("decodes to %d records, the manifest says %d", c.Records, s.Records))
@@ -232,7 +239,7 @@ func (c *SegmentCheck) decode(r io.Reader, fn func(*format.Record) error) error 
 		return err
 	}
 	defer sr.Close()
-	c.Decoded, c.HeaderTopic, c.HeaderPartition = true, sr.Topic, sr.Partition
+	c.Decoded, c.HeaderTopic, c.HeaderPartition, c.HeaderKind = true, sr.Topic, sr.Partition, sr.Kind()
 	if fn != nil && c.OtherPartition() {
 		return errOtherPartition
 	}

@@ -111,7 +111,7 @@ CONFIG KEYS USED
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
   topics.allow_missing, topics.allow_topology_mismatch), storage.* (backend, bucket, prefix, region, endpoint,
   path_style, request_timeout, retry_timeout, path), backup.* (compression,
-  compression_level, source_cluster_id, segment_max_bytes, concurrency, cut_attempts, cut_timeout),
+  compression_level, source_cluster_id, segment_kind, segment_max_bytes, concurrency, cut_attempts, cut_timeout),
   schema_registry.topic (the registry's storage topic, copied whatever the filters
   say and marked in the manifest, so that restore writes it first).
   S3 credentials come from the AWS default chain (AWS_* environment variables,
@@ -185,6 +185,7 @@ func backupOptionsFromConfig(cfg *config.Config) backup.Options {
 		SchemaRegistryTopic:   schemaRegistryTopic(cfg),
 		SourceClusterID:       cfg.Backup.SourceClusterID,
 		SegmentMaxBytes:       int64(cfg.Backup.SegmentMaxBytes),
+		SegmentKind:           cfg.Backup.SegmentKind,
 		Concurrency:           cfg.Backup.Concurrency,
 		CompressionLevel:      format.CompressionLevel(cfg.Backup.CompressionLevel),
 		CutAttempts:           cfg.Backup.CutAttempts,

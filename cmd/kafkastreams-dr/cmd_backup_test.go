@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,19 +18,35 @@ import (
 )
 
 func TestBackupOptionsFromConfig(t *testing.T) {
-	c, err := config.Parse([]byte(goodConfig+"source_changelog_topics: [customers]\nbackup:\n  source_cluster_id: prod\n  segment_max_bytes: 1MiB\n  cut_attempts: 7\n  cut_timeout: 9s\n"), "t.yaml")
+	c, err := config.Parse([]byte(goodConfig+"source_changelog_topics: [customers]\nbackup:\n  source_cluster_id: prod\n  segment_max_bytes: 1MiB\n  segment_kind: batch\n  cut_attempts: 7\n  cut_timeout: 9s\n"), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := backupOptionsFromConfig(c)
 	if o.ApplicationID != "order-processor" || o.SourceClusterID != "prod" || o.SegmentMaxBytes != 1<<20 ||
 		o.Concurrency != config.DefaultConcurrency || len(o.Include) != 2 || len(o.Exclude) != 1 ||
-		len(o.SourceChangelogTopics) != 1 || o.AllowMissingTopics || o.CutAttempts != 7 || o.CutTimeout != 9*time.Second {
+		len(o.SourceChangelogTopics) != 1 || o.AllowMissingTopics || o.CutAttempts != 7 || o.CutTimeout != 9*time.Second || o.SegmentKind != "batch" {
 		t.Errorf("options = %+v", o)
+	}
+	// Without the key: record segments.
+	c, err = config.Parse([]byte(goodConfig), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := backupOptionsFromConfig(c); o.SegmentKind != "record" {
+		t.Errorf("default segment kind %q, want record", o.SegmentKind)
 	}
 }
 
+// TestBackupToDirectory backs up with each backup.segment_kind; the
+// batch kind's backup verifies deep (every batch's CRC-32C and records).
 func TestBackupToDirectory(t *testing.T) {
+	for _, kind := range []string{"", "batch"} {
+		t.Run("segment_kind="+kind, func(t *testing.T) { backupToDirectory(t, kind) })
+	}
+}
+
+func backupToDirectory(t *testing.T, kind string) {
 	brokers := startCluster(t, map[string]string{
 		"orders":                           "",
 		"order-processor-totals-changelog": "compact",
@@ -54,6 +71,9 @@ storage:
   backend: filesystem
   path: %s
 `, strings.Join(brokers, ", "), repo))
+	if kind != "" {
+		cfg = writeFile(t, "app.yaml", readFile(t, cfg)+"backup:\n  segment_kind: "+kind+"\n")
+	}
 
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg, "--json")
 	if code != 0 {
@@ -65,6 +85,13 @@ storage:
 	}
 	if res.BackupID == "" || res.Topics != 2 || res.Partitions != 4 || res.Records != 10 || res.Repository != repo {
 		t.Errorf("result = %+v, want 2 topics, 4 partitions, 10 records in %s", res, repo)
+	}
+	manifest := readFile(t, filepath.Join(repo, filepath.FromSlash(format.ManifestKey(res.BackupID))))
+	if strings.Contains(manifest, `"kind": "batch"`) != (kind == "batch") {
+		t.Errorf("segment_kind %q: manifest %s", kind, manifest)
+	}
+	if code, stdout, stderr := runCLI(t, "--log-level", "error", "verify", "-c", cfg, "--deep"); code != 0 {
+		t.Fatalf("verify --deep: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }
 

@@ -82,6 +82,9 @@ and the TLS and password files), $${ is a literal "${"; a regular file of at mos
                             better or best (klauspost/compress's levels, about zstd -1, -3,
                             -7, -11); restore needs no setting
     source_cluster_id       free-form name of the source cluster, kept in the manifest
+    segment_kind            record (default: every record re-encoded into zstd segments) or
+                            batch (the broker's record batches stored as fetched, compressed
+                            by their producers: no compression work; format_version 2)
     segment_max_bytes       uncompressed bytes per segment, e.g. 67108864 or "64MiB" (default)
     concurrency             partitions copied at once (default 4)
     cut_attempts            tries to prove the cut consistent with the application's

@@ -36,6 +36,7 @@ import (
 // Defaults applied by Load and Parse when the key is absent.
 const (
 	DefaultCompression     = "zstd"
+	DefaultSegmentKind     = "record"
 	DefaultSegmentMaxBytes = 64 << 20 // 64 MiB
 	DefaultConcurrency     = 4
 	DefaultClientID        = "kafkastreams-dr"
@@ -263,6 +264,12 @@ type Backup struct {
 	// SourceClusterID is a free-form name of the source cluster, recorded
 	// in the manifest.
 	SourceClusterID string `yaml:"source_cluster_id"`
+	// SegmentKind is how segments store records: "record" (the default)
+	// re-encodes every record into a zstd segment; "batch" stores the
+	// broker's record batches as fetched, compressed by their producers,
+	// which costs the backup no compression work (docs/FORMAT.md, "Batch
+	// segments"). Any other value is refused.
+	SegmentKind string `yaml:"segment_kind"`
 	// SegmentMaxBytes is the uncompressed size in bytes at which a segment
 	// is closed; default 64 MiB. The file may say 67108864 or "64MiB".
 	SegmentMaxBytes ByteSize `yaml:"segment_max_bytes"`

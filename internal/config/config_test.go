@@ -27,7 +27,7 @@ func TestLoadGoodFiles(t *testing.T) {
 				eq(t, "include", c.Source.Topics.Include, []string{"orders", "customer-totals", "order-processor-*-changelog"})
 				eq(t, "exclude", c.Source.Topics.Exclude, []string{"order-processor-*-repartition"})
 				eq(t, "storage", c.Storage, Storage{Backend: "s3", Bucket: "kafka-backups", Prefix: "streams/order-processor", Region: "us-east-1", Path: "/var/backups/kafka"})
-				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentMaxBytes: 64 << 20, Concurrency: 4,
+				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentKind: "record", SegmentMaxBytes: 64 << 20, Concurrency: 4,
 					CutAttempts: DefaultCutAttempts, CutTimeout: DefaultCutTimeout})
 				eq(t, "target", c.Target, (*Cluster)(nil))
 				eq(t, "line of include[2]", c.Line("source.topics.include[2]"), 7)
@@ -55,7 +55,7 @@ func TestLoadGoodFiles(t *testing.T) {
 				eq(t, "target tls implied by ca_file", c.Target.Security.TLS.Enabled, true)
 				eq(t, "target sasl", c.Target.Security.SASL, SASL{Mechanism: "PLAIN", Username: "restore", PasswordFile: "/run/secrets/kafka-password"})
 				eq(t, "storage", c.Storage, Storage{Backend: "s3", Bucket: "kafka-backups", Prefix: "streams/order-processor", Region: "eu-west-1", Endpoint: "http://minio:9000", PathStyle: true})
-				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentMaxBytes: 16 << 20, Concurrency: 8,
+				eq(t, "backup", c.Backup, Backup{Compression: "zstd", SourceClusterID: "production", SegmentKind: "batch", SegmentMaxBytes: 16 << 20, Concurrency: 8,
 					CutAttempts: 50, CutTimeout: time.Minute})
 			},
 		},
@@ -193,6 +193,11 @@ func TestParseErrors(t *testing.T) {
 			name: "unsupported compression",
 			yaml: base + "backup:\n  compression: gzip\n",
 			want: []string{`backup.compression "gzip" is not supported`, "line 10"},
+		},
+		{
+			name: "unknown segment kind",
+			yaml: base + "backup:\n  segment_kind: batches\n",
+			want: []string{`backup.segment_kind "batches" is not record or batch: write record`, "line 10"},
 		},
 		{
 			name: "bad segment size unit",

@@ -651,6 +651,12 @@ func (v *validator) backup() {
 		}
 	}
 	switch {
+	case !v.has("backup.segment_kind") || b.SegmentKind == "":
+		b.SegmentKind = DefaultSegmentKind
+	case b.SegmentKind != "record" && b.SegmentKind != "batch":
+		v.errf("backup.segment_kind", "backup.segment_kind %q is not record or batch: write record (re-encode every record, the default) or batch (store the broker's record batches as fetched)", b.SegmentKind)
+	}
+	switch {
 	case !v.has("backup.segment_max_bytes"):
 		b.SegmentMaxBytes = DefaultSegmentMaxBytes
 	case b.SegmentMaxBytes < 1<<10 && !v.bad["backup.segment_max_bytes"]:
