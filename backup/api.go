@@ -96,7 +96,7 @@ type Options struct {
 	// (docs/FORMAT.md, "Batch segments"; in-flight tails and old message
 	// sets stay record segments). Any other value fails the run.
 	SegmentKind string
-	Concurrency       int    // partitions copied at once; default 4
+	Concurrency int // partitions copied at once; default 4
 	// CompressionLevel is the zstd level of the segments (config key
 	// backup.compression_level): "" or format.CompressionDefault (about
 	// zstd -3), CompressionFastest, CompressionBetter or CompressionBest.
