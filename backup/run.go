@@ -210,11 +210,12 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	defer r.lock.Release(ctx)
 
 	// What is left of runs that died is cleaned up by the lock's first
-	// holder only: other shards of a sharded run write beside it (and a
-	// shard cleans up only what is older than a lock's staleness).
+	// holder only: other shards of a sharded run write beside it, so a
+	// shard removes only what is older than any write of a live one
+	// (storage.Filesystem.RemoveStaleTemps: "well above the longest Put").
 	staleAge := time.Duration(0)
 	if o.Shard != nil {
-		staleAge = repository.StaleAfter
+		staleAge = time.Hour
 	}
 	if a, ok := r.store.(interface {
 		AbortStaleUploads(context.Context, time.Duration) (int, error)

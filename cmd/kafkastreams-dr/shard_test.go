@@ -21,6 +21,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -84,7 +85,9 @@ func loadIfExists(store storage.Backend, key string) *format.Manifest {
 // with another N is refused (exit 2) with nothing written; shard 1 run again
 // resumes its own progress, and the backup the last shard completes equals
 // the unsharded one record for record, group offsets and cut included, its
-// partitions split disjointly, each large partition on its own shard.
+// partitions split disjointly, each large partition on its own shard; and
+// the two backups restored into new clusters give the same records at the
+// same offsets and the same committed group offsets.
 func TestShardedBackup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs four subprocess backups")
@@ -311,6 +314,38 @@ backup:
 	if _, err := store.Stat(t.Context(), format.LockKey); err == nil {
 		t.Fatal("the complete sharded backup left the repository lock")
 	}
+	// Restored, each into a cluster of its own, the two backups give the
+	// same records at the same offsets and the same group offsets.
+	restoreInto := func(repo string) []string {
+		target := testkit.StartKfake(t, 1)
+		cfg := writeFile(t, "restore.yaml", fmt.Sprintf("application_id: shard-app\nsource:\n  bootstrap_servers: [lost:9092]\n  topics:\n    include: [big, small]\ntarget:\n  bootstrap_servers: [%s]\nstorage:\n  backend: filesystem\n  path: %s\n",
+			strings.Join(target.Addrs(), ", "), repo))
+		if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", cfg, "--yes"); code != 0 {
+			t.Fatalf("restore of %s: exit %d\n%s\n%s", repo, code, stdout, stderr)
+		}
+		return target.Addrs()
+	}
+	tu, ts := restoreInto(repoU), restoreInto(repoS)
+	admU, admS := testkit.Admin(t, tu), testkit.Admin(t, ts)
+	endsU, endsS := restorecheck.EndOffsets(t, admU, "big", "small"), restorecheck.EndOffsets(t, admS, "big", "small")
+	if endsU.String() != endsS.String() {
+		t.Fatalf("restored end offsets differ: unsharded %s, sharded %s", endsU, endsS)
+	}
+	recU, recS := restorecheck.ReadAll(t, tu, endsU), restorecheck.ReadAll(t, ts, endsS)
+	for _, topic := range []string{"big", "small"} {
+		for p, want := range recU[topic] {
+			got := recS[topic][p]
+			restorecheck.SameRecords(t, fmt.Sprintf("restored %s/%d", topic, p), got, want, false)
+			if len(got) != len(want) || len(want) == 0 || got[0].Offset != want[0].Offset || got[len(got)-1].Offset != want[len(want)-1].Offset {
+				t.Fatalf("restored %s/%d: offsets differ or empty (%d vs %d records)", topic, p, len(got), len(want))
+			}
+		}
+	}
+	gu, gs := restorecheck.GroupOffsets(t, admU, "shard-app"), restorecheck.GroupOffsets(t, admS, "shard-app")
+	if gu.String() != gs.String() || len(gu) != 2 {
+		t.Fatalf("restored group offsets differ: unsharded %s, sharded %s (want 2 topics)", gu, gs)
+	}
+
 	// A shard of the run started once it is complete copies nothing.
 	code, stdout, stderr = runCLI(t, shardArgs(0, 3)...)
 	if code != 0 || !strings.Contains(stdout, id) {
