@@ -88,7 +88,7 @@ An interrupted run whose progress.json does not decode cannot be resumed (exit 2
 delete that backups/<id>/progress.json, and the next backup starts a new run.
 
 SHARDED BACKUP: one backup split across N processes (a Kubernetes Indexed Job,
-configs/kubernetes/backup-sharded-job.yaml). --shard I/N (default $JOB_COMPLETION_INDEX
+configs/kubernetes/job-backup-sharded.yaml). --shard I/N (default $JOB_COMPLETION_INDEX
 and $KAFKASTREAMS_DR_SHARDS when the latter is set) runs shard I; every shard of one
 run gives the same --shard-run ID (default $KAFKASTREAMS_DR_SHARD_RUN, the Job's
 controller uid) and the same config. Shard 0 takes the one cut (group offsets, then

@@ -16,7 +16,7 @@ import (
 )
 
 // The environment a Kubernetes Indexed Job gives each shard
-// (configs/kubernetes/backup-sharded-job.yaml): the pod's completion index
+// (configs/kubernetes/job-backup-sharded.yaml): the pod's completion index
 // (set by Kubernetes, batch/v1 completionMode Indexed), the Job's
 // completions and a run identifier shared by its pods (the manifest sets
 // both, the latter from the pod label batch.kubernetes.io/controller-uid
