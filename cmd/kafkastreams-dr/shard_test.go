@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,7 +79,8 @@ func loadIfExists(store storage.Backend, key string) *format.Manifest {
 // small ones, committed group offsets) on kfake with three `backup --shard
 // I/3` processes into one repository, and with one unsharded backup into
 // another. Shard 1 is killed (SIGKILL) once it has stored a segment of its
-// large partition, while every fetch is held: the backup is then not
+// large partition, while every fetch of a large partition past its first
+// records is held: the backup is then not
 // restorable (list: running; no complete backup), a shard of the same run
 // with another N is refused (exit 2) with nothing written; shard 1 run again
 // resumes its own progress, and the backup the last shard completes equals
@@ -147,16 +147,34 @@ backup:
 		t.Fatalf("unsharded backup: exit %d\n%s", code, stderr)
 	}
 
-	// Every fetch waits while held, so that shard 1 is killed in the
-	// middle of its large partition.
-	var held atomic.Bool
+	// A fetch of a large partition from offset holdFrom on sleeps until
+	// release: every shard stores its first segments of its large
+	// partition, then waits there, so that shard 1 is killed in the middle
+	// of it whatever the timing (kfake.SleepControl lets the other
+	// connections run meanwhile).
+	const holdFrom = 1000
+	details, err := adm.ListTopics(t.Context(), "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigID := details["big"].ID
 	release := make(chan struct{})
-	kf.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
-		if held.Load() {
-			select {
-			case <-release:
-			case <-time.After(20 * time.Second):
+	kf.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		hold := false
+		for _, rt := range req.(*kmsg.FetchRequest).Topics {
+			if rt.Topic == "big" || rt.TopicID == bigID {
+				for _, rp := range rt.Partitions {
+					hold = hold || rp.FetchOffset >= holdFrom
+				}
 			}
+		}
+		if hold {
+			kf.SleepControl(func() {
+				select {
+				case <-release:
+				case <-time.After(30 * time.Second):
+				}
+			})
 		}
 		return nil, nil, false
 	})
@@ -224,7 +242,6 @@ backup:
 		if m := loadIfExists(store, format.ShardProgressKey(id, 1)); m != nil {
 			if p := backupcheck.Topic(m, "big"); p != nil {
 				if pc := p.PartitionCuts[bigOf1]; len(pc.Segments) > 0 {
-					held.Store(true)
 					break
 				}
 			}
@@ -235,7 +252,6 @@ backup:
 		t.Fatal(err)
 	}
 	<-procs[1].done
-	held.Store(false)
 	close(release)
 	for _, i := range []int{0, 2} {
 		if code := procs[i].wait(t); code != 0 {
