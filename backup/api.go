@@ -131,9 +131,39 @@ type Options struct {
 	// (30s). The config's backup.cut_timeout.
 	CutTimeout time.Duration
 
+	// Shard, when set, makes this process one shard of a backup split
+	// across several (backup --shard I/N; docs/DESIGN.md "Sharded
+	// backup"); nil: the whole backup.
+	Shard *Shard
+
 	Logger   *slog.Logger // nil: discard
 	Observer Observer     // nil: none
 }
+
+// DefaultShardWait is Shard.Wait's default: how long shards 1..N-1 wait
+// for shard 0's cut.
+const DefaultShardWait = 10 * time.Minute
+
+// Shard is one process of a sharded backup: shard Index of Count
+// (0 <= Index < Count), of the run named Run. Shard 0 takes the cut and
+// assigns the partitions; the others wait for it, up to Wait
+// (DefaultShardWait when 0), then each copies its own partitions. The
+// backup is complete once every shard has finished; the shard that finds
+// every other shard done writes its manifest.
+type Shard struct {
+	Index, Count int
+	Run          string
+	Wait         time.Duration
+}
+
+// ErrShardMismatch is wrapped when the shards of one run disagree: on N,
+// or on the configuration that selects the topics (Manifest.Selection).
+// Nothing was written. Test with errors.Is.
+var ErrShardMismatch = errors.New("the shards of one run disagree")
+
+// ErrShardCutMissing is wrapped when shard 0's cut did not appear within
+// Shard.Wait. Nothing was written.
+var ErrShardCutMissing = errors.New("shard 0's cut did not appear")
 
 // Result summarises a finished run.
 type Result struct {
@@ -159,6 +189,15 @@ type Result struct {
 	// Unread ranges is partial, not complete.
 	Unread  []Unread
 	Resumed bool // the run completed an interrupted backup
+	// ShardsPending lists, for a shard of a sharded backup (Options.Shard),
+	// the shards that had not finished when this one did: the backup is
+	// not complete yet (Manifest is ""), the last shard to finish
+	// completes it. Empty once complete.
+	ShardsPending []int
+	// ShardAlreadyComplete: the shard's run had completed before it
+	// started (a shard run again after the backup was written); nothing
+	// was copied.
+	ShardAlreadyComplete bool
 	// InFlightTopics and InFlightRecords are the application's repartition
 	// and foreign-key subscription topics whose tails the backup holds
 	// (Manifest.InFlight) and the records in those tails: exactly the

@@ -97,8 +97,8 @@ func (r *runner) setStateDigests(ctx context.Context, todo []*work, parent map[s
 		}
 		for pi := range t.PartitionCuts {
 			p := &t.PartitionCuts[pi]
-			if r.undigested[partitionKey(t.Name, p.Partition)] {
-				continue
+			if r.undigested[partitionKey(t.Name, p.Partition)] || !r.owns(t.Name, p.Partition) {
+				continue // another shard's partition is its to digest
 			}
 			if d, ok := fed[p]; ok {
 				sum := d.Sum()

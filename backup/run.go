@@ -192,21 +192,60 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		r.o.Store, r.store = o.Store, o.Store
 	}
 
+	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics,
+		DeadLetterQueueTopics: o.DeadLetterTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
+		SchemaRegistryTopic: o.SchemaRegistryTopic}
+	if o.Topology != nil {
+		selection.TopologyFrom, selection.TopologySHA256 = o.Topology.From, o.Topology.SHA256()
+	}
+	// A shard finds its run before it writes anything (shards 1..N-1 wait
+	// for shard 0's cut): a shard of another N or config is refused with
+	// the repository as it was.
+	var sr shardRun
+	if o.Shard != nil {
+		if err := ValidateShard(o.Shard); err != nil {
+			return nil, "", err
+		}
+		if sr, err = locateShardRun(ctx, r.store, o.Shard, o.ApplicationID, selection, func(msg string, args ...any) { log.Info(msg, args...) }); err != nil {
+			if errors.Is(err, ErrShardMismatch) || errors.Is(err, ErrShardCutMissing) || errors.Is(err, context.Canceled) {
+				return nil, "", err
+			}
+			return nil, PhaseRepository, err
+		}
+		if sr.complete != "" {
+			log.Info("the sharded run is complete already: nothing to copy", "backup_id", sr.complete, "run", o.Shard.Run, "shard", o.Shard.Index)
+			r.result.BackupID, r.result.Manifest, r.result.ShardAlreadyComplete = sr.complete, format.ManifestKey(sr.complete), true
+			return &r.result, "", nil
+		}
+	}
+
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	runID := format.NewBackupID(time.Now(), rnd)
-	r.lock, err = repository.AcquireLockWait(ctx, r.store, format.LockKey, "backup run "+runID, o.LockWait, func(msg string, args ...any) { log.Warn(msg, args...) })
+	owner, shareRun := "backup run "+runID, ""
+	if o.Shard != nil {
+		owner, shareRun = fmt.Sprintf("sharded backup run %s", o.Shard.Run), o.Shard.Run
+	}
+	r.lock, err = repository.AcquireRunLockWait(ctx, r.store, format.LockKey, owner, shareRun, o.LockWait, func(msg string, args ...any) { log.Warn(msg, args...) })
 	if err != nil {
 		return nil, PhaseRepository, err
 	}
 	defer r.lock.Release(ctx)
 
+	// What is left of runs that died is cleaned up by the lock's first
+	// holder only: other shards of a sharded run write beside it, so a
+	// shard removes only what is older than any write of a live one
+	// (storage.Filesystem.RemoveStaleTemps: "well above the longest Put").
+	staleAge := time.Duration(0)
+	if o.Shard != nil {
+		staleAge = time.Hour
+	}
 	if a, ok := r.store.(interface {
 		AbortStaleUploads(context.Context, time.Duration) (int, error)
-	}); ok {
+	}); ok && !r.lock.Joined() {
 		// We hold the lock: every multipart upload in progress under the
 		// prefix belongs to a run that died (docs/DOMAIN.md#field-case-24 A3).
-		if n, err := a.AbortStaleUploads(ctx, 0); err != nil {
+		if n, err := a.AbortStaleUploads(ctx, staleAge); err != nil {
 			log.Warn("could not abort leftover multipart uploads", "err", err)
 		} else if n > 0 {
 			log.Info("aborted leftover multipart uploads of an interrupted run", "uploads", n)
@@ -215,13 +254,13 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 
 	if c, ok := r.store.(interface {
 		RemoveStaleTemps(context.Context, string, time.Duration) (int, error)
-	}); ok {
+	}); ok && !r.lock.Joined() {
 		// Under the lock, every temporary file below segments/ and
 		// backups/ belongs to a run that died (only the lock holder writes
 		// there). The root is left alone: other runs write their lock
 		// attempts there.
 		for _, dir := range []string{"segments", "backups"} {
-			if n, err := c.RemoveStaleTemps(ctx, dir, 0); err != nil {
+			if n, err := c.RemoveStaleTemps(ctx, dir, staleAge); err != nil {
 				log.Warn("could not remove leftover temporary files", "dir", dir, "err", err)
 			} else if n > 0 {
 				log.Info("removed temporary files of an interrupted run", "dir", dir, "files", n)
@@ -229,12 +268,6 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		}
 	}
 
-	selection := &format.Selection{Include: o.Include, Exclude: o.Exclude, SourceChangelogTopics: o.SourceChangelogTopics, AllowMissing: o.AllowMissingTopics,
-		DeadLetterQueueTopics: o.DeadLetterTopics, AllowTopologyMismatch: o.AllowTopologyMismatch,
-		SchemaRegistryTopic: o.SchemaRegistryTopic}
-	if o.Topology != nil {
-		selection.TopologyFrom, selection.TopologySHA256 = o.Topology.From, o.Topology.SHA256()
-	}
 	scan, err := r.scanRepository(ctx)
 	if err != nil {
 		return nil, PhaseRepository, err
@@ -253,9 +286,25 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		log.Warn(r.warnings[len(r.warnings)-1])
 		scan.resume = nil
 	}
+	if scan.resume != nil && scan.resume.ShardRun != nil && (o.Shard == nil || scan.resume.ShardRun.Run != o.Shard.Run) {
+		rs := scan.resume.ShardRun
+		r.warnings = append(r.warnings, fmt.Sprintf("interrupted backup %s is sharded run %q of %d shards; starting a new backup instead of resuming it (its segments are left unreferenced): to finish it, run its shards again with --shard I/%d --shard-run %s", scan.resume.BackupID, rs.Run, rs.Shards, rs.Shards, rs.Run))
+		log.Warn(r.warnings[len(r.warnings)-1])
+		scan.resume = nil
+	}
 	cutStarted := time.Now()
 	var todo []*work
-	if scan.resume != nil {
+	shardDone := false // this shard had finished its partitions before
+	switch {
+	case o.Shard != nil && sr.cut != nil:
+		todo, shardDone, err = r.joinShardCut(ctx, sr.cut)
+		if err == nil && r.m.ParentBackupID != "" && (scan.parent == nil || scan.parent.BackupID != r.m.ParentBackupID) {
+			// The state digests of unchanged chains come from the cut's parent.
+			scan.parent, err = repository.LoadManifest(ctx, r.store, format.ManifestKey(r.m.ParentBackupID))
+		}
+	case o.Shard != nil:
+		todo, err = r.shardCut(ctx, format.NextBackupID(time.Now(), scan.latestID, rnd), scan.parent, selection)
+	case scan.resume != nil:
 		if r.topologyWarning != "" { // the resumed manifest has its own selection's warnings
 			r.warnings = append(r.warnings, r.topologyWarning)
 		}
@@ -263,7 +312,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		r.m = scan.resume
 		r.result.Resumed = true
 		todo, err = r.resumeWork(ctx)
-	} else {
+	default:
 		id := format.NextBackupID(time.Now(), scan.latestID, rnd)
 		todo, err = r.newCut(ctx, id, scan.parent, selection)
 	}
@@ -315,8 +364,19 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	for _, t := range r.m.InFlight {
 		r.result.InFlightPartitions += len(t.PartitionCuts)
 	}
-	if err := r.setStateDigests(ctx, todo, parentCuts(scan.parent)); err != nil {
-		return &r.result, PhaseManifest, err
+	if !shardDone {
+		if err := r.setStateDigests(ctx, todo, parentCuts(scan.parent)); err != nil {
+			return &r.result, PhaseManifest, err
+		}
+	}
+	if o.Shard != nil {
+		if err := r.finishShard(ctx, shardDone); err != nil {
+			return &r.result, PhaseManifest, err
+		}
+		r.result.Warnings = append(r.warnings, r.m.Warnings...)
+		log.Info("shard finished", "backup_id", r.m.BackupID, "run", o.Shard.Run, "shard", o.Shard.Index, "shards", o.Shard.Count,
+			"records", r.result.Records, "bytes", r.result.Bytes, "shards_pending", fmt.Sprint(r.result.ShardsPending))
+		return &r.result, "", nil
 	}
 	manifestStarted := time.Now()
 	defer func() { o.Observer.PhaseDone("manifest", time.Since(manifestStarted)) }()
@@ -1131,6 +1191,9 @@ func (r *runner) writeProgress(ctx context.Context) error {
 		return err
 	}
 	key := format.ProgressKey(r.m.BackupID)
+	if r.o.Shard != nil {
+		key = format.ShardProgressKey(r.m.BackupID, r.o.Shard.Index) // progress.json is the run's cut
+	}
 	if err := r.syncSegments(); err != nil {
 		return fmt.Errorf("write progress manifest %s: %w", key, err)
 	}

@@ -905,6 +905,68 @@ func TestBackupCronJob(t *testing.T) {
 	checkMemory(t, j.Template.Spec.Containers[0], resource.MustParse("400Mi"))
 }
 
+// TestShardedBackupJob checks job-backup-sharded.yaml: an Indexed Job
+// whose pods run `backup` as shard JOB_COMPLETION_INDEX of
+// KAFKASTREAMS_DR_SHARDS = completions = parallelism, sharing the Job's
+// controller uid as the run (KAFKASTREAMS_DR_SHARD_RUN, downward API), and
+// failing the Job on exit 2 and 3; and that the binary takes that
+// environment as the shard (the command line with the pod's env, index 2).
+func TestShardedBackupJob(t *testing.T) {
+	m := loadManifests(t)
+	var j *batchv1.Job
+	for i := range m.jobs {
+		if m.jobs[i].Name == "kafkastreams-dr-backup-sharded" {
+			j = &m.jobs[i]
+		}
+	}
+	if j == nil {
+		t.Fatal("no Job kafkastreams-dr-backup-sharded")
+	}
+	s := j.Spec
+	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
+		t.Fatalf("completionMode %v, want Indexed (JOB_COMPLETION_INDEX is the shard)", s.CompletionMode)
+	}
+	if s.Completions == nil || s.Parallelism == nil || *s.Completions != 3 || *s.Parallelism != *s.Completions {
+		t.Fatalf("completions %v parallelism %v, want 3 and 3 (every shard at once)", s.Completions, s.Parallelism)
+	}
+	c := s.Template.Spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "backup" || slices.Contains(c.Args, "--shard") {
+		t.Fatalf("args %v, want backup with the shard from the environment", c.Args)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if e := env["KAFKASTREAMS_DR_SHARDS"]; e.Value != strconv.Itoa(int(*s.Completions)) {
+		t.Errorf("KAFKASTREAMS_DR_SHARDS %q, want completions, %d", e.Value, *s.Completions)
+	}
+	if e := env["KAFKASTREAMS_DR_SHARD_RUN"]; e.ValueFrom == nil || e.ValueFrom.FieldRef == nil ||
+		e.ValueFrom.FieldRef.FieldPath != "metadata.labels['batch.kubernetes.io/controller-uid']" {
+		t.Errorf("KAFKASTREAMS_DR_SHARD_RUN %+v, want the pod label batch.kubernetes.io/controller-uid (downward API)", e.ValueFrom)
+	}
+	failJob := map[int32]bool{}
+	if s.PodFailurePolicy != nil {
+		for _, r := range s.PodFailurePolicy.Rules {
+			if r.Action == batchv1.PodFailurePolicyActionFailJob && r.OnExitCodes != nil {
+				for _, v := range r.OnExitCodes.Values {
+					failJob[v] = true
+				}
+			}
+		}
+	}
+	if !failJob[2] || !failJob[3] || failJob[11] {
+		t.Errorf("podFailurePolicy fails the Job on %v, want 2 and 3, not 11", slices.Sorted(mapsKeys32(failJob)))
+	}
+	// The binary reads that environment as shard 2 of 3: a bad index is
+	// refused naming it (exit 2), so the variables are the ones it reads.
+	cmd := exec.Command(needBin(t), "backup", "-c", "/nonexistent.yaml")
+	cmd.Env = append(os.Environ(), "KAFKASTREAMS_DR_SHARDS="+env["KAFKASTREAMS_DR_SHARDS"].Value, "JOB_COMPLETION_INDEX=3", "KAFKASTREAMS_DR_SHARD_RUN=uid")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !bytes.Contains(out, []byte(`$JOB_COMPLETION_INDEX/$KAFKASTREAMS_DR_SHARDS "3/3"`)) {
+		t.Errorf("backup with JOB_COMPLETION_INDEX=3 and the Job's KAFKASTREAMS_DR_SHARDS: exit %d, want 2 naming them:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
 func mapsKeys32(m map[int32]bool) func(func(int32) bool) {
 	return func(yield func(int32) bool) {
 		for k := range m {
@@ -953,8 +1015,8 @@ func checkMemory(t *testing.T, c corev1.Container, minLimit resource.Quantity) {
 func TestWorkloads(t *testing.T) {
 	m := loadManifests(t)
 	ws := m.workloads()
-	if len(ws) != 3 {
-		t.Fatalf("%d workloads, want the backup CronJob and the restore and drill Jobs", len(ws))
+	if len(ws) != 4 {
+		t.Fatalf("%d workloads, want the backup CronJob and the sharded backup, restore and drill Jobs", len(ws))
 	}
 	var components []string
 	for _, w := range ws {
@@ -966,7 +1028,7 @@ func TestWorkloads(t *testing.T) {
 		})
 	}
 	slices.Sort(components)
-	if want := []string{"backup", "drill", "restore"}; !slices.Equal(components, want) {
+	if want := []string{"backup", "backup", "drill", "restore"}; !slices.Equal(components, want) {
 		t.Errorf("the workloads run %v, want %v", components, want)
 	}
 }

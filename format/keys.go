@@ -30,6 +30,13 @@ func ManifestKey(backupID string) string { return backupsPrefix + backupID + "/"
 // ProgressKey is the key of a running backup's progress manifest.
 func ProgressKey(backupID string) string { return backupsPrefix + backupID + "/" + progressFile }
 
+// ShardProgressKey is the key of shard's progress in a sharded backup
+// (ShardRun): backups/<id>/shards/<shard>.json, a manifest in state
+// running holding the cut and the segments that shard copied so far.
+func ShardProgressKey(backupID string, shard int) string {
+	return fmt.Sprintf("%s%s/shards/%d.json", backupsPrefix, backupID, shard)
+}
+
 // ParseManifestKey returns the backup id of a manifest's key, and whether
 // the key is a running backup's progress manifest (ProgressKey) rather
 // than a complete backup's (ManifestKey). ok is false for any other key,

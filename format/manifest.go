@@ -58,6 +58,58 @@ type Manifest struct {
 	// manifests written before tails were captured (docs/FORMAT.md).
 	InFlight []Topic  `json:"in_flight,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// ShardRun is set on a backup taken by several processes (backup
+	// --shard I/N): the run they share and which partitions each copies.
+	// Absent on a backup of one process.
+	ShardRun *ShardRun `json:"shard_run,omitempty"`
+}
+
+// ShardRun is one backup split across Shards processes (docs/FORMAT.md,
+// "Sharded backups"): shard 0 takes the cut and the assignment and writes
+// them into the progress manifest, each shard copies its partitions with a
+// progress of its own (ShardProgressKey), and the manifest is written once
+// every shard's progress is done.
+type ShardRun struct {
+	// Run is the identifier the shards of one run share (--shard-run; the
+	// Kubernetes Job's controller uid).
+	Run string `json:"run"`
+	// Shards is N, the number of shards; at least 1.
+	Shards int `json:"shards"`
+	// Assignment lists, per shard 0..Shards-1, the partitions it copies:
+	// disjoint, covering every partition of topics and in_flight.
+	Assignment []ShardAssignment `json:"assignment"`
+	// Done is set in a shard's progress (ShardProgressKey) once the shard
+	// has copied every partition of its assignment; never in progress.json.
+	Done bool `json:"done,omitempty"`
+}
+
+// ShardAssignment is the partitions of one shard and their load: the
+// offsets between each partition's first offset to copy and its end at the
+// cut (records, aborted and control records included).
+type ShardAssignment struct {
+	Shard      int               `json:"shard"`
+	Offsets    int64             `json:"offsets"`
+	Partitions []ShardPartitions `json:"partitions"`
+}
+
+// ShardPartitions names partitions of one topic (or in-flight tail).
+type ShardPartitions struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// Owns reports whether shard copies partition p of topic in r's
+// assignment.
+func (r *ShardRun) Owns(shard int, topic string, p int32) bool {
+	if shard < 0 || shard >= len(r.Assignment) {
+		return false
+	}
+	for _, tp := range r.Assignment[shard].Partitions {
+		if tp.Topic == topic && slices.Contains(tp.Partitions, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // InFlightRecords is the number of records m's in-flight tails hold

@@ -29,6 +29,11 @@ type lockInfo struct {
 	PID         int       `json:"pid"`
 	CreatedAt   time.Time `json:"created_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
+	// Run is set on a lock shared by the shards of one run (backup
+	// --shard I/N; AcquireRunLockWait): every process of that run may hold
+	// it at once, any other run is kept out. PID is 0 then: the run is
+	// many processes, its lock goes stale only by its heartbeat.
+	Run string `json:"run,omitempty"`
 }
 
 // StaleAfter is how old a lock's heartbeat must be before another run may
@@ -51,6 +56,12 @@ type Lock struct {
 	stop  chan struct{}
 	done  chan struct{}
 	lost  error
+	// joined: a run lock another process of the same run had taken (it
+	// was not created by this one).
+	joined bool
+	// finished: Release deletes a run lock (Finish); without it a shard
+	// leaves the lock to the other shards of its run.
+	finished bool
 }
 
 func readLock(ctx context.Context, store storage.Backend, key string) (*lockInfo, error) {
@@ -90,9 +101,16 @@ func (li *lockInfo) stale(now time.Time, host string) string {
 // logf). It returns an error wrapping ErrLocked when a live run holds it.
 // The holder must Release it.
 func AcquireLock(ctx context.Context, store storage.Backend, key, owner string, logf func(string, ...any)) (*Lock, error) {
+	return acquire(ctx, store, key, owner, "", logf)
+}
+
+func acquire(ctx context.Context, store storage.Backend, key, owner, run string, logf func(string, ...any)) (*Lock, error) {
 	host, _ := os.Hostname()
 	now := time.Now().UTC()
-	l := &Lock{store: store, key: key, info: lockInfo{Owner: owner, Hostname: host, PID: os.Getpid(), CreatedAt: now, HeartbeatAt: now}}
+	l := &Lock{store: store, key: key, info: lockInfo{Owner: owner, Hostname: host, PID: os.Getpid(), CreatedAt: now, HeartbeatAt: now, Run: run}}
+	if run != "" {
+		l.info.PID = 0
+	}
 	for attempt := 0; attempt < 2; attempt++ {
 		b, _ := json.Marshal(l.info)
 		err := store.PutIfAbsent(ctx, key, b)
@@ -110,6 +128,14 @@ func AcquireLock(ctx context.Context, store storage.Backend, key, owner string, 
 		}
 		if err != nil {
 			return nil, err
+		}
+		if run != "" && held.Run == run {
+			// Another shard of this run holds it (or held it and died):
+			// share it, with this process's heartbeat too.
+			l.info.CreatedAt, l.joined = held.CreatedAt, true
+			l.stop, l.done = make(chan struct{}), make(chan struct{})
+			go l.beat(ctx)
+			return l, nil
 		}
 		why := held.stale(time.Now().UTC(), host)
 		if why == "" {
@@ -130,10 +156,22 @@ func AcquireLock(ctx context.Context, store storage.Backend, key, owner string, 
 // backup after a killed one (OOM, node drain, SIGKILL from another host)
 // then proceeds instead of failing. wait 0 is AcquireLock.
 func AcquireLockWait(ctx context.Context, store storage.Backend, key, owner string, wait time.Duration, logf func(string, ...any)) (*Lock, error) {
+	return AcquireRunLockWait(ctx, store, key, owner, "", wait, logf)
+}
+
+// AcquireRunLockWait is AcquireLockWait for one process of a run of
+// several (the shards of backup --shard I/N, sharing run, the
+// --shard-run identifier; "" is AcquireLockWait): a lock held by the same
+// run, live or stale, is joined, not waited for; any other holder is kept
+// apart as by AcquireLockWait, and the run's lock keeps other runs out.
+// Each holder of a run lock rewrites its heartbeat; Release leaves it to
+// the run's other processes unless Finish was called (by the process
+// that completes the run).
+func AcquireRunLockWait(ctx context.Context, store storage.Backend, key, owner, run string, wait time.Duration, logf func(string, ...any)) (*Lock, error) {
 	deadline := time.Now().Add(wait)
 	logged := false
 	for {
-		l, err := AcquireLock(ctx, store, key, owner, logf)
+		l, err := acquire(ctx, store, key, owner, run, logf)
 		if err == nil || !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
 			return l, err
 		}
@@ -157,6 +195,9 @@ func (l *Lock) Check(ctx context.Context) error {
 	held, err := readLock(ctx, l.store, l.key)
 	if err != nil {
 		return fmt.Errorf("repository lock lost: %w", err)
+	}
+	if l.info.Run != "" && held.Run == l.info.Run {
+		return nil // one run's shards share it, each rewriting it
 	}
 	if held.Owner != l.info.Owner || held.PID != l.info.PID || held.Hostname != l.info.Hostname {
 		return fmt.Errorf("%w: repository lock was taken over by backup %s (host %s, pid %d)", ErrLocked, held.Owner, held.Hostname, held.PID)
@@ -195,11 +236,32 @@ func (l *Lock) Err() error {
 	return l.lost
 }
 
+// Joined reports whether a run lock (AcquireRunLockWait) was already held
+// by another process of the run when this one took it.
+func (l *Lock) Joined() bool { return l.joined }
+
+// Finish makes Release delete a run lock: the run is over (its last
+// process completed it). A lock of one process is deleted by Release
+// anyway.
+func (l *Lock) Finish() {
+	l.mu.Lock()
+	l.finished = true
+	l.mu.Unlock()
+}
+
 // Release stops the heartbeat and deletes the lock if it is still this
-// holder's. It uses a fresh context so a cancelled run still releases it.
+// holder's (a run lock only after Finish: the run's other processes may
+// still hold it). It uses a fresh context so a cancelled run still
+// releases it.
 func (l *Lock) Release(ctx context.Context) {
 	close(l.stop)
 	<-l.done
+	l.mu.Lock()
+	keep := l.info.Run != "" && !l.finished
+	l.mu.Unlock()
+	if keep {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if l.Check(ctx) == nil {

@@ -64,3 +64,39 @@ func TestAcquireLockWait(t *testing.T) {
 		}
 	})
 }
+
+// TestRunLock: the shards of one run share the lock (each joins it, the
+// stale-process rule does not apply to it: PID 0), any other run, sharded
+// or not, is kept out; Release leaves it to the run's other shards until
+// Finish.
+func TestRunLock(t *testing.T) {
+	logf := func(string, ...any) {}
+	ctx := context.Background()
+	store, _ := storage.NewFilesystem(t.TempDir())
+	a, err := AcquireRunLockWait(ctx, store, "lock", "sharded backup run r1", "r1", 0, logf)
+	if err != nil || a.Joined() {
+		t.Fatalf("first shard: %v, joined %v", err, a != nil && a.Joined())
+	}
+	b, err := AcquireRunLockWait(ctx, store, "lock", "sharded backup run r1", "r1", 0, logf)
+	if err != nil || !b.Joined() {
+		t.Fatalf("second shard of the run: %v, want it joined", err)
+	}
+	if _, err := AcquireRunLockWait(ctx, store, "lock", "sharded backup run r2", "r2", 0, logf); !errors.Is(err, ErrLocked) {
+		t.Fatalf("another sharded run: %v, want ErrLocked", err)
+	}
+	if _, err := AcquireLock(ctx, store, "lock", "backup run x", logf); !errors.Is(err, ErrLocked) {
+		t.Fatalf("an unsharded run: %v, want ErrLocked", err)
+	}
+	if err := b.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Release(ctx)
+	if _, err := store.Stat(ctx, "lock"); err != nil {
+		t.Fatalf("a shard's Release removed the run's lock: %v", err)
+	}
+	b.Finish()
+	b.Release(ctx)
+	if _, err := store.Stat(ctx, "lock"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("after Finish, Release left the lock: %v", err)
+	}
+}

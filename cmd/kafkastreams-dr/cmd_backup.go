@@ -28,6 +28,8 @@ type backupOptions struct {
 	Embedded   bool          // back up the sample application from an in-process cluster
 	Out        string        // repository directory of --embedded
 	Topology   string        // --topology: a Topology#describe() file
+	shardFlags shardFlags    // --shard, --shard-run, --shard-wait
+	Shard      *backup.Shard // from shardFlags and the environment; nil: not sharded
 
 	Logger *slog.Logger
 	global *globalOptions // --metrics-addr, --push-gateway, --push-job
@@ -86,6 +88,22 @@ present but empty (an empty ${APP}) is a config error (exit 2).
 An interrupted run whose progress.json does not decode cannot be resumed (exit 2):
 delete that backups/<id>/progress.json, and the next backup starts a new run.
 
+SHARDED BACKUP: one backup split across N processes (a Kubernetes Indexed Job,
+configs/kubernetes/job-backup-sharded.yaml). --shard I/N (default $JOB_COMPLETION_INDEX
+and $KAFKASTREAMS_DR_SHARDS when the latter is set) runs shard I; every shard of one
+run gives the same --shard-run ID (default $KAFKASTREAMS_DR_SHARD_RUN, the Job's
+controller uid) and the same config. Shard 0 takes the one cut (group offsets, then
+ends) and assigns the partitions, balanced by the offsets to copy; shards 1..N-1
+wait for it (--shard-wait, default 10m; then exit 1 naming shard 0). The shards
+share the repository lock, which keeps any other run out. Each shard copies its
+partitions with its own progress (backups/<id>/shards/<I>.json): a killed shard run
+again resumes its partitions. The backup is complete, listed and restorable, only
+when every shard has finished: the last one writes the manifest; the others print
+"not complete yet" and the shards still running (exit 0). Refused before any write
+(exit 2): I/N that is not 0 <= I < N, no run id, a run cut for another N or another
+selection (include, exclude, topology) than this shard's config. A shard of a run
+already complete copies nothing and prints the backup (exit 0).
+
 Prints a summary of the backup on stdout (--json for machines); logs go to stderr,
 with progress bars when stderr is a terminal and one summary line at the end.
 --metrics-addr serves the run's Prometheus metrics while it lasts; --push-gateway
@@ -140,6 +158,13 @@ CONFIG KEYS USED
 			case !o.Embedded && o.ConfigFile == "":
 				return &usageError{errors.New("no config file: use --config FILE (-c FILE), or --embedded to try the tool without a cluster")}
 			}
+			var err error
+			if o.Shard, err = o.shardFlags.shard(cmd, lookupEnv); err != nil {
+				return err
+			}
+			if o.Embedded && o.Shard != nil {
+				return &usageError{errors.New("--embedded backs up in one process: drop --shard (and unset " + envShards + ")")}
+			}
 			o.Logger = g.Logger()
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
@@ -158,6 +183,7 @@ CONFIG KEYS USED
 	cmd.Flags().BoolVar(&o.Full, "full", false, "start a new backup chain: copy every partition from its log start, naming no earlier backup's segments (after verify found a damaged segment); the repository's latest backup must still be of this application.id")
 	cmd.Flags().BoolVar(&o.Embedded, "embedded", false, "back up a sample Streams app from an embedded in-process cluster (no Kafka or cloud account needed)")
 	cmd.Flags().StringVar(&o.Out, "out", "./kdr-quickstart", "with --embedded: the local directory to write the backup repository to (must not hold one yet)")
+	o.shardFlags.add(cmd)
 	return cmd
 }
 
@@ -210,7 +236,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 		return err
 	}
 	bo := backupOptionsFromConfig(cfg)
-	bo.Full, bo.LockWait = o.Full, o.LockWait
+	bo.Full, bo.LockWait, bo.Shard = o.Full, o.LockWait, o.Shard
 	if bo.Topology, err = loadTopology(cfg, o.Topology); err != nil {
 		return err
 	}
@@ -242,6 +268,12 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 		return backupError(err, cfg.File())
 	}
 	tel.id = res.BackupID
+	if o.Shard != nil && res.Manifest == "" {
+		if err := writeShardPending(s.Out, o.JSON, bo.Store.Location(), o.Shard, res); err != nil {
+			return err
+		}
+		return gapsError(res)
+	}
 	// The config's warnings (an application_id that is not set, an empty
 	// ${VAR}) went to stderr when it was loaded; they head the result's
 	// warnings too, where a CronJob's log reader looks (new-user test: an
@@ -282,6 +314,10 @@ func backupError(err error, file string) error {
 		// One repository prefix holds one application's chain; --full does
 		// not help (the new chain would still share "latest").
 		return withCode(exitUsage, fmt.Errorf("backup refused, the repository holds another application's backups: %w", err), otherApplicationHint(file))
+	case errors.Is(err, backup.ErrShardMismatch):
+		return withCode(exitUsage, err, "nothing was written")
+	case errors.Is(err, backup.ErrShardCutMissing):
+		return withCode(exitError, err, "nothing was written; run this shard again once shard 0 runs")
 	case errors.Is(err, backup.ErrLocked):
 		return withCode(exitLocked, err, "another run holds the repository lock; nothing was copied: the next run proceeds once it is released, or goes stale 2 minutes after its holder's last heartbeat (wait longer with --lock-wait)")
 	case errors.As(err, &pe):

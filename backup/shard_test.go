@@ -1,0 +1,169 @@
+package backup_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// TestShardedRuns runs the shards of sharded backups one after the other
+// in this process, on the sample application (changelogs, in-flight
+// tails): shard 1 alone waits for shard 0's cut and fails naming it with
+// nothing written; shard 0 alone leaves the backup incomplete; shard 1
+// with another include is refused (ErrShardMismatch); shard 1 completes
+// it, equal to an unsharded backup (cut, records, state digests, group
+// offsets); an incremental sharded run (a new run id) equals an
+// incremental unsharded one; an unsharded backup after an unfinished
+// sharded run (its lock gone stale) starts a new backup and warns naming
+// the run.
+func TestShardedRuns(t *testing.T) {
+	kf := seededKfake(t)
+	ctx := context.Background()
+	storeU, _ := storage.NewFilesystem(t.TempDir())
+	storeS, _ := storage.NewFilesystem(t.TempDir())
+	shard := func(i int, run string, wait time.Duration) backup.Options {
+		o := sampleOptions(kf.Addrs(), storeS)
+		o.Shard = &backup.Shard{Index: i, Count: 2, Run: run, Wait: wait}
+		return o
+	}
+
+	_, err := backup.Run(ctx, shard(1, "r1", 300*time.Millisecond))
+	if !errors.Is(err, backup.ErrShardCutMissing) || !strings.Contains(err.Error(), `shard 0 of run "r1"`) {
+		t.Fatalf("shard 1 without shard 0: %v, want ErrShardCutMissing naming shard 0 and the run", err)
+	}
+	if x, _ := repository.ReadIndex(ctx, storeS); len(x.Backups) != 0 {
+		t.Fatalf("shard 1 without a cut wrote backups %+v", x.Backups)
+	}
+	if _, err := storeS.Stat(ctx, format.LockKey); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("shard 1 without a cut took the lock: %v", err)
+	}
+
+	r0, err := backup.Run(ctx, shard(0, "r1", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r0.Manifest != "" || !slices.Equal(r0.ShardsPending, []int{1}) {
+		t.Fatalf("shard 0 alone: manifest %q pending %v, want none and [1]", r0.Manifest, r0.ShardsPending)
+	}
+	if x, _ := repository.ReadIndex(ctx, storeS); len(x.CompleteIDs()) != 0 {
+		t.Fatalf("half a sharded backup is complete: %v", x.CompleteIDs())
+	}
+	other := shard(1, "r1", 0)
+	other.Include = append(slices.Clone(other.Include), "more-*")
+	if _, err := backup.Run(ctx, other); !errors.Is(err, backup.ErrShardMismatch) {
+		t.Fatalf("shard 1 with another include: %v, want ErrShardMismatch", err)
+	}
+	r1, err := backup.Run(ctx, shard(1, "r1", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Manifest != format.ManifestKey(r0.BackupID) || len(r1.ShardsPending) != 0 {
+		t.Fatalf("shard 1: manifest %q pending %v, want backup %s complete", r1.Manifest, r1.ShardsPending, r0.BackupID)
+	}
+	u1, err := backup.Run(ctx, sampleOptions(kf.Addrs(), storeU))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBackups(t, storeU, backupcheck.Latest(t, storeU, u1.BackupID), storeS, backupcheck.Latest(t, storeS, r0.BackupID))
+
+	// Incremental: a new run continues the chain of the sharded backup.
+	cl := manualClient(t, kf.Addrs())
+	produce(t, cl, sample.Orders, 1, 1000, 7)
+	produce(t, cl, sample.Totals, 1, 0, 3)
+	i0, err := backup.Run(ctx, shard(0, "r2", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Run(ctx, shard(1, "r2", 0)); err != nil {
+		t.Fatal(err)
+	}
+	u2, err := backup.Run(ctx, sampleOptions(kf.Addrs(), storeU))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := backupcheck.Latest(t, storeS, i0.BackupID)
+	if ms.ParentBackupID != r0.BackupID {
+		t.Fatalf("incremental sharded backup's parent %q, want %s", ms.ParentBackupID, r0.BackupID)
+	}
+	sameBackups(t, storeU, backupcheck.Latest(t, storeU, u2.BackupID), storeS, ms)
+
+	// An unfinished sharded run is not resumed by an unsharded backup.
+	h0, err := backup.Run(ctx, shard(0, "r3", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), storeS)); !errors.Is(err, backup.ErrLocked) {
+		t.Fatalf("unsharded backup while sharded run r3 holds the lock: %v, want ErrLocked", err)
+	}
+	if err := storeS.Delete(ctx, format.LockKey); err != nil { // as if stale
+		t.Fatal(err)
+	}
+	n, err := backup.Run(ctx, sampleOptions(kf.Addrs(), storeS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.BackupID == h0.BackupID || n.Resumed || !slices.ContainsFunc(n.Warnings, func(w string) bool {
+		return strings.Contains(w, `is sharded run "r3" of 2 shards; starting a new backup`)
+	}) {
+		t.Fatalf("unsharded backup after unfinished run r3: id %s (r3's %s), resumed %v, warnings %q", n.BackupID, h0.BackupID, n.Resumed, n.Warnings)
+	}
+}
+
+// sameBackups asserts two backups of one cluster state hold the same cut,
+// the same records and the same state digests.
+func sameBackups(t *testing.T, sa storage.Backend, a *format.Manifest, sb storage.Backend, b *format.Manifest) {
+	t.Helper()
+	if a.Group == nil || b.Group == nil || len(a.Group.Offsets) == 0 || !slices.EqualFunc(a.Group.Offsets, b.Group.Offsets, func(x, y format.GroupOffset) bool {
+		return x.Topic == y.Topic && x.Partition == y.Partition && x.Offset == y.Offset
+	}) {
+		t.Fatalf("group offsets differ: %+v vs %+v", a.Group, b.Group)
+	}
+	all := func(m *format.Manifest) []format.Topic { return slices.Concat(m.Topics, m.InFlight) }
+	ta, tb := all(a), all(b)
+	if len(ta) != len(tb) || len(b.InFlight) != len(a.InFlight) {
+		t.Fatalf("%d topics vs %d", len(ta), len(tb))
+	}
+	digests := 0
+	defer func() {
+		if digests == 0 || len(b.InFlight) == 0 {
+			t.Errorf("the backups hold %d state digests and %d in-flight tails: the comparison missed them", digests, len(b.InFlight))
+		}
+	}()
+	for i := range ta {
+		if ta[i].Name != tb[i].Name || len(ta[i].PartitionCuts) != len(tb[i].PartitionCuts) {
+			t.Fatalf("topic %q vs %q", ta[i].Name, tb[i].Name)
+		}
+		for k, pa := range ta[i].PartitionCuts {
+			pb := tb[i].PartitionCuts[k]
+			if pa.StartOffset != pb.StartOffset || pa.EndOffset != pb.EndOffset || pa.Records != pb.Records {
+				t.Fatalf("%s/%d: cut %d..%d (%d records) vs %d..%d (%d)", ta[i].Name, pa.Partition, pa.StartOffset, pa.EndOffset, pa.Records, pb.StartOffset, pb.EndOffset, pb.Records)
+			}
+			if (pa.StateDigest == nil) != (pb.StateDigest == nil) || (pa.StateDigest != nil && *pa.StateDigest != *pb.StateDigest) {
+				t.Fatalf("%s/%d: state digest %v vs %v", ta[i].Name, pa.Partition, pa.StateDigest, pb.StateDigest)
+			}
+			if pb.StateDigest != nil {
+				digests++
+			}
+			ra, rb := backupcheck.Records(t, sa, a, ta[i].Name, pa.Partition), backupcheck.Records(t, sb, b, tb[i].Name, pb.Partition)
+			if len(ra) != len(rb) {
+				t.Fatalf("%s/%d: %d records vs %d", ta[i].Name, pa.Partition, len(ra), len(rb))
+			}
+			for j := range ra {
+				if ra[j].Offset != rb[j].Offset || !bytes.Equal(ra[j].Key, rb[j].Key) || !bytes.Equal(ra[j].Value, rb[j].Value) || ra[j].Timestamp != rb[j].Timestamp {
+					t.Fatalf("%s/%d record %d differs", ta[i].Name, pa.Partition, j)
+				}
+			}
+		}
+	}
+}
