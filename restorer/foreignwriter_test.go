@@ -47,31 +47,45 @@ func backedUpOrders(t *testing.T, n int) storage.Backend {
 // are acknowledged (between its chunks): the restore fails naming the
 // topic and partition and another producer, and commits nothing
 // (docs/DOMAIN.md#field-case-19 A4). It passed on the per-chunk
-// ListEndOffsets check and must keep passing on the check of the offsets
-// the produce responses assigned.
+// ListEndOffsets check and must keep passing on the checks that replace
+// it: the end once before the first produce and once after the last, and
+// in between the offset each produce response assigned. With a small
+// producer buffer the foreign record lands while the restore's records
+// are still to come, and the offsets catch it ("landed at offset").
 func TestForeignProducerMidRestoreIsCaught(t *testing.T) {
 	store := backedUpOrders(t, 9000)
-	dst := testkit.StartKfake(t, 1)
-	foreign := testkit.Client(t, dst.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var (
-		once    sync.Once
-		written error
-	)
-	obs := restoredObserver{restored: func() {
-		once.Do(func() {
-			written = foreign.ProduceSync(t.Context(), &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("foreign")}).FirstErr()
+	for _, c := range []struct {
+		name     string
+		buffered int
+		want     string
+	}{
+		{"default buffer", 0, "another producer is writing to it"},
+		{"small buffer, caught by the produce offsets", 16 << 10, "landed at offset"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := testkit.StartKfake(t, 1)
+			foreign := testkit.Client(t, dst.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			var (
+				once    sync.Once
+				written error
+			)
+			obs := restoredObserver{restored: func() {
+				once.Do(func() {
+					written = foreign.ProduceSync(t.Context(), &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("foreign")}).FirstErr()
+				})
+			}}
+			rep, err := restorer.Run(t.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ReplicationFactor: 1,
+				MaxBufferedBytes: c.buffered, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})), Observer: obs})
+			if written != nil {
+				t.Fatalf("the foreign producer could not write: %v", written)
+			}
+			if err == nil {
+				t.Fatalf("restore succeeded (committed %v) although another producer wrote to orders/0 during it", rep.Committed)
+			}
+			t.Logf("restore: %v", err)
+			if !strings.Contains(err.Error(), "another producer") || !strings.Contains(err.Error(), `topic "orders" partition 0`) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v; want another producer named on topic \"orders\" partition 0 (%s)", err, c.want)
+			}
 		})
-	}}
-	rep, err := restorer.Run(t.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ReplicationFactor: 1,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})), Observer: obs})
-	if written != nil {
-		t.Fatalf("the foreign producer could not write: %v", written)
-	}
-	if err == nil {
-		t.Fatalf("restore succeeded (committed %v) although another producer wrote to orders/0 during it", rep.Committed)
-	}
-	t.Logf("restore: %v", err)
-	if !strings.Contains(err.Error(), "another producer") || !strings.Contains(err.Error(), `"orders"`) {
-		t.Fatalf("err = %v; want another producer named on topic \"orders\"", err)
 	}
 }
