@@ -1,7 +1,6 @@
 package restorer
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,10 +35,12 @@ const (
 	// DefaultCompression.
 	CompressionSource Compression = "source"
 	// DefaultCompression is the codec of a topic whose source codec is
-	// not known under CompressionSource: lz4, the cheapest to encode of
-	// the compressing codecs (docs/OPERATIONS.md, "Restore compression",
-	// has the measurement).
-	DefaultCompression Compression = "lz4"
+	// not known under CompressionSource: none, what a Kafka producer
+	// (and so a Kafka Streams application) sends by default
+	// (ProducerConfig compression.type=none), and the fastest restore
+	// measured (docs/OPERATIONS.md, "Restore throughput", has the
+	// measurement).
+	DefaultCompression Compression = "none"
 )
 
 // DefaultMaxBufferedBytes is Options.MaxBufferedBytes' default: 32 MiB
@@ -124,6 +125,12 @@ func (r *restore) producerFor(tp *TopicPlan) (*kgo.Client, error) {
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(r.clientOpts),
 		kgo.ProducerBatchCompression(kgoCodec(codec)),
+		// No linger (franz-go's default is 10ms): a partition's last
+		// batch is sent at once, not after 10ms, which 2,000 partitions
+		// of a few records each, Options.Concurrency at a time, would
+		// wait for one after the other; while requests are in flight
+		// (five per broker) records gather into batches anyway.
+		kgo.ProducerLinger(0),
 		kgo.MaxBufferedBytes(buffered),
 		kgo.MaxBufferedRecords(maxBufferedRecords))...)
 	if err != nil {
@@ -157,20 +164,4 @@ var errStopped = errors.New("the partition's produce failed")
 func foreignWriter(topic string, partition int32, got, want int64) error {
 	return fmt.Errorf("topic %q partition %d: the restore's record landed at offset %d, but this restore wrote up to %d: another producer is writing to it; stop it, delete the topic and restore again",
 		topic, partition, got, want)
-}
-
-// checkEnd compares the partition's log end on the target with want, the
-// end the restore's offset map says: once before its first produce and
-// once after its last (the produce responses' offsets check the records
-// in between).
-func (r *restore) checkEnd(ctx context.Context, topic string, partition int32, want int64) error {
-	end, err := r.endOffset(ctx, topic, partition)
-	if err != nil {
-		return err
-	}
-	if end != want {
-		return fmt.Errorf("topic %q partition %d ends at %d, but this restore wrote up to %d: another producer is writing to it; stop it, delete the topic and restore again",
-			topic, partition, end, want)
-	}
-	return nil
 }

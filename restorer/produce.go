@@ -281,6 +281,15 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 	// keeps them in order, and their callbacks come in order. The first
 	// error cancels the partition's produces and is returned once every
 	// callback has come back.
+	//
+	// Nobody else may write to the partition: the restored sequence and
+	// the offset map would break (the restore lock keeps other restores
+	// out; this catches any other producer). Every record must land at
+	// the offset after the one before, the first at the end preflight
+	// read (start + AlreadyThere): a foreign record written before or
+	// between ours moves the next one. One written after our last is
+	// found by checkEnds, one ListOffsets for every partition once all
+	// are in. No ListOffsets round trip per chunk or partition.
 	pctx, pcancel := context.WithCancel(ctx)
 	defer pcancel()
 	var (
@@ -298,27 +307,14 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		pcancel()
 	}
 	var (
-		batch   []*kgo.Record
-		origs   []int64
-		bytesN  int
-		i       int64
-		started bool
+		batch  []*kgo.Record
+		origs  []int64
+		bytesN int
+		i      int64
 	)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
-		}
-		if !started {
-			// Nobody else may write to the partition: the restored
-			// sequence and the offset map would break (the restore lock
-			// keeps other restores out; this catches any other producer).
-			// Its end is checked here once, before the first produce,
-			// and once after the last; in between, every record must
-			// land at the offset that follows the one before.
-			started = true
-			if err := r.checkEnd(ctx, tp.Topic, pp.Partition, pr.Map.NewEnd); err != nil {
-				return err
-			}
 		}
 		chunk, chunkOrigs := batch, origs
 		batch, origs, bytesN = nil, nil, 0
@@ -405,11 +401,6 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		return pr, r.produceError(ctx, tp.Topic, pp.Partition, produceErr)
 	case first != nil:
 		return pr, first
-	}
-	if started {
-		if err := r.checkEnd(ctx, tp.Topic, pp.Partition, pr.Map.NewEnd); err != nil {
-			return pr, err
-		}
 	}
 	pr.NewEnd = pr.Map.NewEnd
 	if got := pr.Map.Records(); got != pp.Records {
