@@ -262,7 +262,7 @@ func (o *restoreOptions) complete(cmd *cobra.Command, strategy, toTime string, t
 		if o.ConfigFile != "" {
 			return &usageError{errors.New("--embedded restores into its own new cluster from --from DIR: drop --config")}
 		}
-		for _, name := range []string{"target-bootstrap-servers", "strategy", "to-time", "topics", "replication-factor"} {
+		for _, name := range []string{"target-bootstrap-servers", "strategy", "to-time", "topics", "replication-factor", "compression"} {
 			if changed(name) {
 				return &usageError{fmt.Errorf("--%s does not go with --embedded (the embedded restore uses the changelog strategy, every topic, into a new 3-broker cluster)", name)}
 			}
