@@ -112,6 +112,16 @@ type Options struct {
 	// as franz-go counts it from each record's (original, past) timestamp.
 	RequestTimeout time.Duration
 	RetryTimeout   time.Duration
+	// Compression is the codec the restored record batches are produced
+	// with (ParseCompression: none, gzip, snappy, lz4, zstd, or source,
+	// the default: each topic's source compression.type, else
+	// DefaultCompression).
+	Compression Compression
+	// MaxBufferedBytes bounds the record bytes (keys, values, headers)
+	// buffered or in flight in each producer, all partitions together:
+	// several batches per partition are in flight at once, up to it
+	// (kgo.MaxBufferedBytes); default DefaultMaxBufferedBytes (32 MiB).
+	MaxBufferedBytes int
 
 	Logger   *slog.Logger
 	Observer Observer // nil: none

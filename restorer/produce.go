@@ -264,12 +264,6 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		pr.Class = string(topicfilter.Changelog)
 	}
 	cut := r.sel.cuts[tp.Topic][pp.Partition]
-	var (
-		batch  []*kgo.Record
-		origs  []int64
-		bytesN int
-		i      int64
-	)
 	var lastExisting *kgo.Record
 	if pp.AlreadyThere > 0 {
 		rec, err := fetchOne(ctx, r.o.Target, tp.Topic, pp.Partition, start+pp.AlreadyThere-1)
@@ -278,40 +272,100 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		}
 		lastExisting = rec
 	}
+	cl, err := r.producerFor(tp)
+	if err != nil {
+		return pr, err
+	}
+	// The chunks are produced asynchronously, several in flight (bounded
+	// by the client's Options.MaxBufferedBytes); the idempotent producer
+	// keeps them in order, and their callbacks come in order. The first
+	// error cancels the partition's produces and is returned once every
+	// callback has come back.
+	//
+	// Nobody else may write to the partition: the restored sequence and
+	// the offset map would break (the restore lock keeps other restores
+	// out; this catches any other producer). Every record must land at
+	// the offset after the one before, the first at the end preflight
+	// read (start + AlreadyThere): a foreign record written before or
+	// between ours moves the next one. One written after our last is
+	// found by checkEnds, one ListOffsets for every partition once all
+	// are in. No ListOffsets round trip per chunk or partition.
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
+	var (
+		mu         sync.Mutex
+		first      error // the first failure, reported as it is
+		produceErr error // the first produce error, named by produceError
+		wg         sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil && produceErr == nil {
+			first = err
+		}
+		mu.Unlock()
+		pcancel()
+	}
+	var (
+		batch  []*kgo.Record
+		origs  []int64
+		bytesN int
+		i      int64
+	)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		// Nobody else may write to the partition: the restored sequence
-		// and the offset map would break (the restore lock keeps other
-		// restores out; this catches any other producer).
-		end, err := r.endOffset(ctx, tp.Topic, pp.Partition)
-		if err != nil {
-			return err
-		}
-		if end != pr.Map.NewEnd {
-			return fmt.Errorf("topic %q partition %d ends at %d, but this restore wrote up to %d: another producer is writing to it; stop it, delete the topic and restore again",
-				tp.Topic, pp.Partition, end, pr.Map.NewEnd)
-		}
-		pctx, cancel := context.WithTimeout(ctx, r.produceTimeout())
-		results := r.cl.ProduceSync(pctx, batch...)
-		cancel()
-		if err := results.FirstErr(); err != nil {
-			return r.produceError(ctx, tp.Topic, pp.Partition, err)
-		}
-		for k, rec := range batch {
-			if err := pr.Map.Add(origs[k], rec.Offset); err != nil {
-				return fmt.Errorf("topic %q partition %d: %w", tp.Topic, pp.Partition, err)
+		chunk, chunkOrigs := batch, origs
+		batch, origs, bytesN = nil, nil, 0
+		cctx, ccancel := context.WithTimeout(pctx, r.produceTimeout())
+		done := func(failed bool) {
+			ccancel()
+			if !failed {
+				r.o.Observer.Restored(tp.Topic, pp.Partition, int64(len(chunk)))
 			}
+			wg.Done()
 		}
-		pr.Records += int64(len(batch))
-		r.o.Observer.Restored(tp.Topic, pp.Partition, int64(len(batch)))
-		batch, origs, bytesN = batch[:0], origs[:0], 0
+		left := len(chunk)
+		wg.Add(1)
+		for k, kr := range chunk {
+			cl.Produce(cctx, kr, func(rec *kgo.Record, err error) {
+				mu.Lock()
+				switch {
+				case first != nil || produceErr != nil:
+				case err != nil:
+					produceErr = err
+				case rec.Offset != pr.Map.NewEnd:
+					first = foreignWriter(tp.Topic, pp.Partition, rec.Offset, pr.Map.NewEnd)
+				default:
+					if err := pr.Map.Add(chunkOrigs[k], rec.Offset); err != nil {
+						first = fmt.Errorf("topic %q partition %d: %w", tp.Topic, pp.Partition, err)
+					}
+				}
+				left--
+				last, failed := left == 0, first != nil || produceErr != nil
+				if last && !failed {
+					pr.Records += int64(len(chunk))
+				}
+				mu.Unlock()
+				if failed {
+					pcancel()
+				}
+				if last {
+					done(failed)
+				}
+			})
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if first != nil || produceErr != nil {
+			return errStopped
+		}
 		return nil
 	}
 	r.o.Observer.RestoreStart(tp.Topic, pp.Partition, pp.Records-pp.AlreadyThere)
 	defer func() { r.o.Observer.RestoreEnd(tp.Topic, pp.Partition, pr.Records) }()
-	err := eachRecord(ctx, r.store, tp.Topic, p, cut, func(rec *format.Record) error {
+	err = eachRecord(pctx, r.store, tp.Topic, p, cut, func(rec *format.Record) error {
 		defer func() { i++ }()
 		if i < pp.AlreadyThere {
 			if i == pp.AlreadyThere-1 && !sameRecord(rec, lastExisting) {
@@ -338,8 +392,15 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 	if err == nil {
 		err = flush()
 	}
-	if err != nil {
-		return pr, err
+	if err != nil && !errors.Is(err, errStopped) {
+		fail(err)
+	}
+	wg.Wait()
+	switch {
+	case produceErr != nil:
+		return pr, r.produceError(ctx, tp.Topic, pp.Partition, produceErr)
+	case first != nil:
+		return pr, first
 	}
 	pr.NewEnd = pr.Map.NewEnd
 	if got := pr.Map.Records(); got != pp.Records {

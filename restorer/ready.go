@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
@@ -167,45 +166,6 @@ func (r *restore) listStarts(ctx context.Context, topics ...string) (kadm.Listed
 	return r.retryListed(ctx, "list log start offsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
 		return r.adm.ListStartOffsets(ctx, topics...)
 	})
-}
-
-// endOffset returns the log end offset of one partition: one ListOffsets
-// request to its leader (kadm.ListEndOffsets would list every partition of
-// the topic, for each flush of each partition), retried like listEnds.
-func (r *restore) endOffset(ctx context.Context, topic string, partition int32) (int64, error) {
-	listed, err := r.retryListed(ctx, "list end offset", func(ctx context.Context) (kadm.ListedOffsets, error) {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.ReplicaID = -1
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = partition
-		rp.Timestamp = -1 // latest: the log end offset
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, r.cl)
-		if err != nil {
-			return nil, err
-		}
-		listed := kadm.ListedOffsets{}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if listed[t.Topic] == nil {
-					listed[t.Topic] = map[int32]kadm.ListedOffset{}
-				}
-				listed[t.Topic][p.Partition] = kadm.ListedOffset{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, Err: kerr.ErrorForCode(p.ErrorCode)}
-			}
-		}
-		return listed, nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	lo, ok := listed.Lookup(topic, partition)
-	if !ok {
-		return 0, fmt.Errorf("topic %q partition %d: the broker's ListOffsets answer does not name the partition", topic, partition)
-	}
-	return lo.Offset, nil
 }
 
 // waitReady waits until every partition of every planned topic has a leader

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -42,6 +43,10 @@ type restore struct {
 	// target state found by preflight
 	targetStart map[string]map[int32]int64
 	targetEnd   map[string]map[int32]int64
+	// clientOpts are r.cl's options, which producerFor's clients share.
+	clientOpts []kgo.Opt
+	prodMu     sync.Mutex
+	producers  map[string]*kgo.Client // by codec (compression.go)
 }
 
 // journal is the restore's journal in the repository
@@ -92,7 +97,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		return nil, allDamage(ctx, o.Store, m, nil, err)
 	}
 	batches := &batchLimits{}
-	cl, err := kgo.NewClient(append(slices.Clone(o.Target),
+	clientOpts := append(slices.Clone(o.Target),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// Produce is retried by time (produceTimeout), not by a count:
 		// unlimited record retries, and an unanswered, in-flight idempotent
@@ -100,7 +105,8 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		// resumed restore then finds what the broker did write).
 		kgo.AllowIdempotentProduceCancellation(),
 		kgo.MetadataMinAge(250*time.Millisecond), // see new topics quickly (waitLeaders)
-		kgo.ProducerBatchMaxBytesFn(batches.get))...)
+		kgo.ProducerBatchMaxBytesFn(batches.get))
+	cl, err := kgo.NewClient(clientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster client: %w", err)
 	}
@@ -108,8 +114,9 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if err := config.Reach(ctx, cl, "target cluster"); err != nil {
 		return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
 	}
-	r := &restore{o: o, log: log, store: o.Store, cl: cl, adm: kadm.NewClient(cl), sel: sel, batches: batches,
+	r := &restore{o: o, log: log, store: o.Store, cl: cl, adm: kadm.NewClient(cl), sel: sel, batches: batches, clientOpts: clientOpts,
 		targetStart: map[string]map[int32]int64{}, targetEnd: map[string]map[int32]int64{}}
+	defer r.closeProducers()
 	if r.bm, err = r.adm.BrokerMetadata(ctx); err != nil {
 		return nil, fmt.Errorf("connect to the target cluster: %w (%w)", err, ErrNothingWritten)
 	}

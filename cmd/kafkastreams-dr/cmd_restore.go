@@ -42,6 +42,7 @@ type restoreOptions struct {
 	Yes               bool
 	LockWait          time.Duration            // --lock-wait
 	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
+	Compression       restorer.Compression     // --compression: none, gzip, snappy, lz4, zstd or source
 	JSON              bool
 	Embedded          bool   // restore into a new in-process cluster
 	From              string // repository directory of --embedded
@@ -165,6 +166,15 @@ BROKER LIMITS
   (timestamp -1 is never checked; the plan counts those records), and null keys
   against a compacted topic. A refusal names the first record, the count and the fix.
 
+PRODUCER COMPRESSION (--compression)
+  The restored record batches are compressed with the source topic's codec (its
+  compression.type in the backup: gzip, snappy, lz4, zstd or uncompressed), else none
+  (source, the default), or with the codec --compression names for every topic (none,
+  gzip, snappy, lz4, zstd). Records are restored byte for byte whatever the codec; a
+  target topic whose compression.type names another codec recompresses every batch on
+  the broker. Several batches per partition are in flight at once (at most 32 MiB of
+  records buffered per producer).
+
 CONFIG KEYS USED
   target.bootstrap_servers, target.client_id, target.security: the cluster to restore
     into. --target-bootstrap-servers replaces target.bootstrap_servers and keeps
@@ -237,6 +247,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.BoolVar(&o.SkipGroupConfigs, "skip-group-configs", false, skipGroupConfigsUsage)
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
+	f.StringVar(&o.Compression, "compression", restorer.CompressionSource, "`CODEC` of the produced record batches: none, gzip, snappy, lz4, zstd, or source (each topic's source compression.type, else none)")
 	f.BoolVar(&o.JSON, "json", false, `print the report (or with --dry-run the plan) as JSON; the report's "status" is complete, partial or failed`)
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed); nothing is written into the repository (no restores/ report or journal)`)
 	f.StringVar(&o.From, "from", "./kdr-quickstart", "with --embedded: the repository `DIR` to restore from")
@@ -251,7 +262,7 @@ func (o *restoreOptions) complete(cmd *cobra.Command, strategy, toTime string, t
 		if o.ConfigFile != "" {
 			return &usageError{errors.New("--embedded restores into its own new cluster from --from DIR: drop --config")}
 		}
-		for _, name := range []string{"target-bootstrap-servers", "strategy", "to-time", "topics", "replication-factor"} {
+		for _, name := range []string{"target-bootstrap-servers", "strategy", "to-time", "topics", "replication-factor", "compression"} {
 			if changed(name) {
 				return &usageError{fmt.Errorf("--%s does not go with --embedded (the embedded restore uses the changelog strategy, every topic, into a new 3-broker cluster)", name)}
 			}
@@ -267,7 +278,11 @@ func (o *restoreOptions) complete(cmd *cobra.Command, strategy, toTime string, t
 	if o.BackupID != "latest" && !format.ValidBackupID(o.BackupID) {
 		return &usageError{fmt.Errorf(`invalid --backup-id %q: want "latest" or a backup id like 20240501T120000.000Z-1a2b3c4d`, o.BackupID)}
 	}
-	var err error
+	c, err := restorer.ParseCompression(o.Compression)
+	if err != nil {
+		return &usageError{fmt.Errorf("invalid --compression: %w", err)}
+	}
+	o.Compression = c
 	o.Strategy, o.ToTime, o.Topics, err = parseRestoreFlags(strategy, toTime, topics, o.ReplicationFactor, o.TargetBootstrap)
 	if err == nil && o.SkipInFlight && o.Strategy == restorer.StrategyRebuild {
 		return &usageError{errors.New("--skip-in-flight applies to the changelog strategy only: the rebuild strategy never restores the in-flight tails (the application reprocesses them from its reset input, nothing is lost); drop --skip-in-flight")}
@@ -447,6 +462,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.SkipInFlight = o.SkipInFlight
 	ro.AllowKafka42 = o.AllowKafka42
 	ro.SkipGroupConfigs = o.SkipGroupConfigs
+	ro.Compression = o.Compression
 	ro.Logger = o.Logger
 	return restoreAndReport(ctx, o, s, ro, targetName, "list")
 }

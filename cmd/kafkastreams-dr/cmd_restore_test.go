@@ -25,23 +25,23 @@ func TestRestoreFlagParsing(t *testing.T) {
 		want restoreOptions // Logger is not compared
 	}{
 		{"defaults", []string{"-c", "app.yaml"},
-			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, From: "./kdr-quickstart"}},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, From: "./kdr-quickstart"}},
 		{"every flag", []string{"--config=app.yaml", "--backup-id", "20240501T120000.000Z-1a2b3c4d", "--strategy", "rebuild",
 			"--to-time", "2024-05-01T14:00:00+02:00", "--topics", "orders,customers", "--topics", "~pay.{1,3}", "--replication-factor", "3",
-			"--target-bootstrap-servers", "dr-1:9092,dr-2:9092", "--dry-run", "--yes", "--json"},
-			restoreOptions{ConfigFile: "app.yaml", BackupID: "20240501T120000.000Z-1a2b3c4d", Strategy: restorer.StrategyRebuild,
+			"--target-bootstrap-servers", "dr-1:9092,dr-2:9092", "--dry-run", "--yes", "--json", "--compression", "ZSTD"},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "20240501T120000.000Z-1a2b3c4d", Strategy: restorer.StrategyRebuild, Compression: "zstd",
 				ToTime: &toTime, Topics: []string{"orders", "customers", "~pay.{1,3}"}, ReplicationFactor: 3,
 				TargetBootstrap: []string{"dr-1:9092", "dr-2:9092"}, DryRun: true, Yes: true, JSON: true, From: "./kdr-quickstart"}},
 		{"epoch milliseconds and -y", []string{"-c", "app.yaml", "--to-time", "1714564800000", "-y"},
-			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, ToTime: &toTime, Yes: true, From: "./kdr-quickstart"}},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, ToTime: &toTime, Yes: true, From: "./kdr-quickstart"}},
 		{"--retention keep", []string{"-c", "app.yaml", "--retention", "keep"},
-			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Retention: restorer.RetentionKeep, From: "./kdr-quickstart"}},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Retention: restorer.RetentionKeep, From: "./kdr-quickstart"}},
 		{"--retention accept-loss", []string{"-c", "app.yaml", "--retention=ACCEPT-LOSS"},
-			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Retention: restorer.RetentionAcceptLoss, From: "./kdr-quickstart"}},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Retention: restorer.RetentionAcceptLoss, From: "./kdr-quickstart"}},
 		{"--allow-kafka-4-2", []string{"-c", "app.yaml", "--allow-kafka-4-2"},
-			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, AllowKafka42: true, From: "./kdr-quickstart"}},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, AllowKafka42: true, From: "./kdr-quickstart"}},
 		{"embedded", []string{"--embedded", "--from", "/tmp/repo", "--json"},
-			restoreOptions{BackupID: "latest", Strategy: restorer.StrategyChangelog, Embedded: true, From: "/tmp/repo", JSON: true}},
+			restoreOptions{BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Embedded: true, From: "/tmp/repo", JSON: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,6 +147,8 @@ func TestRestoreUsageErrors(t *testing.T) {
 		{"empty --retention", []string{"restore", "-c", noTarget, "--retention", ""}, []string{`"--retention"`, "want keep or accept-loss"}, true},
 		{"--embedded with --config", []string{"restore", "--embedded", "-c", noTarget}, []string{"drop --config"}, true},
 		{"--embedded with --strategy", []string{"restore", "--embedded", "--strategy", "rebuild"}, []string{"--strategy does not go with --embedded"}, true},
+		{"--embedded with --compression", []string{"restore", "--embedded", "--compression", "zstd"}, []string{"--compression does not go with --embedded"}, true},
+		{"bad --compression", []string{"restore", "-c", noTarget, "--compression", "brotli"}, []string{`invalid --compression: unknown restore compression "brotli"`, "none, gzip, snappy, lz4, zstd or source"}, true},
 		{"--from without --embedded", []string{"restore", "-c", noTarget, "--from", "x"}, []string{"--from goes with --embedded"}, true},
 		{"no target cluster", []string{"restore", "-c", noTarget, "--yes"},
 			[]string{"no target cluster", "target.bootstrap_servers", noTarget, "--target-bootstrap-servers"}, false},
@@ -505,7 +507,7 @@ func TestRestoreHelp(t *testing.T) {
 		if args[0] == "restore" {
 			want = append(want, "target.bootstrap_servers", "target.security", "storage.*", "application_id", "source_changelog_topics",
 				"STRATEGIES", "rebuild", "POINT-IN-TIME", "Refused for changelog", "--dry-run", "--yes", "--embedded",
-				"RECORDS PAST RETENTION", "--retention", "accept-loss", "BROKER LIMITS", "max.message.bytes")
+				"RECORDS PAST RETENTION", "--retention", "accept-loss", "BROKER LIMITS", "max.message.bytes", "PRODUCER COMPRESSION", "--compression")
 		} else if len(args) == 3 {
 			want = append(want, "storage.*", "--backup-id")
 		}

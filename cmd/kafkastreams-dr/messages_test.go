@@ -51,6 +51,8 @@ func TestNewUserMessages(t *testing.T) {
 			stderr: []string{`Error: --lock-wait "-5s": a duration cannot be negative`, "like 30s", "0 refuses at once"}},
 		{name: "restore negative lock-wait", args: []string{"restore", "-c", cfg, "--lock-wait", "-5s", "--dry-run"}, code: 2,
 			stderr: []string{`Error: --lock-wait "-5s": a duration cannot be negative`, "like 30s"}},
+		{name: "restore unknown compression", args: []string{"restore", "-c", cfg, "--compression", "brotli", "--dry-run"}, code: 2,
+			stderr: []string{`invalid --compression: unknown restore compression "brotli": use none, gzip, snappy, lz4, zstd or source`}},
 		{name: "topics negative timeout", args: []string{"topics", "-c", cfg, "--timeout", "-1s"}, code: 2,
 			stderr: []string{`Error: --timeout "-1s": a duration cannot be negative`, "like 30s"}},
 		{name: "topics zero timeout", args: []string{"topics", "-c", cfg, "--timeout", "0s"}, code: 2,
