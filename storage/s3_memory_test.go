@@ -107,10 +107,10 @@ func TestS3PartBuffersStayWithinTheBudget(t *testing.T) {
 					t.Fatalf("Put of %d bytes: %v", sizes[i], err)
 				}
 			}
-			allocated, peak := storage.PartBuffers(b)
-			t.Logf("%d concurrent Puts: %d part buffers made, at most %d in use", len(sizes), allocated, peak)
-			if allocated < 1 || allocated > n || peak > n {
-				t.Errorf("%d part buffers made, %d in use at once; want 1..%d (UploadBufferBytes of %d parts)", allocated, peak, n, n)
+			made, size, peak := storage.PartBuffers(b)
+			t.Logf("%d concurrent Puts: %d part buffers made (%d bytes), at most %d in use", len(sizes), made, size, peak)
+			if made < 1 || made > n || peak > n || size > n*part {
+				t.Errorf("%d part buffers made (%d bytes), %d in use at once; want 1..%d buffers of at most %d bytes (UploadBufferBytes of %d parts)", made, size, peak, n, n*part, n)
 			}
 			for i, size := range sizes {
 				got, err := readAll(t, b, fmt.Sprintf("budget/%d", i))
@@ -118,7 +118,7 @@ func TestS3PartBuffersStayWithinTheBudget(t *testing.T) {
 					t.Errorf("object of %d bytes: read back %d bytes (%v)", size, len(got), err)
 				}
 			}
-			before, _ := storage.PartBuffers(b)
+			before, _, _ := storage.PartBuffers(b)
 			small := storagetest.Content("small", part-1)
 			if err := b.Put(t.Context(), "budget/small", bytes.NewReader(small), int64(len(small))); err != nil {
 				t.Fatal(err)
@@ -126,9 +126,40 @@ func TestS3PartBuffersStayWithinTheBudget(t *testing.T) {
 			if got, err := readAll(t, b, "budget/small"); err != nil || !bytes.Equal(got, small) {
 				t.Errorf("small object: read back %d bytes (%v)", len(got), err)
 			}
-			if after, _ := storage.PartBuffers(b); after != before {
+			if after, _, _ := storage.PartBuffers(b); after != before {
 				t.Errorf("a Put of %d bytes from a bytes.Reader made a part buffer", len(small))
 			}
 		})
+	}
+}
+
+// TestS3SmallStreamingPutsKeepSmallBuffers: streaming Puts of small
+// objects (the segments of many small partitions, of unknown size until
+// their pipe closes) make part buffers only as large as the data they
+// read, 256 KiB for objects up to that, not a whole part each: with
+// 2,000 partitions the pool of whole parts stayed full and live.
+func TestS3SmallStreamingPutsKeepSmallBuffers(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	b := newTestS3(t, srv, storage.S3Options{PartSize: 8 << 20, UploadBufferBytes: 48 << 20})
+	const puts, size = 40, 100 << 10
+	var wg sync.WaitGroup
+	errs := make([]error, puts)
+	for i := range puts {
+		wg.Go(func() {
+			data := storagetest.Content(fmt.Sprint("small-", i), size)
+			errs[i] = b.Put(t.Context(), fmt.Sprintf("small/%d", i), struct{ io.Reader }{bytes.NewReader(data)}, -1)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Put %d: %v", i, err)
+		}
+	}
+	made, held, peak := storage.PartBuffers(b)
+	t.Logf("%d concurrent Puts of %d bytes: %d part buffers made (%d bytes), at most %d in use", puts, size, made, held, peak)
+	if made > 6 || held > made*256<<10 {
+		t.Errorf("%d part buffers of %d bytes in all for objects of %d bytes; want at most 6 (the budget) of 256 KiB", made, held, size)
 	}
 }

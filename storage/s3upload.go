@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,18 +19,29 @@ import (
 const maxS3Parts = 10000
 
 // partPool holds the part buffers of one S3 backend, shared by all its
-// Puts: at most cap(free) buffers of size bytes ever exist. A buffer is
-// made the first time it is needed and reused after; get waits for a free
-// one when all exist and are in use, so the bytes the backend holds for
+// Puts: at most cap(free) buffers, each at most size bytes, ever exist. A
+// buffer is made the first time it is needed, grows (fill) only as far as
+// the data read into it, and is kept for reuse; get waits for a free one
+// when all exist and are in use, so the bytes the backend holds for
 // uploads never exceed S3Options.UploadBufferBytes, however many Puts run
 // at once. Safe for concurrent use.
 type partPool struct {
 	size      int64
 	free      chan []byte // nil entries stand for buffers not made yet
-	allocated atomic.Int64
+	made      atomic.Int64
+	bytes     atomic.Int64 // the capacity of all buffers made
 	inUse     atomic.Int64
 	peakInUse atomic.Int64
 }
+
+// A part buffer starts at minPartBuffer bytes, grows to midPartBuffer,
+// then to the part size (fill), so that small objects (the segments of
+// small partitions, most below 1 MiB) keep small buffers, and a full
+// part costs at most 1.25 MiB of buffers outgrown on the way, once.
+const (
+	minPartBuffer = 256 << 10
+	midPartBuffer = 1 << 20
+)
 
 func newPartPool(size int64, n int) *partPool {
 	p := &partPool{size: size, free: make(chan []byte, n)}
@@ -41,8 +51,9 @@ func newPartPool(size int64, n int) *partPool {
 	return p
 }
 
-// get returns a buffer of p.size bytes, waiting for one to be put back
-// when all are in use; it fails only when ctx is done first.
+// get returns a buffer of length 0 and a capacity up to p.size (nil when
+// it is not made yet: fill makes it), waiting for one to be put back when
+// all are in use; it fails only when ctx is done first.
 func (p *partPool) get(ctx context.Context) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -53,10 +64,6 @@ func (p *partPool) get(ctx context.Context) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if b == nil {
-		b = make([]byte, p.size)
-		p.allocated.Add(1)
-	}
 	n := p.inUse.Add(1)
 	for {
 		peak := p.peakInUse.Load()
@@ -64,26 +71,54 @@ func (p *partPool) get(ctx context.Context) ([]byte, error) {
 			break
 		}
 	}
-	return b, nil
+	return b[:0], nil
 }
 
-// put gives back a buffer that get returned.
+// put gives back a buffer that get (and fill) returned.
 func (p *partPool) put(b []byte) {
 	p.inUse.Add(-1)
-	p.free <- b[:cap(b)]
+	p.free <- b[:0]
 }
 
-// readPart fills buf from body and returns the bytes read; a body that
-// ends (io.EOF) is not an error, a body that fails is (body.err).
-func readPart(body *sizeReader, buf []byte) (int, error) {
-	n, err := io.ReadFull(body, buf)
-	if body.err != nil {
-		return n, body.err
+// fill reads body into b, a buffer from get, until b holds p.size bytes
+// or body ends (io.EOF, not an error), growing b as needed (minPartBuffer,
+// midPartBuffer, p.size; straight to p.size when full, as for the later
+// parts of a multipart upload); it returns b (the grown one: give that
+// back). A body that fails is an error (body.err).
+func (p *partPool) fill(body *sizeReader, b []byte, full bool) ([]byte, error) {
+	b = b[:0]
+	for {
+		if len(b) == cap(b) {
+			if int64(len(b)) >= p.size {
+				return b, nil
+			}
+			if b == nil {
+				p.made.Add(1)
+			}
+			next := p.size
+			switch {
+			case full:
+			case cap(b) < minPartBuffer:
+				next = minPartBuffer
+			case cap(b) < midPartBuffer:
+				next = midPartBuffer
+			}
+			grown := make([]byte, len(b), min(next, p.size))
+			copy(grown, b)
+			p.bytes.Add(int64(cap(grown) - cap(b)))
+			b = grown
+		}
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case body.err != nil:
+			return b, body.err
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		}
 	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return n, err
-	}
-	return n, nil
 }
 
 // putSmall sends an object of known size below PartSize whose reader can
@@ -119,24 +154,24 @@ func (s *S3) putSmall(ctx context.Context, key string, r io.ReadSeeker, size int
 }
 
 // putStream sends body: its first PartSize bytes are read into a part
-// buffer; less than that is one PutObject, PartSize or more a multipart
+// buffer (partPool.fill); less than that is one PutObject, PartSize or more a multipart
 // upload (putMultipart). It returns the bytes sent.
 func (s *S3) putStream(ctx context.Context, key string, body *sizeReader) (int64, error) {
 	buf, err := s.parts.get(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n, err := readPart(body, buf)
+	buf, err = s.parts.fill(body, buf, false)
 	if err != nil {
 		s.parts.put(buf)
-		return int64(n), err
+		return int64(len(buf)), err
 	}
-	if int64(n) < s.partSize {
+	if n := len(buf); int64(n) < s.partSize {
 		defer s.parts.put(buf)
 		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 			Bucket:            aws.String(s.bucket),
 			Key:               aws.String(s.fullKey(key)),
-			Body:              bytes.NewReader(buf[:n]),
+			Body:              bytes.NewReader(buf),
 			ContentLength:     aws.Int64(int64(n)),
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 		})
@@ -182,7 +217,7 @@ func (s *S3) putMultipart(ctx context.Context, key string, body *sizeReader, fir
 		cancel()
 	}
 	inFlight := make(chan struct{}, s.uploadConcurrency)
-	upload := func(num int32, buf []byte, n int) {
+	upload := func(num int32, buf []byte) {
 		defer wg.Done()
 		defer func() { <-inFlight }()
 		defer s.parts.put(buf)
@@ -191,8 +226,8 @@ func (s *S3) putMultipart(ctx context.Context, key string, body *sizeReader, fir
 			Key:               aws.String(fullKey),
 			UploadId:          aws.String(uploadID),
 			PartNumber:        aws.Int32(num),
-			Body:              bytes.NewReader(buf[:n]),
-			ContentLength:     aws.Int64(int64(n)),
+			Body:              bytes.NewReader(buf),
+			ContentLength:     aws.Int64(int64(len(buf))),
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 		})
 		if err != nil {
@@ -203,7 +238,7 @@ func (s *S3) putMultipart(ctx context.Context, key string, body *sizeReader, fir
 		parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32})
 		mu.Unlock()
 	}
-	buf, n := first, len(first)
+	buf := first
 	for num := int32(1); ; num++ {
 		select {
 		case inFlight <- struct{}{}:
@@ -214,22 +249,22 @@ func (s *S3) putMultipart(ctx context.Context, key string, body *sizeReader, fir
 			fail(err) // a part failed first, or ctx is done
 			break
 		}
-		sent += int64(n)
+		sent += int64(len(buf))
 		wg.Add(1)
-		go upload(num, buf, n)
-		if int64(n) < s.partSize {
+		go upload(num, buf)
+		if int64(len(buf)) < s.partSize {
 			break
 		}
 		if buf, err = s.parts.get(upCtx); err != nil {
 			fail(err)
 			break
 		}
-		if n, err = readPart(body, buf); err != nil {
+		if buf, err = s.parts.fill(body, buf, true); err != nil {
 			s.parts.put(buf)
 			fail(err)
 			break
 		}
-		if n == 0 {
+		if len(buf) == 0 {
 			s.parts.put(buf)
 			break
 		}
