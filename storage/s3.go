@@ -273,6 +273,11 @@ func (s *S3) Location() string {
 	return "s3://" + s.bucket + "/" + strings.TrimSuffix(s.prefix, "/")
 }
 
+// UploadBufferBytes returns the bytes of part buffers that all Puts of s
+// share at most: S3Options.UploadBufferBytes (defaulted) rounded down to
+// whole parts.
+func (s *S3) UploadBufferBytes() int64 { return int64(cap(s.parts.free)) * s.partSize }
+
 func (s *S3) fullKey(key string) string { return s.prefix + key }
 
 // where names an object (or the bucket for key "") in messages.
