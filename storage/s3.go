@@ -16,8 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
-	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -55,9 +53,20 @@ type S3Options struct {
 	// object is 10 000 × PartSize (about 78 GiB by default).
 	PartSize int64
 	// UploadConcurrency is the number of parts of one object uploaded in
-	// parallel, default 2. Put buffers about PartSize × (UploadConcurrency+1)
-	// bytes per call.
+	// parallel, default 2. Each Put holds at most UploadConcurrency+1 part
+	// buffers (the parts in flight and the one being read), all taken from
+	// the pool that UploadBufferBytes bounds.
 	UploadConcurrency int
+	// UploadBufferBytes is the total size in bytes of the part buffers of
+	// all Puts of this backend together, default
+	// DefaultS3UploadBufferBytes (48 MiB: 6 parts of 8 MiB); it is rounded
+	// down to whole parts and must hold at least one part (PartSize). The
+	// buffers are made when first needed and reused; a Put that finds none
+	// free waits for one, so the backend never holds more, however many
+	// Puts run at once (backup's partition workers each stream a segment).
+	// Objects of known size below PartSize read from a seeker (manifests)
+	// take no buffer. Config key storage.upload_buffer_bytes.
+	UploadBufferBytes int64
 	// ListPageSize is the number of keys List asks for per ListObjectsV2
 	// page; 0 means the server's default (1000, the S3 maximum). Tests set
 	// it low to exercise pagination.
@@ -96,6 +105,12 @@ type S3Options struct {
 const (
 	DefaultS3PartSize          = 8 << 20
 	DefaultS3UploadConcurrency = 2
+	// DefaultS3UploadBufferBytes is the default of
+	// S3Options.UploadBufferBytes: 6 parts of the default 8 MiB, enough
+	// for backup's default 4 partition workers to each have a part in
+	// flight and read the next, and small enough that a backup with S3
+	// stays under 256 MiB resident (docs/OPERATIONS.md, "Memory").
+	DefaultS3UploadBufferBytes = 48 << 20
 	DefaultS3RequestTimeout    = 30 * time.Second
 	DefaultS3RetryTimeout      = 2 * time.Minute
 	// DefaultS3MaxBackoff is the longest wait between two attempts of a
@@ -118,8 +133,9 @@ const (
 // lifecycle rule "AbortIncompleteMultipartUpload" is a good second net).
 type S3 struct {
 	client            *s3.Client
-	partSize          int64 // S3Options.PartSize, defaulted
-	uploadConcurrency int   // S3Options.UploadConcurrency, defaulted
+	partSize          int64     // S3Options.PartSize, defaulted
+	uploadConcurrency int       // S3Options.UploadConcurrency, defaulted
+	parts             *partPool // the part buffers of all Puts (S3Options.UploadBufferBytes)
 	bucket            string
 	prefix            string // "" or "some/prefix/" (with the trailing slash)
 	endpoint          string // for messages: the endpoint URL or "AWS S3 (<region>)"
@@ -166,6 +182,12 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	if opts.UploadConcurrency <= 0 {
 		opts.UploadConcurrency = DefaultS3UploadConcurrency
 	}
+	if opts.UploadBufferBytes == 0 {
+		opts.UploadBufferBytes = DefaultS3UploadBufferBytes
+	}
+	if opts.UploadBufferBytes < opts.PartSize {
+		return nil, fmt.Errorf("s3 storage: upload buffer of %d bytes is below one part of %d bytes; give at least the part size (storage.upload_buffer_bytes)", opts.UploadBufferBytes, opts.PartSize)
+	}
 	if opts.ListPageSize < 0 || opts.ListPageSize > 1000 {
 		return nil, fmt.Errorf("s3 storage: list page size %d is outside 0..1000", opts.ListPageSize)
 	}
@@ -207,6 +229,7 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		client:            client,
 		partSize:          opts.PartSize,
 		uploadConcurrency: opts.UploadConcurrency,
+		parts:             newPartPool(opts.PartSize, int(opts.UploadBufferBytes/opts.PartSize)),
 		bucket:            opts.Bucket,
 		prefix:            prefix,
 		endpoint:          opts.Endpoint,
@@ -250,6 +273,11 @@ func (s *S3) Location() string {
 	return "s3://" + s.bucket + "/" + strings.TrimSuffix(s.prefix, "/")
 }
 
+// UploadBufferBytes returns the bytes of part buffers that all Puts of s
+// share at most: S3Options.UploadBufferBytes (defaulted) rounded down to
+// whole parts.
+func (s *S3) UploadBufferBytes() int64 { return int64(cap(s.parts.free)) * s.partSize }
+
 func (s *S3) fullKey(key string) string { return s.prefix + key }
 
 // where names an object (or the bucket for key "") in messages.
@@ -260,49 +288,44 @@ func (s *S3) where(key string) string {
 	return "s3://" + s.bucket + "/" + s.fullKey(key)
 }
 
-// Put streams r to key with the SDK's transfer manager: one PutObject when
-// the data is smaller than PartSize, otherwise a multipart upload
-// (CreateMultipartUpload, UploadPart × n, CompleteMultipartUpload), which
-// S3 publishes atomically on completion. Each request carries a CRC32
-// checksum. size is the length in bytes or -1; when size >= 0, a reader
-// yielding a different length fails the Put before anything is published.
-// After the upload, HeadObject checks that the stored size equals the
-// bytes read; on a mismatch the object is deleted and an error returned.
-// On any failure, including ctx cancellation, a started multipart upload
-// is aborted (AbortMultipartUpload, with a context that outlives ctx's
-// cancellation by up to 30 s) and an existing object is left unchanged.
+// Put stores r under key. An object of known size (size >= 0) below
+// PartSize whose reader can seek (a bytes.Reader: manifests, reports, the
+// lock) is one PutObject sent straight from r. Any other object is read
+// part by part into part buffers of PartSize bytes taken from the
+// backend's pool (S3Options.UploadBufferBytes, shared by every Put of this
+// backend; a Put waits for a free buffer rather than allocate one): less
+// than PartSize in all is one PutObject, more a multipart upload
+// (CreateMultipartUpload, UploadPart × n with up to UploadConcurrency
+// parts in flight, CompleteMultipartUpload), which S3 publishes atomically
+// on completion. Each request carries a CRC32 checksum. size is the length
+// in bytes or -1; when size >= 0, a reader yielding a different length
+// fails the Put before anything is published. After the upload,
+// HeadObject checks that the stored size equals the bytes read; on a
+// mismatch the object is deleted and an error returned. On any failure,
+// including ctx cancellation, a started multipart upload is aborted
+// (AbortMultipartUpload, with a context that outlives ctx's cancellation
+// by up to 30 s) and an existing object is left unchanged.
+//
+// Concurrency: a Put holds part buffers only while it reads r or uploads
+// them, so a Put waiting for a buffer waits for another Put's reader or
+// request. A caller must not make the reader of one streaming Put wait for
+// another streaming Put of the same backend to finish (backup's segment
+// pipes are each fed by their own partition worker).
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	body := checkedReader(ctx, r, size)
-	calls := &uploadCalls{Client: s.client}
-	uploader := transfermanager.New(calls, func(o *transfermanager.Options) {
-		o.PartSizeBytes = s.partSize
-		o.MultipartUploadThreshold = s.partSize // below one part: one PutObject
-		o.Concurrency = s.uploadConcurrency
-		o.ChecksumAlgorithm = tmtypes.ChecksumAlgorithmCrc32
-	})
-	_, err := uploader.UploadObject(ctx, &transfermanager.UploadObjectInput{
-		Bucket:            aws.String(s.bucket),
-		Key:               aws.String(s.fullKey(key)),
-		Body:              body,
-		ChecksumAlgorithm: tmtypes.ChecksumAlgorithmCrc32,
-	})
-	uploadID := calls.uploadID
-	if err == nil && calls.completeErr != nil {
-		err = fmt.Errorf("upload multipart failed, upload id: %s, cause: %w", uploadID, calls.completeErr)
-	}
-	if mu, ok := errors.AsType[transfermanager.MultipartUploadError](err); ok {
-		uploadID = mu.UploadID()
+	var sent int64
+	var err error
+	var body *sizeReader
+	if rs, ok := r.(io.ReadSeeker); ok && size >= 0 && size < s.partSize {
+		sent, err = s.putSmall(ctx, key, rs, size)
+	} else {
+		body = checkedReader(ctx, r, size)
+		sent, err = s.putStream(ctx, key, body)
 	}
 	if err != nil {
-		if uploadID != "" {
-			if aerr := s.abortUpload(ctx, s.fullKey(key), uploadID); aerr != nil {
-				err = fmt.Errorf("%w (and aborting multipart upload %s failed: %v; AbortStaleUploads removes it later)", err, uploadID, aerr)
-			}
-		}
-		if body.err != nil && !errors.Is(err, body.err) {
+		if body != nil && body.err != nil && !errors.Is(err, body.err) {
 			err = fmt.Errorf("%w: %w", body.err, err)
 		}
 		return s.mapError(ctx, "put", key, err)
@@ -314,9 +337,9 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 	if err != nil {
 		return s.mapError(ctx, "put: check stored size of", key, err)
 	}
-	if got := aws.ToInt64(head.ContentLength); got != body.n {
+	if got := aws.ToInt64(head.ContentLength); got != sent {
 		_ = s.Delete(context.WithoutCancel(ctx), key)
-		return fmt.Errorf("put %s: stored object has %d bytes, %d were sent; deleted it", s.where(key), got, body.n)
+		return fmt.Errorf("put %s: stored object has %d bytes, %d were sent; deleted it", s.where(key), got, sent)
 	}
 	return nil
 }
@@ -335,41 +358,6 @@ func (s *S3) abortUpload(ctx context.Context, fullKey, uploadID string) error {
 		return nil // already aborted (or completed) on the server
 	}
 	return err
-}
-
-// uploadCalls is the S3 client of one Put's transfer manager. It leaves
-// the handling of a failed multipart upload to Put, which aborts it with
-// abortUpload (a context that outlives ctx's cancellation, the abort's own
-// error reported) and keeps the upload's error as it was:
-//
-//   - AbortMultipartUpload does nothing: the transfer manager aborts with
-//     the cancelled ctx and, when that fails, replaces the upload's error
-//     with one that no longer wraps it (context.Canceled, the reader's
-//     error).
-//   - A failed CompleteMultipartUpload is recorded in completeErr and
-//     answered as a success with an empty output: the transfer manager
-//     would print it on the process's standard logger (log.Printf), a raw
-//     line on stderr.
-//
-// Put reads the fields after UploadObject has returned; UploadObject calls
-// CompleteMultipartUpload at most once, after every part.
-type uploadCalls struct {
-	*s3.Client
-	uploadID    string // of the multipart upload whose completion failed
-	completeErr error
-}
-
-func (c *uploadCalls) AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
-	return &s3.AbortMultipartUploadOutput{}, nil
-}
-
-func (c *uploadCalls) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	out, err := c.Client.CompleteMultipartUpload(ctx, in, opts...)
-	if err != nil {
-		c.uploadID, c.completeErr = aws.ToString(in.UploadId), err
-		return &s3.CompleteMultipartUploadOutput{}, nil
-	}
-	return out, nil
 }
 
 // PutIfAbsent stores data with one PutObject carrying "If-None-Match: *"

@@ -270,6 +270,9 @@ func TestNewS3Errors(t *testing.T) {
 		{"part size below 5 MiB",
 			storage.S3Options{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PartSize: 1 << 20}, "",
 			[]string{"part size", "5 MiB"}},
+		{"upload buffer below one part",
+			storage.S3Options{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PartSize: 8 << 20, UploadBufferBytes: 4 << 20}, "",
+			[]string{"upload buffer", "one part", "storage.upload_buffer_bytes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -474,7 +477,8 @@ func TestS3PutDetectsWrongStoredSize(t *testing.T) {
 
 // TestS3PutRequests pins how Put talks to S3, whatever upload library sends
 // the requests (the SDK's upload manager until issue 10, its transfer
-// manager since): an object smaller than PartSize is one PutObject, an
+// manager until issue 13, storage's own since, with part buffers shared by
+// all Puts): an object smaller than PartSize is one PutObject, an
 // object of PartSize bytes or more a multipart upload of PartSize parts
 // (CreateMultipartUpload, UploadPart × n, CompleteMultipartUpload), and
 // every request that carries object bytes carries a CRC32 checksum, in a

@@ -128,7 +128,7 @@ CONFIG KEYS USED
   source.* (bootstrap_servers, client_id,
   request_timeout, retry_timeout, security, topics.include, topics.exclude,
   topics.allow_missing, topics.allow_topology_mismatch), storage.* (backend, bucket, prefix, region, endpoint,
-  path_style, request_timeout, retry_timeout, path), backup.* (compression,
+  path_style, request_timeout, retry_timeout, upload_buffer_bytes, path), backup.* (compression,
   compression_level, source_cluster_id, segment_kind, segment_max_bytes, concurrency, cut_attempts, cut_timeout),
   schema_registry.topic (the registry's storage topic, copied whatever the filters
   say and marked in the manifest, so that restore writes it first).

@@ -72,6 +72,8 @@ and the TLS and password files), $${ is a literal "${"; a regular file of at mos
                             (a Go duration, default 30s)
     retry_timeout           s3: how long a failing request is retried with backoff and a
                             cut download resumed, then exit 1 (default 2m)
+    upload_buffer_bytes     s3: memory all uploads share for 8 MiB part buffers, e.g.
+                            "48MiB" (default; at least 8MiB); an upload waits for a free one
     path                    filesystem: the directory (required; prefix is a subdirectory;
                             a relative path is relative to the config file's directory;
                             a leading ~ is not expanded and is refused: write ${HOME}/...)

@@ -312,6 +312,8 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 			// Zero means the storage package's defaults.
 			RequestTimeout: s.RequestTimeout,
 			RetryTimeout:   s.RetryTimeout,
+			// The part buffers all uploads share (storage.upload_buffer_bytes).
+			UploadBufferBytes: int64(s.UploadBufferBytes),
 			// The SDK's own messages, and the request id of a missing
 			// bucket, at debug level.
 			Logger: loggerFrom(ctx),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 func TestOpenStorageFilesystemErrorsNameStoragePath(t *testing.T) {
@@ -68,6 +69,37 @@ func TestOpenStorageS3ErrorsNameBucketAndEndpoint(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("err = %v\nwant it to contain %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestOpenStorageS3UploadBufferBytes: storage.upload_buffer_bytes reaches
+// the S3 backend's part buffer pool (rounded down to whole 8 MiB parts);
+// absent, the storage default of 48 MiB.
+func TestOpenStorageS3UploadBufferBytes(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	for _, tt := range []struct {
+		name string
+		set  config.ByteSize
+		want int64
+	}{
+		{"absent", 0, storage.DefaultS3UploadBufferBytes},
+		{"16MiB", 16 << 20, 16 << 20},
+		{"20MiB is two parts", 20 << 20, 16 << 20},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := openStorage(t.Context(), config.Storage{Backend: "s3", Bucket: srv.Bucket, Endpoint: srv.Endpoint, PathStyle: true, UploadBufferBytes: tt.set})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s3, ok := b.(*storage.S3)
+			if !ok {
+				t.Fatalf("openStorage returned a %T, want *storage.S3", b)
+			}
+			if got := s3.UploadBufferBytes(); got != tt.want {
+				t.Errorf("upload buffer of %d bytes, want %d", got, tt.want)
 			}
 		})
 	}

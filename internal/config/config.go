@@ -249,6 +249,14 @@ type Storage struct {
 	// Default 2m, longer than a KRaft broker's session timeout. See
 	// storage.S3Options.RetryTimeout.
 	RetryTimeout time.Duration `yaml:"retry_timeout"`
+	// UploadBufferBytes (s3) is the memory in bytes that all uploads of
+	// one run share for their part buffers (8 MiB each); a segment upload
+	// that finds none free waits for one. The file may say 50331648 or
+	// "48MiB"; at least 8MiB; zero (absent) means
+	// storage.DefaultS3UploadBufferBytes (48 MiB). See
+	// storage.S3Options.UploadBufferBytes and docs/OPERATIONS.md
+	// ("Memory").
+	UploadBufferBytes ByteSize `yaml:"upload_buffer_bytes"`
 }
 
 // Backup holds the settings of a backup run.

@@ -701,6 +701,50 @@ func TestStorageTimeouts(t *testing.T) {
 	}
 }
 
+// TestStorageUploadBufferBytes: storage.upload_buffer_bytes (s3) is a
+// byte size, zero (the storage default, 48 MiB) when absent, refused
+// below one S3 part (8 MiB) naming the key, and ignored with a warning by
+// the filesystem backend.
+func TestStorageUploadBufferBytes(t *testing.T) {
+	s3 := strings.Replace(base, "  backend: filesystem\n  path: /backups\n", "  backend: s3\n  bucket: kafka-backups\n", 1)
+	tests := []struct {
+		name    string
+		yaml    string
+		want    ByteSize
+		wantErr string
+	}{
+		{"absent means the default", s3, 0, ""},
+		{"a size with a unit", s3 + "  upload_buffer_bytes: 96MiB\n", 96 << 20, ""},
+		{"exactly one part", s3 + "  upload_buffer_bytes: 8388608\n", 8 << 20, ""},
+		{"below one part", s3 + "  upload_buffer_bytes: 4MiB\n", 0, "storage.upload_buffer_bytes must hold at least one S3 part of 8MiB, not 4194304 bytes"},
+		{"zero", s3 + "  upload_buffer_bytes: 0\n", 0, "storage.upload_buffer_bytes must hold at least one S3 part"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "t.yaml")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Storage.UploadBufferBytes != tt.want {
+				t.Errorf("upload_buffer_bytes %d, want %d", c.Storage.UploadBufferBytes, tt.want)
+			}
+		})
+	}
+	c, err := Parse([]byte(base+"  upload_buffer_bytes: 64MiB\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, "storage.upload_buffer_bytes does not apply to the filesystem backend") {
+		t.Errorf("warnings %q do not say that the filesystem backend ignores upload_buffer_bytes", w)
+	}
+}
+
 // TestCutBounds: backup.cut_attempts and backup.cut_timeout bound the
 // proof of the backup's cut (docs/DESIGN.md invariant 1); absent they take
 // their defaults, and a value that bounds nothing is refused naming the key.

@@ -571,6 +571,9 @@ func (v *validator) storage() {
 		if s.Path != "" {
 			ignored = append(ignored, "path")
 		}
+		if k := "storage.upload_buffer_bytes"; v.has(k) && !v.bad[k] && s.UploadBufferBytes < storage.DefaultS3PartSize {
+			v.errf(k, "storage.upload_buffer_bytes must hold at least one S3 part of 8MiB, not %d bytes; leave it out for the default of 48MiB", int64(s.UploadBufferBytes))
+		}
 	case BackendFilesystem:
 		if s.Path == "" {
 			v.errfAt("storage.path", bk, "storage.path is required when storage.backend is filesystem")
@@ -590,7 +593,7 @@ func (v *validator) storage() {
 			name string
 			set  bool
 		}{{"bucket", s.Bucket != ""}, {"region", s.Region != ""}, {"endpoint", s.Endpoint != ""}, {"path_style", v.has("storage.path_style")},
-			{"request_timeout", s.RequestTimeout != 0}, {"retry_timeout", s.RetryTimeout != 0}} {
+			{"request_timeout", s.RequestTimeout != 0}, {"retry_timeout", s.RetryTimeout != 0}, {"upload_buffer_bytes", v.has("storage.upload_buffer_bytes")}} {
 			if f.set {
 				ignored = append(ignored, f.name)
 			}
