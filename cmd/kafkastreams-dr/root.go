@@ -172,14 +172,8 @@ const helpTemplate = `{{with (or .Long .Short)}}{{. | trimTrailingWhitespaces}}
 {{end}}{{if or .Runnable .HasSubCommands}}{{.UsageString}}{{end}}
 ` + exitStatusHelp
 
-// newRootCmd builds the command tree.
-func newRootCmd(s *iostreams) *cobra.Command {
-	root, _ := newRoot(s)
-	return root
-}
-
-// newRoot builds the command tree and returns its global options too.
-func newRoot(s *iostreams) (*cobra.Command, *globalOptions) {
+// newRootCmd builds the command tree and returns its global options too.
+func newRootCmd(s *iostreams) (*cobra.Command, *globalOptions) {
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:           "kafkastreams-dr",
@@ -262,7 +256,7 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // run when the error carries one. main maps the returned error to the exit
 // code with exitCode.
 func run(ctx context.Context, args []string, s *iostreams) error {
-	root, g := newRoot(s)
+	root, g := newRootCmd(s)
 	defer g.stopCPUProfile()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
