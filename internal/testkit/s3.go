@@ -92,13 +92,17 @@ func StartS3(t *testing.T) S3Server {
 // LaunchS3 starts the server StartS3 starts, for a program that is not a
 // test (the benchmark harness, internal/bench): versitygw (S3BinaryPath)
 // serving dir, with random root credentials and one empty bucket
-// (srv.Bucket). A failure is returned as an error. The caller must call
+// (srv.Bucket); dir is created when missing. A failure is returned as an
+// error. The caller must call
 // stop on every exit path (SIGTERM, then SIGKILL after 5 s); it leaves dir
 // for its owner to remove.
 func LaunchS3(ctx context.Context, dir string) (srv S3Server, stop func(), err error) {
 	bin, err := S3BinaryPath()
 	if err != nil {
 		return S3Server{}, nil, fmt.Errorf("%w; %s", err, s3ToolHint)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return S3Server{}, nil, err
 	}
 	srv, stop, _, err = launchS3(bin, dir)
 	if err != nil {
