@@ -315,7 +315,7 @@ func (e *env) caseCD(ctx context.Context) ([]*Case, error) {
 			}
 		}
 		for _, p := range b.c.Profiles {
-			if strings.HasSuffix(p.Run, storeSuffix(st)) {
+			if strings.Contains(p.Run, storeSuffix(st)) {
 				c.Profiles = append(c.Profiles, p)
 			}
 		}
@@ -443,13 +443,30 @@ func (b *bench) runRounds(ctx context.Context) error {
 	return nil
 }
 
-// profile runs the first variant's backup and restore once more with
+// profile runs each variant's backup and restore once more with
 // --cpuprofile, into a repository of their own.
 func (b *bench) profile(ctx context.Context, store string) error {
 	if !b.e.o.Profile {
 		return nil
 	}
-	v := Variants[0]
+	for _, v := range Variants {
+		if err := b.profileVariant(ctx, v, store); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// variantTag is the suffix a variant's profile run carries: "" for the
+// default, " [NAME]" else.
+func variantTag(v Variant) string {
+	if v.Name == "" {
+		return ""
+	}
+	return " [" + v.Name + "]"
+}
+
+func (b *bench) profileVariant(ctx context.Context, v Variant, store string) error {
 	for _, kind := range []string{"backup", "restore"} {
 		var err error
 		if kind == "backup" {
@@ -464,7 +481,7 @@ func (b *bench) profile(ctx context.Context, store string) error {
 		if err != nil {
 			return err
 		}
-		p.Run = kind + " of case " + b.c.ID + storeSuffix(store)
+		p.Run = kind + " of case " + b.c.ID + storeSuffix(store) + variantTag(v)
 		b.c.Profiles = append(b.c.Profiles, p)
 	}
 	return nil

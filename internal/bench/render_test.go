@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,29 @@ func TestMarkdown(t *testing.T) {
 		if line := fmt.Sprintf("- **%s**: %s.", tg.Status, tg.Text); !strings.Contains(md, line) {
 			t.Errorf("document lacks the target line %q", line)
 		}
+	}
+}
+
+// The backup target is met when one variant meets it (the pass-through
+// mode, say), and the evidence names every variant.
+func TestJudgeVariant(t *testing.T) {
+	saved := Variants
+	t.Cleanup(func() { Variants = saved })
+	Variants = append(slices.Clone(saved), Variant{Name: "batch", BackupConfig: map[string]string{"segment_kind": "batch"}})
+	cs := sampleCases()
+	a := cs[0]
+	a.Rows = append(a.Rows, &Row{Tool: "kafkastreams-dr [batch] backup → dir", Op: "backup",
+		Samples: []Sample{{Wall: time.Second}, {Wall: 1100 * time.Millisecond}, {Wall: 1200 * time.Millisecond}}})
+	tg := Judge(cs)[0]
+	if tg.Status != statusMet || !strings.Contains(tg.Evidence, "kafkastreams-dr [batch] backup → dir at 1.00x") ||
+		!strings.Contains(tg.Evidence, "kafkastreams-dr backup → dir at 0.50x") {
+		t.Errorf("backup target with a batch variant: %s, %s; want met, naming both variants", tg.Status, tg.Evidence)
+	}
+	if !strings.Contains(a.find("kafkastreams-dr [batch] backup → dir").Tool, "[batch]") {
+		t.Fatal("row lookup")
+	}
+	md := (&Report{Cases: cs, Targets: Judge(cs)}).Markdown()
+	if !strings.Contains(md, "| kafkastreams-dr [batch] backup → dir | 3 |") {
+		t.Errorf("document lacks the batch variant's row:\n%s", md)
 	}
 }

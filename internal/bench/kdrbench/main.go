@@ -9,7 +9,8 @@
 // BENCH_CASES (comma-separated letters of a,b,c,d,e; default all),
 // BENCH_ROUNDS (default 3), BENCH_MEMORY_ROUNDS (case b, default 1) and
 // BENCH_SCALE (default 1: the sizes; 0.05 for a quick look) pick
-// what runs; the flags of the same names win. Exit 0 with the document
+// what runs, and BENCH_VARIANTS adds kafkastreams-dr variants by config
+// key (bench.ParseVariants); the flags of the same names win. Exit 0 with the document
 // written, 1 when a run failed (nothing written), 2 for a bad setting,
 // 130 when interrupted; the broker, versitygw and the temporary data are
 // removed on every path.
@@ -56,6 +57,7 @@ func run(args []string) int {
 	offsetParts := fl.Int("offset-partitions", 1000, "partitions of case e")
 	bin := fl.String("bin", "", "a built kafkastreams-dr (default: go build bin/kafkastreams-dr)")
 	noProfile := fl.Bool("no-profile", false, "skip the CPU profiles")
+	variants := fl.String("variants", os.Getenv("BENCH_VARIANTS"), "more kafkastreams-dr variants: NAME:backup.KEY=VALUE[,...] separated by ; (BENCH_VARIANTS)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -73,6 +75,11 @@ func run(args []string) int {
 		if err != nil || o.Scale <= 0 {
 			err = fmt.Errorf("BENCH_SCALE=%q: want a number above 0, e.g. 1 or 0.05", *scale)
 		}
+	}
+	if err == nil {
+		var more []bench.Variant
+		more, err = bench.ParseVariants(*variants)
+		bench.Variants = append(bench.Variants, more...)
 	}
 	for _, c := range strings.Split(*cases, ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -94,7 +101,7 @@ func run(args []string) int {
 		}
 		return 1
 	}
-	rep.Command = commandLine(o, *out)
+	rep.Command = commandLine(o, *variants, *out)
 	if err := writeFile(*out, rep.Markdown()); err != nil {
 		fmt.Fprintln(os.Stderr, "kdrbench:", err)
 		return 1
@@ -113,9 +120,13 @@ func positiveInt(name, s string) (int, error) {
 
 // commandLine is the command the document names: the settings as the
 // BENCH_* variables, then the program.
-func commandLine(o bench.Options, out string) string {
-	return fmt.Sprintf("BENCH_CASES=%s BENCH_ROUNDS=%d BENCH_MEMORY_ROUNDS=%d BENCH_SCALE=%g go run ./internal/bench/kdrbench -out %s",
-		strings.Join(o.Cases, ","), o.Rounds, o.MemoryRounds, o.Scale, out)
+func commandLine(o bench.Options, variants, out string) string {
+	env := fmt.Sprintf("BENCH_CASES=%s BENCH_ROUNDS=%d BENCH_MEMORY_ROUNDS=%d BENCH_SCALE=%g",
+		strings.Join(o.Cases, ","), o.Rounds, o.MemoryRounds, o.Scale)
+	if variants != "" {
+		env += fmt.Sprintf(" BENCH_VARIANTS='%s'", variants)
+	}
+	return env + " go run ./internal/bench/kdrbench -out " + out
 }
 
 // writeFile writes the document through a temporary file and a rename,
