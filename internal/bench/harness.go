@@ -184,6 +184,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Cases = append(rep.Cases, cs...)
 	}
+	rep.OSO = "the harness has no driver for it (`cargo search kafka-backup` could not reach a crate index from the machine it was written on)"
+	if _, err := exec.LookPath("kafka-backup"); err == nil {
+		rep.OSO = "a kafka-backup binary is on $PATH, but " + rep.OSO
+	} else {
+		rep.OSO = "no kafka-backup binary on $PATH, and " + rep.OSO
+	}
 	rep.Elapsed = time.Since(e.started)
 	rep.Targets = Judge(rep.Cases)
 	return rep, nil

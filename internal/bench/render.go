@@ -23,6 +23,8 @@ type Report struct {
 	Elapsed time.Duration
 	Cases   []*Case
 	Targets []Target
+	// OSO says why OSO kafka-backup was not measured.
+	OSO string
 	// Rounds and Scale are the run's settings.
 	Rounds int
 	Scale  float64
@@ -160,7 +162,7 @@ func (r *Report) Markdown() string {
 	}
 
 	w("## Baselines not measured\n\n")
-	w("OSO kafka-backup was not measured in this run: it is not installed on this machine and the Rust registry's search did not find it to install within the harness's budget; the targets that compare with it say \"not measured\".\n")
+	w("OSO kafka-backup was not measured in this run: %s; the targets that compare with it say \"not measured\".\n", orUnknown(r.OSO))
 	return b.String()
 }
 
