@@ -62,3 +62,15 @@ func TestThroughputRatios(t *testing.T) {
 		t.Errorf("RecordsPerSec = %v", got)
 	}
 }
+
+func TestLastLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"x: exit status 1; stderr ends:\nwarning: w\nError: restore: no leader\nrun the same command again\n": "Error: restore: no leader",
+		"one line": "one line",
+		"a\nb\n\n": "b",
+	} {
+		if got := lastLine(in); got != want {
+			t.Errorf("lastLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
