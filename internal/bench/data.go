@@ -59,17 +59,25 @@ const ProducerCompression = "lz4"
 // and 10,000 customer ids); values are JSON-like orders or customers of
 // 100 B to 4 KiB, most of them 300 B to 1 KiB; three headers each.
 func Generate(ctx context.Context, addrs []string, ds Dataset, seed uint64) (Produced, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...),
+	opts := []kgo.Opt{kgo.SeedBrokers(addrs...),
 		kgo.ProducerBatchCompression(kgo.Lz4Compression()),
-		kgo.ProducerLinger(5*time.Millisecond),
-		kgo.MaxBufferedBytes(64<<20),
-		kgo.ProducerBatchMaxBytes(1<<20),
-	)
+		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.MaxBufferedBytes(64 << 20),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+	}
+	// keyed partitions by key (Kafka's murmur2, as the Java client);
+	// manual puts a Records topic's records on the partition set.
+	keyed, err := kgo.NewClient(opts...)
 	if err != nil {
 		return Produced{}, err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer keyed.Close()
+	manual, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		return Produced{}, err
+	}
+	defer manual.Close()
+	adm := kadm.NewClient(keyed)
 	if err := createTopics(ctx, adm, ds.Topics); err != nil {
 		return Produced{}, err
 	}
@@ -86,6 +94,7 @@ func Generate(ctx context.Context, addrs []string, ds Dataset, seed uint64) (Pro
 			mu.Unlock()
 		}
 	}
+	var cl *kgo.Client
 	produce := func(r *kgo.Record) {
 		out.Bytes += recordBytes(r)
 		out.Records++
@@ -95,7 +104,9 @@ func Generate(ctx context.Context, addrs []string, ds Dataset, seed uint64) (Pro
 	for _, t := range ds.Topics {
 		out.Partitions += int(t.Partitions)
 		g := newGenerator(rng, t.Compact)
+		cl = keyed
 		if t.Records > 0 {
+			cl = manual
 			for p := range t.Partitions {
 				for range t.Records {
 					r := g.record(t.Name)
@@ -117,11 +128,35 @@ func Generate(ctx context.Context, addrs []string, ds Dataset, seed uint64) (Pro
 		if err != nil {
 			return Produced{}, err
 		}
+		if t.Records > 0 {
+			if err := checkPerPartition(ctx, adm, t); err != nil {
+				return Produced{}, err
+			}
+		}
 	}
 	if err := commitGroup(ctx, adm, ds); err != nil {
 		return Produced{}, err
 	}
 	return out, nil
+}
+
+// checkPerPartition checks that each partition of a Records topic ends at
+// t.Records (a topic created by this run: its offsets start at 0).
+func checkPerPartition(ctx context.Context, adm *kadm.Client, t TopicSpec) error {
+	ends, err := adm.ListEndOffsets(ctx, t.Name)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("list end offsets of %s: %w", t.Name, err)
+	}
+	var bad error
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset != t.Records && bad == nil {
+			bad = fmt.Errorf("%s partition %d ends at %d, want %d records per partition", t.Name, o.Partition, o.Offset, t.Records)
+		}
+	})
+	return bad
 }
 
 // commitGroup commits the application's group offsets at 90% of each

@@ -34,6 +34,9 @@ type Variant struct {
 	BackupArgs   []string
 	RestoreArgs  []string
 	BackupConfig map[string]string // e.g. {"compression": "zstd"}
+	// StorageConfig are extra keys of the storage: section, e.g.
+	// {"upload_buffer_bytes": "32MiB"}.
+	StorageConfig map[string]string
 }
 
 // Variants are the kafkastreams-dr runs of every case, in order. The first
@@ -58,6 +61,9 @@ type Options struct {
 	// ManyPartitions is (c)'s and (d)'s partition count (default 2,000),
 	// OffsetPartitions (e)'s (default 1,000).
 	ManyPartitions, OffsetPartitions int
+	// S3Case is the case whose data case d backs up to S3: "c" (the
+	// default: 2,000 partitions) or "a" (~1 GiB over 12 partitions).
+	S3Case string
 	// Profile runs ours once more per main case with --cpuprofile.
 	Profile bool
 	// Binary is a built kafkastreams-dr; "" builds bin/kafkastreams-dr in
@@ -94,6 +100,9 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.S3Case == "" {
+		o.S3Case = "c"
+	}
 }
 
 // env is one run's servers and tools.
@@ -122,6 +131,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if !slices.Contains(AllCases, c) {
 			return nil, fmt.Errorf("unknown case %q (BENCH_CASES): the cases are %s", c, strings.Join(AllCases, ","))
 		}
+	}
+	if o.S3Case != "a" && o.S3Case != "c" {
+		return nil, fmt.Errorf("BENCH_S3_CASE=%q: case d backs up the data of case a or c", o.S3Case)
 	}
 	e := &env{o: o, started: time.Now()}
 	var err error
@@ -169,9 +181,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		on  bool
 		run func(context.Context) ([]*Case, error)
 	}{
-		{sel("a"), e.caseA},
+		{sel("a") || sel("d") && o.S3Case == "a", e.caseA},
 		{sel("b"), e.caseB},
-		{sel("c") || sel("d"), e.caseCD},
+		{sel("c") || sel("d") && o.S3Case == "c", e.caseCD},
 		{sel("e"), e.caseE},
 	}
 	for _, s := range steps {
@@ -229,9 +241,6 @@ type bench struct {
 	// baselines runs the kcat rows; restore runs the restores.
 	baselines, restore bool
 	rounds             int
-	// cases that share these runs (c and d): each keeps the rows of its
-	// store plus the baselines.
-	split map[string]*Case
 }
 
 func (e *env) caseA(ctx context.Context) ([]*Case, error) {
@@ -240,7 +249,7 @@ func (e *env) caseA(ctx context.Context) ([]*Case, error) {
 		{Name: "orders-a", Partitions: 12, Bytes: gib * 15 / 16},
 		{Name: "customers-a", Partitions: 12, Compact: true, Bytes: gib / 16},
 	}}
-	b := &bench{e: e, ds: ds, stores: []string{"dir"}, baselines: true, restore: true, rounds: e.o.Rounds,
+	b := &bench{e: e, ds: ds, stores: e.storesOf("a"), baselines: true, restore: true, rounds: e.o.Rounds,
 		c: &Case{ID: "a"}}
 	if err := b.generate(ctx); err != nil {
 		return nil, err
@@ -249,10 +258,51 @@ func (e *env) caseA(ctx context.Context) ([]*Case, error) {
 	if err := b.runRounds(ctx); err != nil {
 		return nil, err
 	}
-	if err := b.profile(ctx, "dir"); err != nil {
-		return nil, err
+	for _, st := range b.stores {
+		if err := b.profile(ctx, st); err != nil {
+			return nil, err
+		}
 	}
-	return []*Case{b.c}, b.drop(ctx)
+	return b.splitByStore("S3 (versitygw): case (a)'s data"), b.drop(ctx)
+}
+
+// storesOf is where case id's backups go: a directory when the case is
+// selected, S3 too when it is case d's data (BENCH_S3_CASE).
+func (e *env) storesOf(id string) []string {
+	var st []string
+	if slices.Contains(e.o.Cases, id) {
+		st = append(st, "dir")
+	}
+	if slices.Contains(e.o.Cases, "d") && e.o.S3Case == id {
+		st = append(st, "s3")
+	}
+	return st
+}
+
+// splitByStore makes one case of the runs per store: the directory's rows
+// under the case's own letter, S3's under (d) with titleD; both keep the
+// baselines (the same data, the same rounds).
+func (b *bench) splitByStore(titleD string) []*Case {
+	var out []*Case
+	for _, st := range b.stores {
+		c := *b.c
+		c.Rows, c.Profiles = nil, nil
+		if st == "s3" {
+			c.ID, c.Title = "d", titleD
+		}
+		for _, r := range b.c.Rows {
+			if r.Baseline || strings.HasSuffix(r.Tool, storeSuffix(st)) {
+				c.Rows = append(c.Rows, r)
+			}
+		}
+		for _, p := range b.c.Profiles {
+			if strings.Contains(p.Run, storeSuffix(st)) {
+				c.Profiles = append(c.Profiles, p)
+			}
+		}
+		out = append(out, &c)
+	}
+	return out
 }
 
 func (e *env) caseB(ctx context.Context) ([]*Case, error) {
@@ -290,13 +340,8 @@ func (e *env) caseCD(ctx context.Context) ([]*Case, error) {
 		{Name: "profiles-c", Partitions: n - n*3/4, Compact: true, Records: per},
 	}}
 	b := &bench{e: e, ds: ds, baselines: true, restore: true, rounds: e.o.Rounds,
-		c: &Case{ID: "c", Title: fmt.Sprintf("%d partitions of small data", n)}, split: map[string]*Case{}}
-	if slices.Contains(e.o.Cases, "c") {
-		b.stores = append(b.stores, "dir")
-	}
-	if slices.Contains(e.o.Cases, "d") {
-		b.stores = append(b.stores, "s3")
-	}
+		c: &Case{ID: "c", Title: fmt.Sprintf("%d partitions of small data", n)}}
+	b.stores = e.storesOf("c")
 	if err := b.generate(ctx); err != nil {
 		return nil, err
 	}
@@ -308,26 +353,7 @@ func (e *env) caseCD(ctx context.Context) ([]*Case, error) {
 			return nil, err
 		}
 	}
-	var out []*Case
-	for _, st := range b.stores {
-		c := *b.c
-		c.Rows, c.Profiles = nil, nil
-		if st == "s3" {
-			c.ID, c.Title = "d", fmt.Sprintf("S3 (versitygw): case (c)'s %d partitions", n)
-		}
-		for _, r := range b.c.Rows {
-			if r.Baseline || strings.HasSuffix(r.Tool, storeSuffix(st)) {
-				c.Rows = append(c.Rows, r)
-			}
-		}
-		for _, p := range b.c.Profiles {
-			if strings.Contains(p.Run, storeSuffix(st)) {
-				c.Profiles = append(c.Profiles, p)
-			}
-		}
-		out = append(out, &c)
-	}
-	return out, b.drop(ctx)
+	return b.splitByStore(fmt.Sprintf("S3 (versitygw): case (c)'s %d partitions", n)), b.drop(ctx)
 }
 
 func (e *env) caseE(ctx context.Context) ([]*Case, error) {
@@ -533,6 +559,9 @@ func (b *bench) config(v Variant, store string, round int) (string, error) {
 			b.e.s3.Bucket, b.s3Prefix(v, round), b.e.s3.Region, b.e.s3.Endpoint)
 	} else {
 		fmt.Fprintf(&sb, "storage:\n  backend: filesystem\n  path: %s\n", filepath.Join(dir, "repo"))
+	}
+	for _, k := range slices.Sorted(mapsKeys(v.StorageConfig)) {
+		fmt.Fprintf(&sb, "  %s: %s\n", k, v.StorageConfig[k])
 	}
 	if len(v.BackupConfig) > 0 {
 		sb.WriteString("backup:\n")

@@ -52,7 +52,7 @@ func TestSmoke(t *testing.T) {
 		"| kcat -C > /dev/null | 1 |", "| kcat -C | zstd -3 > file | 1 |", "| kcat -P | 1 |",
 		"| kafkastreams-dr backup → dir | 1 |", "| kafkastreams-dr restore → dir | 1 |",
 		"| kafkastreams-dr backup → S3 | 1 |", "| kafkastreams-dr restore → S3 | 1 |",
-		"BENCH_CASES=a,b,c,d,e BENCH_ROUNDS=1 BENCH_MEMORY_ROUNDS=1 BENCH_SCALE=0.0005 go run ./internal/bench/kdrbench",
+		"BENCH_CASES=a,b,c,d,e BENCH_ROUNDS=1 BENCH_MEMORY_ROUNDS=1 BENCH_SCALE=0.0005 BENCH_S3_CASE=c go run ./internal/bench/kdrbench",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("document lacks %q:\n%s", want, md)

@@ -214,10 +214,15 @@ func offsetsTarget(cs []*Case, v string) Target {
 	return t
 }
 
-// shortFunc drops the module path of a function name.
+// shortFunc drops the module path of a function name and cuts a name
+// longer than 100 bytes (a generic's shape) to its first 100.
 func shortFunc(fn string) string {
 	const mod = "github.com/kafkastreams-dr/kafkastreams-dr/"
-	return strings.TrimPrefix(fn, mod)
+	fn = strings.TrimPrefix(fn, mod)
+	if len(fn) > 100 {
+		fn = fn[:100] + "..."
+	}
+	return fn
 }
 
 func fmtRatio(r float64) string { return fmt.Sprintf("%.2fx", r) }

@@ -56,6 +56,7 @@ func run(args []string) int {
 	manyParts := fl.Int("many-partitions", 2000, "partitions of cases c and d")
 	offsetParts := fl.Int("offset-partitions", 1000, "partitions of case e")
 	bin := fl.String("bin", "", "a built kafkastreams-dr (default: go build bin/kafkastreams-dr)")
+	s3Case := fl.String("s3-case", envOr("BENCH_S3_CASE", "c"), "the case whose data case d backs up to S3: a or c (BENCH_S3_CASE)")
 	noProfile := fl.Bool("no-profile", false, "skip the CPU profiles")
 	variants := fl.String("variants", os.Getenv("BENCH_VARIANTS"), "more kafkastreams-dr variants: NAME:backup.KEY=VALUE[,...] separated by ; (BENCH_VARIANTS)")
 	if err := fl.Parse(args); err != nil {
@@ -66,7 +67,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "kdrbench: find my own path for the rusage wrapper:", err)
 		return 1
 	}
-	o := bench.Options{Binary: *bin, Wrapper: self, ManyPartitions: *manyParts, OffsetPartitions: *offsetParts, Profile: !*noProfile, Log: os.Stderr}
+	o := bench.Options{Binary: *bin, Wrapper: self, S3Case: *s3Case, ManyPartitions: *manyParts, OffsetPartitions: *offsetParts, Profile: !*noProfile, Log: os.Stderr}
 	if o.Rounds, err = positiveInt("BENCH_ROUNDS", *rounds); err == nil {
 		o.MemoryRounds, err = positiveInt("BENCH_MEMORY_ROUNDS", *memRounds)
 	}
@@ -121,8 +122,8 @@ func positiveInt(name, s string) (int, error) {
 // commandLine is the command the document names: the settings as the
 // BENCH_* variables, then the program.
 func commandLine(o bench.Options, variants, out string) string {
-	env := fmt.Sprintf("BENCH_CASES=%s BENCH_ROUNDS=%d BENCH_MEMORY_ROUNDS=%d BENCH_SCALE=%g",
-		strings.Join(o.Cases, ","), o.Rounds, o.MemoryRounds, o.Scale)
+	env := fmt.Sprintf("BENCH_CASES=%s BENCH_ROUNDS=%d BENCH_MEMORY_ROUNDS=%d BENCH_SCALE=%g BENCH_S3_CASE=%s",
+		strings.Join(o.Cases, ","), o.Rounds, o.MemoryRounds, o.Scale, o.S3Case)
 	if variants != "" {
 		env += fmt.Sprintf(" BENCH_VARIANTS='%s'", variants)
 	}
