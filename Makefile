@@ -7,6 +7,8 @@
 #   make test        make tools, then the full suite with real servers; nothing
 #                    may skip
 #   make test-short  go test -short, without fetching tools
+#   make bench       make tools, then the benchmark harness on a real broker:
+#                    docs/PERFORMANCE.md (make bench-go: the Go benchmarks)
 #   make lint        golangci-lint (.golangci.yml: depguard's layering rules,
 #                    staticcheck, govet, errcheck, ineffassign, unused), then
 #                    .ci/lint-selftest: a deliberate violation of each
@@ -66,7 +68,7 @@ APICURIO_STAMP := $(APICURIO_DIR)/.complete
 TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
 	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR) KDR_SCHEMA_REGISTRY=$(APICURIO_DIR)
 
-.PHONY: registry-java tools build test test-short bench quickstart vet fmt-check system-packages lint
+.PHONY: registry-java tools build test test-short bench bench-go quickstart vet fmt-check system-packages lint
 
 # The system packages come first: the tool recipes need mvn, the tests kcat
 # and aws (order-only, so that a run never rebuilds a cached tool).
@@ -142,7 +144,16 @@ test: tools
 test-short:
 	$(GO) test -short ./...
 
-bench:
+# The benchmark of issue 13 on a real broker (internal/bench/kdrbench):
+# kafkastreams-dr against the kcat baselines, interleaved, written to
+# docs/PERFORMANCE.md. BENCH_CASES (a,b,c,d,e), BENCH_ROUNDS (3),
+# BENCH_MEMORY_ROUNDS (1) and BENCH_SCALE (1; 0.05 for a quick look) pick
+# what runs; about 20 minutes on 2 cores at scale 1.
+bench: tools
+	$(TEST_ENV) $(GO) run ./internal/bench/kdrbench -out docs/PERFORMANCE.md
+
+# The Go benchmarks (go test -bench, on kfake).
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The quickstart: a whole DR drill on in-process clusters. The sample app is

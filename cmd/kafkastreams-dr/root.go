@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -64,6 +65,40 @@ type globalOptions struct {
 	// afterRun, when set, is called with the metrics server's address once
 	// the run is over and before the server stops (tests scrape then).
 	afterRun func(metricsAddr string)
+
+	// CPUProfile is the hidden --cpuprofile FILE, for benchmarking (make
+	// bench): a Go CPU profile (runtime/pprof) of the whole command,
+	// written when it ends; cpuProfile is the open file while it runs.
+	CPUProfile string
+	cpuProfile *os.File
+}
+
+// startCPUProfile starts --cpuprofile's profile: a file that cannot be
+// created is a usage error naming the flag.
+func (g *globalOptions) startCPUProfile() error {
+	if g.CPUProfile == "" || g.cpuProfile != nil {
+		return nil
+	}
+	f, err := os.Create(g.CPUProfile)
+	if err != nil {
+		return &usageError{fmt.Errorf("invalid --cpuprofile: %w", err)}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return &usageError{fmt.Errorf("invalid --cpuprofile %s: %w", g.CPUProfile, err)}
+	}
+	g.cpuProfile = f
+	return nil
+}
+
+// stopCPUProfile writes and closes --cpuprofile's profile, if one runs.
+func (g *globalOptions) stopCPUProfile() {
+	if g.cpuProfile == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	g.cpuProfile.Close()
+	g.cpuProfile = nil
 }
 
 // Logger returns the logger built from --log-level (discarding before the
@@ -137,8 +172,8 @@ const helpTemplate = `{{with (or .Long .Short)}}{{. | trimTrailingWhitespaces}}
 {{end}}{{if or .Runnable .HasSubCommands}}{{.UsageString}}{{end}}
 ` + exitStatusHelp
 
-// newRootCmd builds the command tree.
-func newRootCmd(s *iostreams) *cobra.Command {
+// newRootCmd builds the command tree and returns its global options too.
+func newRootCmd(s *iostreams) (*cobra.Command, *globalOptions) {
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:           "kafkastreams-dr",
@@ -153,6 +188,9 @@ func newRootCmd(s *iostreams) *cobra.Command {
 				return &usageError{err}
 			}
 			if err := g.checkTelemetryFlags(); err != nil {
+				return err
+			}
+			if err := g.startCPUProfile(); err != nil {
 				return err
 			}
 			if s.ErrTTY {
@@ -179,6 +217,8 @@ func newRootCmd(s *iostreams) *cobra.Command {
 	pf.StringVar(&g.MetricsAddr, "metrics-addr", "", "backup, restore, drill: serve Prometheus metrics on http://`HOST:PORT`/metrics while the run lasts (:0 picks a free port)")
 	pf.StringVar(&g.PushGateway, "push-gateway", "", "backup, restore, drill: push the run's metrics to the Prometheus Pushgateway at `URL` when it ends, success or not")
 	pf.StringVar(&g.PushJob, "push-job", "kafkastreams-dr", "the job `NAME` of metrics pushed with --push-gateway (grouped by command and application_id)")
+	pf.StringVar(&g.CPUProfile, "cpuprofile", "", "for benchmarking (make bench): write a Go CPU profile (runtime/pprof) of the whole command to `FILE` when it ends")
+	_ = pf.MarkHidden("cpuprofile")
 	root.SetVersionTemplate("kafkastreams-dr {{.Version}}\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 
@@ -198,7 +238,7 @@ func newRootCmd(s *iostreams) *cobra.Command {
 		newConfigCmd(g, s, nil),
 		newVersionCmd(s),
 	)
-	return root
+	return root, g
 }
 
 // usageArgs turns an argument-validation error into a usage error.
@@ -216,7 +256,8 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // run when the error carries one. main maps the returned error to the exit
 // code with exitCode.
 func run(ctx context.Context, args []string, s *iostreams) error {
-	root := newRootCmd(s)
+	root, g := newRootCmd(s)
+	defer g.stopCPUProfile()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {

@@ -151,36 +151,74 @@ func StartKafka(t testing.TB, opts ...KafkaOpt) *Kafka {
 	libDir := kafkaLibDir(t)
 	java := javaPath(t)
 	begin := time.Now()
-
-	// A port found free may be taken before the JVM binds it: retry then.
-	var k *Kafka
-	for attempt := 1; ; attempt++ {
-		var err error
-		k, err = startKafkaOnce(t, libDir, java, cfg)
-		if err == nil {
-			break
-		}
-		if attempt < 3 && errors.Is(err, errPortTaken) {
-			t.Logf("kafka: %v; retrying with other ports", err)
-			continue
-		}
+	k, err := launchKafka(t.TempDir(), libDir, java, cfg, t.Logf)
+	if err != nil {
 		t.Fatalf("start kafka %s: %v", KafkaVersion, err)
 	}
+	t.Cleanup(func() {
+		k.Stop()
+		if t.Failed() {
+			t.Logf("kafka broker log %s (last %d lines):\n%s", k.logPath(), kafkaLogTailLines, k.logTail(kafkaLogTailLines))
+		}
+	})
 	t.Logf("kafka %s (KRaft, 1 node) listening on %s, started in %v", KafkaVersion, k.bootstrap, time.Since(begin).Round(time.Millisecond))
 	return k
 }
 
+// LaunchKafka starts the broker StartKafka starts, for a program that is
+// not a test (the benchmark harness, internal/bench): its directory is a
+// new one under parent, the jars and java are found by the same rules
+// ($KDR_KAFKA_LIBS, $KDR_JAVA, ...), and a failure is returned as an
+// error (naming the missing tool and `make tools`) instead of failing a
+// test. The caller must call Stop on every exit path; if the caller dies
+// without it, the kernel kills the broker (Linux parent-death signal).
+func LaunchKafka(parent string, opts ...KafkaOpt) (*Kafka, error) {
+	cfg := kafkaConfig{props: kafkaDefaultProps(), startTimeout: 2 * time.Minute}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	libDir, err := findKafkaLibDir()
+	if err != nil {
+		return nil, err
+	}
+	java, err := findJava()
+	if err != nil {
+		return nil, err
+	}
+	k, err := launchKafka(parent, libDir, java, cfg, func(string, ...any) {})
+	if err != nil {
+		return nil, fmt.Errorf("start kafka %s: %w", KafkaVersion, err)
+	}
+	return k, nil
+}
+
+// launchKafka is StartKafka's and LaunchKafka's one start: a port found
+// free may be taken before the JVM binds it, so it retries then (3
+// attempts), logging each retry with logf.
+func launchKafka(parent, libDir, java string, cfg kafkaConfig, logf func(string, ...any)) (*Kafka, error) {
+	for attempt := 1; ; attempt++ {
+		k, err := startKafkaOnce(parent, libDir, java, cfg)
+		if err == nil {
+			return k, nil
+		}
+		if attempt < 3 && errors.Is(err, errPortTaken) {
+			logf("kafka: %v; retrying with other ports", err)
+			continue
+		}
+		return nil, err
+	}
+}
+
 var errPortTaken = errors.New("a port was taken by another process")
 
-// startKafkaOnce formats and starts one broker; on error it has already
-// stopped the JVM. On success, cleanup is registered on t.
-func startKafkaOnce(t testing.TB, libDir, java string, cfg kafkaConfig) (*Kafka, error) {
-	t.Helper()
+// startKafkaOnce formats and starts one broker in a new directory under
+// parent; on error it has already stopped the JVM.
+func startKafkaOnce(parent, libDir, java string, cfg kafkaConfig) (*Kafka, error) {
 	ports, err := freeLoopbackPorts(2)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(t.TempDir(), "kafka")
+	dir, err := os.MkdirTemp(parent, "kafka")
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +293,7 @@ func startKafkaOnce(t testing.TB, libDir, java string, cfg kafkaConfig) (*Kafka,
 	}()
 
 	if err := k.waitReady(ctx); err != nil {
-		k.stop()
+		k.Stop()
 		log := k.logTail(kafkaLogTailLines)
 		if strings.Contains(log, "Address already in use") {
 			return nil, fmt.Errorf("%w: %v", errPortTaken, err)
@@ -263,12 +301,6 @@ func startKafkaOnce(t testing.TB, libDir, java string, cfg kafkaConfig) (*Kafka,
 		return nil, fmt.Errorf("%w; broker log %s ends:\n%s", err, k.logPath(), log)
 	}
 
-	t.Cleanup(func() {
-		k.stop()
-		if t.Failed() {
-			t.Logf("kafka broker log %s (last %d lines):\n%s", k.logPath(), kafkaLogTailLines, k.logTail(kafkaLogTailLines))
-		}
-	})
 	return k, nil
 }
 
@@ -305,8 +337,10 @@ func (k *Kafka) waitReady(ctx context.Context) error {
 	}
 }
 
-// stop sends SIGTERM and, after 15 seconds, SIGKILL; it waits for the exit.
-func (k *Kafka) stop() {
+// Stop stops the broker: SIGTERM and, after 15 seconds, SIGKILL; it waits
+// for the JVM to exit. StartKafka's cleanup calls it; a second call does
+// nothing. It leaves the broker's directory for its owner to remove.
+func (k *Kafka) Stop() {
 	select {
 	case <-k.exited:
 		return
@@ -399,22 +433,40 @@ func fileTail(path string, n int) string {
 // kafkaLibDir finds Kafka's jars, or skips/fails the test.
 func kafkaLibDir(t testing.TB) string {
 	t.Helper()
-	dir := requireTool(t, "kafka-"+KafkaVersion+"-libs", kafkaLibsEnv,
-		filepath.Join(toolsDir(), "kafka-"+KafkaVersion, "libs"), kafkaHint)
-	if jars, _ := filepath.Glob(filepath.Join(dir, "kafka_2.13-*.jar")); len(jars) == 0 {
-		missingTool(t, fmt.Sprintf("no kafka_2.13-*.jar in %s; %s", dir, kafkaHint))
-	}
+	dir, err := findKafkaLibDir()
+	requireFound(t, err)
 	return dir
 }
 
-// javaPath finds a java binary: $KDR_JAVA, $JAVA_HOME/bin/java, $PATH.
+// findKafkaLibDir finds Kafka's jars: $KDR_KAFKA_LIBS, the tools cache,
+// $PATH; a directory without kafka_2.13-*.jar is missing too.
+func findKafkaLibDir() (string, error) {
+	dir, err := findTool("kafka-"+KafkaVersion+"-libs", kafkaLibsEnv,
+		filepath.Join(toolsDir(), "kafka-"+KafkaVersion, "libs"), kafkaHint)
+	if err != nil {
+		return "", err
+	}
+	if jars, _ := filepath.Glob(filepath.Join(dir, "kafka_2.13-*.jar")); len(jars) == 0 {
+		return "", &toolError{msg: fmt.Sprintf("no kafka_2.13-*.jar in %s; %s", dir, kafkaHint)}
+	}
+	return dir, nil
+}
+
+// javaPath finds a java binary, or skips/fails the test.
 func javaPath(t testing.TB) string {
 	t.Helper()
+	java, err := findJava()
+	requireFound(t, err)
+	return java
+}
+
+// findJava finds a java binary: $KDR_JAVA, $JAVA_HOME/bin/java, $PATH.
+func findJava() (string, error) {
 	var fallback string
 	if home := os.Getenv("JAVA_HOME"); home != "" {
 		fallback = filepath.Join(home, "bin", "java")
 	}
-	return requireTool(t, "java", "KDR_JAVA", fallback, "install a JDK 17 or newer (apt-get install openjdk-17-jdk-headless)")
+	return findTool("java", "KDR_JAVA", fallback, "install a JDK 17 or newer (apt-get install openjdk-17-jdk-headless)")
 }
 
 // newKafkaClusterID returns a random KRaft cluster ID: 16 random bytes in

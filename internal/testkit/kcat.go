@@ -24,6 +24,13 @@ func kcatPath(t testing.TB) string {
 	return requireTool(t, "kcat", "KDR_KCAT", "", kcatHint)
 }
 
+// KcatBinary returns the path of kcat ($KDR_KCAT, else kcat on $PATH) for a
+// program that is not a test (the benchmark harness), or an error naming
+// where it looked and how to install it.
+func KcatBinary() (string, error) {
+	return findTool("kcat", "KDR_KCAT", "", kcatHint)
+}
+
 // Kcat runs the kcat binary (Debian's kcat, librdkafka underneath: a
 // client independent of franz-go) with args and returns its stdout. It
 // fails the test on a non-zero exit or after KcatTimeout, showing stderr.

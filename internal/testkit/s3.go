@@ -75,39 +75,78 @@ func StartS3(t *testing.T) S3Server {
 		t.Skipf("skipping S3 test: %v; %s", err, s3ToolHint)
 	}
 
-	srv := S3Server{
-		AccessKey: "kdrtest" + s3RandomHex(t, 6),
-		SecretKey: s3RandomHex(t, 20),
-		Region:    "us-east-1",
-		Bucket:    "kdr-test-" + s3RandomHex(t, 4),
-		Dir:       t.TempDir(),
+	srv, stop, out, err := launchS3(bin, t.TempDir())
+	if err != nil {
+		t.Fatalf("start versitygw: %v", err)
 	}
-
-	// The free port can be taken between picking and binding it; retry a few times.
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := s3FreePort()
-		if err != nil {
-			t.Fatalf("pick a free port for versitygw: %v", err)
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() && out.Len() > 0 {
+			t.Logf("versitygw output:\n%s", out.String())
 		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		srv.Endpoint = "http://" + addr
-		if lastErr = s3Run(t, bin, addr, srv); lastErr == nil {
-			break
-		}
-	}
-	if lastErr != nil {
-		t.Fatalf("start versitygw: %v", lastErr)
-	}
+	})
 	srv.CreateBucket(t, srv.Bucket)
 	return srv
 }
 
+// LaunchS3 starts the server StartS3 starts, for a program that is not a
+// test (the benchmark harness, internal/bench): versitygw (S3BinaryPath)
+// serving dir, with random root credentials and one empty bucket
+// (srv.Bucket); dir is created when missing. A failure is returned as an
+// error. The caller must call
+// stop on every exit path (SIGTERM, then SIGKILL after 5 s); it leaves dir
+// for its owner to remove.
+func LaunchS3(ctx context.Context, dir string) (srv S3Server, stop func(), err error) {
+	bin, err := S3BinaryPath()
+	if err != nil {
+		return S3Server{}, nil, fmt.Errorf("%w; %s", err, s3ToolHint)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return S3Server{}, nil, err
+	}
+	srv, stop, _, err = launchS3(bin, dir)
+	if err != nil {
+		return S3Server{}, nil, fmt.Errorf("start versitygw: %w", err)
+	}
+	if _, err := srv.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(srv.Bucket)}); err != nil {
+		stop()
+		return S3Server{}, nil, fmt.Errorf("create bucket %q on %s: %w", srv.Bucket, srv.Endpoint, err)
+	}
+	return srv, stop, nil
+}
+
+// launchS3 is StartS3's and LaunchS3's one start of versitygw serving dir,
+// without a bucket yet. The free port can be taken between picking and
+// binding it: it retries a few times.
+func launchS3(bin, dir string) (S3Server, func(), *s3SyncBuffer, error) {
+	srv := S3Server{
+		AccessKey: "kdrtest" + s3RandomHex(6),
+		SecretKey: s3RandomHex(20),
+		Region:    "us-east-1",
+		Bucket:    "kdr-test-" + s3RandomHex(4),
+		Dir:       dir,
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := s3FreePort()
+		if err != nil {
+			return S3Server{}, nil, nil, fmt.Errorf("pick a free port for versitygw: %w", err)
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		srv.Endpoint = "http://" + addr
+		stop, out, err := s3Run(bin, addr, srv)
+		if err == nil {
+			return srv, stop, out, nil
+		}
+		lastErr = err
+	}
+	return S3Server{}, nil, nil, lastErr
+}
+
 // s3Run starts versitygw listening on addr and waits until it answers
-// signed requests. On failure the process is stopped and its output is part
-// of the error.
-func s3Run(t *testing.T, bin, addr string, srv S3Server) error {
-	t.Helper()
+// signed requests; it returns the function that stops it and its output.
+// On failure the process is stopped and its output is part of the error.
+func s3Run(bin, addr string, srv S3Server) (func(), *s3SyncBuffer, error) {
 	cmd := exec.Command(bin, "--quiet", "--port", addr, "posix", srv.Dir)
 	cmd.Env = append(os.Environ(),
 		"ROOT_ACCESS_KEY="+srv.AccessKey,
@@ -116,20 +155,23 @@ func s3Run(t *testing.T, bin, addr string, srv S3Server) error {
 	)
 	out := &s3SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("run %s: %w", bin, err)
+		return nil, nil, fmt.Errorf("run %s: %w", bin, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	var once sync.Once
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		})
 	}
 
 	client := srv.Client()
@@ -143,22 +185,16 @@ func s3Run(t *testing.T, bin, addr string, srv S3Server) error {
 		}
 		select {
 		case werr := <-exited:
-			return fmt.Errorf("versitygw on %s exited (%v) before answering; output:\n%s", addr, werr, out.String())
+			return nil, nil, fmt.Errorf("versitygw on %s exited (%v) before answering; output:\n%s", addr, werr, out.String())
 		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return fmt.Errorf("versitygw on %s did not answer within 20s (last error: %v); output:\n%s", addr, err, out.String())
+			return nil, nil, fmt.Errorf("versitygw on %s did not answer within 20s (last error: %v); output:\n%s", addr, err, out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() && out.Len() > 0 {
-			t.Logf("versitygw output:\n%s", out.String())
-		}
-	})
-	return nil
+	return stop, out, nil
 }
 
 // Client returns an S3 client for this server with static credentials and
@@ -220,12 +256,10 @@ func s3FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func s3RandomHex(t *testing.T, n int) string {
-	t.Helper()
+// s3RandomHex returns n random bytes in hex (crypto/rand.Read never fails).
+func s3RandomHex(n int) string {
 	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatalf("random: %v", err)
-	}
+	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 

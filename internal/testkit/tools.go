@@ -37,41 +37,72 @@ func toolsDir() string {
 	return filepath.Join(home, ".cache", "kdr-tools")
 }
 
-// requireTool returns the path of an external tool or skips the test (fails
-// it if KDR_REQUIRE_TOOLS=1). It looks, in order, at:
+// requireTool returns the path of an external tool (see findTool) or skips
+// the test (fails it if KDR_REQUIRE_TOOLS=1, or when the environment
+// variable names a path that does not exist).
+func requireTool(t testing.TB, name, envVar, fallbackPath, hint string) string {
+	t.Helper()
+	p, err := findTool(name, envVar, fallbackPath, hint)
+	requireFound(t, err)
+	return p
+}
+
+// requireFound fails the test for a misconfigured tool, skips it (fails it
+// if KDR_REQUIRE_TOOLS=1) for a missing one, and does nothing for nil.
+func requireFound(t testing.TB, err error) {
+	t.Helper()
+	var te *toolError
+	switch {
+	case err == nil:
+	case errors.As(err, &te) && !te.misconfigured:
+		missingTool(t, te.msg)
+	default:
+		t.Fatalf("%v", err)
+	}
+}
+
+// toolError is findTool's error: a missing tool, or a misconfigured one
+// (an environment variable naming a path that does not exist).
+type toolError struct {
+	msg           string
+	misconfigured bool
+}
+
+func (e *toolError) Error() string { return e.msg }
+
+// findTool returns the path of an external tool. It looks, in order, at:
 //
 //  1. the environment variable envVar (if envVar is not ""): a path that must
-//     exist; when it is set but does not exist the test always fails, since
-//     that is a misconfiguration rather than a missing tool;
+//     exist; when it is set but does not exist that is a misconfiguration
+//     rather than a missing tool (a test fails rather than skips);
 //  2. fallbackPath (if not ""), typically under $HOME/.cache/kdr-tools;
 //  3. name on $PATH.
 //
 // The path may be a file or a directory (e.g. Kafka's libs directory). hint
-// tells a developer how to get the tool, e.g. "run `make tools`".
-func requireTool(t testing.TB, name, envVar, fallbackPath, hint string) string {
-	t.Helper()
+// tells a developer how to get the tool, e.g. "run `make tools`"; the
+// error (a *toolError) names every place looked at and the hint.
+func findTool(name, envVar, fallbackPath, hint string) (string, error) {
 	var looked []string
 	if envVar != "" {
 		if p := os.Getenv(envVar); p != "" {
 			if _, err := os.Stat(p); err != nil {
-				t.Fatalf("%s: %s=%s: %v", name, envVar, p, err)
+				return "", &toolError{msg: fmt.Sprintf("%s: %s=%s: %v", name, envVar, p, err), misconfigured: true}
 			}
-			return p
+			return p, nil
 		}
 		looked = append(looked, "$"+envVar)
 	}
 	if fallbackPath != "" {
 		if _, err := os.Stat(fallbackPath); err == nil {
-			return fallbackPath
+			return fallbackPath, nil
 		}
 		looked = append(looked, fallbackPath)
 	}
 	if p, err := exec.LookPath(name); err == nil {
-		return p
+		return p, nil
 	}
 	looked = append(looked, "$PATH")
-	missingTool(t, fmt.Sprintf("%s not found (looked at %q); %s", name, looked, hint))
-	return ""
+	return "", &toolError{msg: fmt.Sprintf("%s not found (looked at %q); %s", name, looked, hint)}
 }
 
 // missingTool skips the test with msg, or fails it when KDR_REQUIRE_TOOLS=1.
