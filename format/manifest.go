@@ -401,10 +401,7 @@ func NextBackupID(now time.Time, latest string, rnd [4]byte) string {
 // Marshal encodes m as indented JSON with a trailing newline. Topics and
 // partitions are sorted so equal manifests encode to equal bytes.
 func (m *Manifest) Marshal() ([]byte, error) {
-	m.sort()
-	if m.FormatVersion < VersionBatch && m.hasBatchSegments() {
-		m.FormatVersion = VersionBatch
-	}
+	m.prepare()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -420,7 +417,7 @@ func (m *Manifest) Marshal() ([]byte, error) {
 // with it, often and for many partitions, where indenting cost most of
 // the encoding (issue 13); readers decode both forms alike.
 func (m *Manifest) MarshalCompact() ([]byte, error) {
-	m.sort()
+	m.prepare()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -428,6 +425,17 @@ func (m *Manifest) MarshalCompact() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// prepare readies m for either encoding: sorted, and format_version 2
+// (VersionBatch) once it names a batch segment, so that a reader of
+// version 1 refuses it as newer and Validate accepts its batch segments
+// (a progress manifest as much as the final one).
+func (m *Manifest) prepare() {
+	m.sort()
+	if m.FormatVersion < VersionBatch && m.hasBatchSegments() {
+		m.FormatVersion = VersionBatch
+	}
 }
 
 func (m *Manifest) sort() {

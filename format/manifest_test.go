@@ -228,3 +228,27 @@ func TestManifestWithBatchSegmentsIsVersion2(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCompactManifestWithBatchSegmentsIsVersion2 is a regression test:
+// MarshalCompact (the progress manifest's encoding) left format_version at
+// 1 with batch segments named, so ReadManifest refused the progress of a
+// batch backup ("has kind batch in a manifest of format_version 1") and a
+// killed batch backup could not resume.
+func TestCompactManifestWithBatchSegmentsIsVersion2(t *testing.T) {
+	m := goldenManifest()
+	m.Topics[0].PartitionCuts[0].Segments[0].Kind = KindBatch
+	b, err := m.MarshalCompact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FormatVersion != VersionBatch || !bytes.Contains(b, []byte(`"format_version":2`)) {
+		t.Fatalf("format_version %d:\n%s", m.FormatVersion, b)
+	}
+	got, err := ReadManifest(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("ReadManifest of the compact encoding: %v", err)
+	}
+	if got.FormatVersion != VersionBatch || got.Topics[0].PartitionCuts[0].Segments[0].Kind != KindBatch {
+		t.Fatalf("read back format_version %d, kind %q", got.FormatVersion, got.Topics[0].PartitionCuts[0].Segments[0].Kind)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,7 +99,13 @@ func TestShardedBackup(t *testing.T) {
 		valueSize            = 1024
 	)
 	kf := testkit.StartKfake(t, 1)
-	cl := testkit.Client(t, kf.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+	// Uncompressed: a partition of 4000 records of 1 KiB is then about
+	// 4 MiB, more than one fetch (max.partition.fetch.bytes 2 MiB) returns,
+	// so the backup fetches again past holdFrom. (The producer's default,
+	// snappy, made the partition about 200 KiB: one fetch from offset 0
+	// returned all of it and the hold below never held.)
+	cl := testkit.Client(t, kf.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	adm := testkit.Admin(t, kf.Addrs())
 	for topic, n := range map[string]int32{"big": bigParts, "small": smallParts} {
 		if _, err := adm.CreateTopic(t.Context(), n, 1, nil, topic); err != nil {
@@ -159,12 +166,19 @@ backup:
 	}
 	bigID := details["big"].ID
 	release := make(chan struct{})
+	var heldMu sync.Mutex
+	held := map[int32]bool{} // partitions of big whose fetch is held
 	kf.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		hold := false
 		for _, rt := range req.(*kmsg.FetchRequest).Topics {
 			if rt.Topic == "big" || rt.TopicID == bigID {
 				for _, rp := range rt.Partitions {
-					hold = hold || rp.FetchOffset >= holdFrom
+					if rp.FetchOffset >= holdFrom {
+						hold = true
+						heldMu.Lock()
+						held[rp.Partition] = true
+						heldMu.Unlock()
+					}
 				}
 			}
 		}
@@ -237,9 +251,15 @@ backup:
 	id := cut.BackupID
 	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("shard 1 stored no segment of big/%d; stderr:\n%s", bigOf1, procs[1].stderr.String())
+			heldMu.Lock()
+			holding := held[bigOf1]
+			heldMu.Unlock()
+			t.Fatalf("shard 1 stored no segment of big/%d, or its fetch past offset %d was not held (held: %v); stderr:\n%s", bigOf1, holdFrom, holding, procs[1].stderr.String())
 		}
-		if m := loadIfExists(store, format.ShardProgressKey(id, 1)); m != nil {
+		heldMu.Lock()
+		holding := held[bigOf1]
+		heldMu.Unlock()
+		if m := loadIfExists(store, format.ShardProgressKey(id, 1)); m != nil && holding {
 			if p := backupcheck.Topic(m, "big"); p != nil {
 				if pc := p.PartitionCuts[bigOf1]; len(pc.Segments) > 0 {
 					break
