@@ -205,6 +205,7 @@ func TestTopicsAndBackupRetryLeaderNotAvailable(t *testing.T) {
 // restore (the target) exit 1 well within a minute, naming the broker's
 // host:port, and estimate goes on without log sizes (issue 9, "no hangs").
 func TestCommandsAgainstASilentBrokerFailNamingIt(t *testing.T) {
+	t.Parallel()
 	silent := silentListener(t)
 	timeouts := "  request_timeout: 500ms\n  retry_timeout: 2s\n"
 
