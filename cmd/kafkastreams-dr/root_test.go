@@ -50,6 +50,7 @@ func TestOpenStorageFilesystemErrorsNameStoragePath(t *testing.T) {
 }
 
 func TestOpenStorageS3ErrorsNameBucketAndEndpoint(t *testing.T) {
+	t.Parallel()
 	srv := testkit.StartS3(t)
 	srv.SetEnv(t)
 	tests := []struct {
