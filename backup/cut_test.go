@@ -249,6 +249,7 @@ func TestCutHoldsATransactionCommittedBetweenOffsetsAndEnds(t *testing.T) {
 // count (nothing lost) and says why. It logs how many attempts each cut
 // needed.
 func TestCutConsistentWhileTransactionsCommit(t *testing.T) {
+	t.Parallel()
 	const n, backups = 4, 6
 	k, ws := startCutCluster(t, n)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -320,6 +321,7 @@ func TestCutConsistentWhileTransactionsCommit(t *testing.T) {
 // not, why, after backup.cut_attempts attempts, and the backup still
 // completes (with a warning).
 func TestCutUnprovenWhenACommittedTransactionIsAboveTheLSO(t *testing.T) {
+	t.Parallel()
 	k, ws := startCutCluster(t, 2)
 	const output = "cutapp-output"
 	adm := testkit.Admin(t, k.Addrs())
@@ -488,6 +490,7 @@ func TestCutSettlesTransactionsInPrepareCommit(t *testing.T) {
 // cuts of a running exactly-once application are proven (at least one of
 // them: a cut that reached its bound is kept unproven by design).
 func TestCutOfARunningStreamsApp(t *testing.T) {
+	t.Parallel()
 	const backups = 5
 	k := testkit.StartKafka(t)
 	testkit.CreateStreamsAppTopics(t, k.Bootstrap(), 3)
@@ -646,6 +649,7 @@ func TestCutWaitsForCommitMarkersOfOffsetsItRead(t *testing.T) {
 // every such cut was called unproven, and a busy application with several
 // threads got no proven cut at all).
 func TestCutProvenWhenACommittedTransactionIsAboveTheLSOOfARepartitionTopic(t *testing.T) {
+	t.Parallel()
 	k, ws := startCutCluster(t, 2)
 	const rep = cutApp + "-by-key-repartition"
 	adm := testkit.Admin(t, k.Addrs())

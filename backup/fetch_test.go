@@ -334,6 +334,7 @@ func (o copyObserver) Retried(string) {
 // retries for its retry budget (default 2 minutes) and holds every record
 // (issue 9: a broker away for 20s failed the backup after 16s).
 func TestLeaderlessFor20SecondsIsSurvived(t *testing.T) {
+	t.Parallel()
 	kf, topicID := eventsKfake(t)
 	for p := range int32(3) {
 		if err := kf.MoveTopicPartition(eventsTopic, p, 0); err != nil {

@@ -64,6 +64,7 @@ func repRecords(p int32, from, n int) []*kgo.Record {
 // (read_committed) reads in that range. The old code only counted them
 // from the high watermark.
 func TestBackupCapturesInFlightTailsOnKafka(t *testing.T) {
+	t.Parallel()
 	k := testkit.StartKafka(t)
 	addrs := k.Addrs()
 	adm := testkit.Admin(t, addrs)

@@ -33,6 +33,7 @@ import (
 // group has no broker topology: without an include that is
 // ErrNoTopicsSelector, as before (issue 12).
 func TestSelectTopicsFromTheStreamsGroup(t *testing.T) {
+	t.Parallel()
 	k := testkit.StartKafka(t, testkit.KafkaProperty("group.streams.topology.description.plugin.class", "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin"))
 	testkit.CreateStreamsAppTopics(t, k.Bootstrap(), 2)
 	app := testkit.StartStreamsApp(t, k.Bootstrap(), testkit.StreamsAppProperty("group.protocol", "streams"))

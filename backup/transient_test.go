@@ -160,6 +160,7 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 // create __consumer_offsets and answer COORDINATOR_NOT_AVAILABLE meanwhile;
 // the first backup waits for it and completes (issue 9: it failed at once).
 func TestFirstBackupOnAFreshKafkaBroker(t *testing.T) {
+	t.Parallel()
 	k := testkit.StartKafka(t)
 	adm := testkit.Admin(t, k.Addrs())
 	if _, err := adm.CreateTopic(t.Context(), 3, 1, nil, eventsTopic); err != nil {

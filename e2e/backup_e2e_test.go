@@ -160,6 +160,7 @@ func waitForCompaction(t *testing.T, c cluster) {
 // Kafka 4.x broker (KRaft) to S3 on a real S3-compatible server and to a
 // local directory.
 func TestBackupRealKafka(t *testing.T) {
+	t.Parallel()
 	k := testkit.StartKafka(t,
 		testkit.KafkaProperty("log.cleaner.backoff.ms", "100"),
 		testkit.KafkaProperty("log.cleaner.min.compaction.lag.ms", "0"),
@@ -190,6 +191,7 @@ func TestBackupRealKafka(t *testing.T) {
 
 // TestBackupKfakeToS3 is the same on a 3-broker kfake cluster.
 func TestBackupKfakeToS3(t *testing.T) {
+	t.Parallel()
 	kf := testkit.StartKfake(t, 3)
 	seedWithKcat(t, kf)
 	kf.Compact()

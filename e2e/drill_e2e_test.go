@@ -496,6 +496,7 @@ func drillAppLog(app *testkit.StreamsApp) string {
 // state) too high. The M events fall partly into the N events' windows, so
 // the window store's restored state is checked too.
 func TestDrillChangelog(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	store := s3Store(t, "drills/changelog")
 	base := time.Now().Add(-15 * time.Minute).Truncate(time.Minute).Add(11 * time.Second)
@@ -578,6 +579,7 @@ func TestDrillChangelog(t *testing.T) {
 //     varies from run to run. The restore's wipe instruction and the state
 //     check are what prevents this.
 func TestDrillStaleState(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	store := s3Store(t, "drills/stale")
 	base := time.Now().Add(-15 * time.Minute).Truncate(time.Minute).Add(11 * time.Second)
@@ -674,6 +676,7 @@ func drillStale(t *testing.T, store storage.Backend, stateDir string, more []*kg
 // an empty state dir. Its outputs must be those of exactly the events with a
 // timestamp <= T.
 func TestDrillRebuildToTime(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	store := s3Store(t, "drills/rebuild")
 	base := time.Now().Add(-30 * time.Minute).Truncate(time.Minute).Add(7 * time.Second)
@@ -739,6 +742,7 @@ func TestDrillRebuildToTime(t *testing.T) {
 // total, as many as were in flight in the by-category repartition topic,
 // and none doubled.
 func TestDrillIncremental(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	store := s3Store(t, "drills/incremental")
 	var (

@@ -811,6 +811,7 @@ func checkGroupConsumer(t *testing.T, s *restoreSource, dst cluster, want restor
 // cluster, backed up to S3, into kfake target clusters: the whole round
 // trip, point-in-time restores, every refusal, the replication factor.
 func TestRestoreKfake(t *testing.T) {
+	t.Parallel()
 	src := testkit.StartKfake(t, 3)
 	s := prepareSource(t, src, src.Compact)
 	ctx := context.Background()
@@ -1161,6 +1162,7 @@ func startKafkaPair(t *testing.T, srcOpts ...testkit.KafkaOpt) (src, dst *testki
 // Kafka broker, backed up to S3, into another one, and cross-checks with
 // Kafka's own tools.
 func TestRestoreRealKafka(t *testing.T) {
+	t.Parallel()
 	src, dst := startKafkaPair(t,
 		testkit.KafkaProperty("log.cleaner.backoff.ms", "100"),
 		testkit.KafkaProperty("log.cleaner.min.compaction.lag.ms", "0"),

@@ -27,6 +27,7 @@ import (
 // absorbed the errors): TestRestoreIntoNewTopicsRetriesNotLeader in
 // restorer injects them deterministically.
 func TestRestoreIntoNewTopicsOnRealKafka(t *testing.T) {
+	t.Parallel()
 	const (
 		runs       = 2
 		topics     = 3

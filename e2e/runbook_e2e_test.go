@@ -360,6 +360,7 @@ func runbookTopics(t *testing.T, addrs []string) []string {
 // scratch cluster. Each command must exit as its comment says, and the
 // clusters must then hold what the strategy promises.
 func TestRunbook(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four kfake clusters and runs the binary")
 	}

@@ -53,6 +53,7 @@ func schemaIDOf(v []byte) (int, bool) {
 // the very schema the first one served, and gives a new schema an id that
 // none of them has.
 func TestSchemaRegistryRestore(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts two Kafka brokers and two schema registries")
 	}

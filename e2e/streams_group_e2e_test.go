@@ -366,6 +366,7 @@ func (w *sgGroupStates) end() []string {
 // (a streams group on the target, outputs exactly once) but its report has
 // no app.ready_at.
 func TestStreamsGroupAcceptance(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin", "kafkastreams-dr")

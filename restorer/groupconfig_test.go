@@ -114,6 +114,7 @@ func TestShareGroupLeftAlone(t *testing.T) {
 // offsets without the configs: the plan and the report name the configs
 // not set, and none is set on the target's group.
 func TestSkipGroupConfigs(t *testing.T) {
+	t.Parallel()
 	_, store, m := backedUpSample(t)
 	one := "1"
 	rewriteManifest(t, store, m, func(m *format.Manifest) {
@@ -157,6 +158,7 @@ func TestSkipGroupConfigs(t *testing.T) {
 // group configs (GroupPlan.TargetConfigs) and warns of those the backup
 // does not hold, left as they are.
 func TestTargetGroupConfigsShown(t *testing.T) {
+	t.Parallel()
 	_, store, m := backedUpSample(t)
 	one := "1"
 	rewriteManifest(t, store, m, func(m *format.Manifest) {

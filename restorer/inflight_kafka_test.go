@@ -29,6 +29,7 @@ import (
 // committed) is the first restored record (restorecheck.InFlight, computed
 // from the source).
 func TestInFlightTailRestoredOnKafka(t *testing.T) {
+	t.Parallel()
 	const (
 		app   = "inflight-app"
 		input = "inflight-input"

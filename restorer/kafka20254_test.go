@@ -25,6 +25,7 @@ import (
 // warning; a classic group's backup gets a warning only. A 4.4 target
 // (metadata.version 4.4) passes with no word of it.
 func TestKafka20254TargetRefused(t *testing.T) {
+	t.Parallel()
 	_, store, m := backedUpSample(t)
 	k42 := testkit.StartKafka(t, testkit.KafkaReleaseVersion("4.2-IV1"))
 	k44 := testkit.StartKafka(t)

@@ -145,6 +145,7 @@ func wantReasons(t *testing.T, re *restorer.RefusedError, want ...string) {
 // refuses the broker would reject, and what it lets through the broker
 // accepts, byte for byte.
 func TestLimitsRealKafka(t *testing.T) {
+	t.Parallel()
 	k := testkit.StartKafka(t, testkit.KafkaProperty("log.retention.check.interval.ms", "1000"))
 	addrs := k.Addrs()
 	adm := testkit.Admin(t, addrs)
@@ -551,6 +552,7 @@ func TestPastRetentionCountsRecordByRecord(t *testing.T) {
 // CreateTime: it stays so when the source topic was CreateTime, and turns
 // LogAppendTime after the records when the source's was.
 func TestCreatedTopicOnLogAppendTimeBroker(t *testing.T) {
+	t.Parallel()
 	k := testkit.StartKafka(t, testkit.KafkaProperty("log.message.timestamp.type", "LogAppendTime"))
 	addrs := k.Addrs()
 	ctx := context.Background()

@@ -47,6 +47,7 @@ var streamsGroupConfigs = map[string]string{
 // the app resumes there exactly: after more events, every category's
 // count is the number of all its events, none lost and none counted twice.
 func TestStreamsGroupRestoredOnKafka(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	streams := testkit.StreamsAppProperty("group.protocol", "streams")
 	cats := []string{"books", "games", "music"}
@@ -337,6 +338,7 @@ func equalMaps(a, b map[string]string) bool {
 // session times out, and the refusal says to wait for that
 // (docs/DOMAIN.md#field-case-18).
 func TestStreamsGroupWithMembersRefused(t *testing.T) {
+	t.Parallel()
 	_, store, m := backedUpSample(t)
 	rewriteManifest(t, store, m, func(m *format.Manifest) { m.Group.Type = format.GroupTypeStreams })
 	dst := testkit.StartKafka(t)

@@ -69,6 +69,7 @@ source:
 // answered with no records below the end makes the run exit 3, saying
 // partial on stdout and naming the unread range; never "complete".
 func TestBackupWithUnreadPartitionIsPartial(t *testing.T) {
+	t.Parallel()
 	cfg := unreadPartitionConfig(t)
 
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg)
@@ -143,6 +144,7 @@ func unreadPartitionConfig(t *testing.T) string {
 // selects it and backup copies it, with and without allow_missing (issue 9:
 // refused with exit 2, or completed without the topic).
 func TestTopicsAndBackupRetryLeaderNotAvailable(t *testing.T) {
+	t.Parallel()
 	for _, allowMissing := range []bool{false, true} {
 		t.Run(fmt.Sprintf("allow_missing=%v", allowMissing), func(t *testing.T) {
 			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
@@ -205,6 +207,7 @@ func TestTopicsAndBackupRetryLeaderNotAvailable(t *testing.T) {
 // restore (the target) exit 1 well within a minute, naming the broker's
 // host:port, and estimate goes on without log sizes (issue 9, "no hangs").
 func TestCommandsAgainstASilentBrokerFailNamingIt(t *testing.T) {
+	t.Parallel()
 	silent := silentListener(t)
 	timeouts := "  request_timeout: 500ms\n  retry_timeout: 2s\n"
 

@@ -25,6 +25,7 @@ import (
 // it: the whole drill on in-process clusters, with --json and --junit; then
 // the readable report, into a new temporary directory.
 func TestDrillEmbedded(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "kdr-quickstart")
 	junit := filepath.Join(dir, "drill-junit.xml")
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "--embedded", "--out", dir, "--junit", junit, "--json")

@@ -509,6 +509,7 @@ func TestInitApplicationNotFound(t *testing.T) {
 // connection ends init at --timeout with exit 1 naming the cluster and
 // the flag, and nothing is written.
 func TestInitUnreachableClusterEndsAtTimeout(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,7 @@ target:
 // partition, with the resume hint; before, franz-go's idempotent producer
 // retried the unanswered request without end.
 func TestRestoreProduceBoundedByRetryTimeout(t *testing.T) {
+	t.Parallel()
 	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +120,7 @@ func TestRestoreProduceBoundedByRetryTimeout(t *testing.T) {
 // target.retry_timeout, is survived: every record lands exactly once, at
 // offsets 0..n-1 of its partition, in order.
 func TestRestoreOutlastsProduceRefusals(t *testing.T) {
+	t.Parallel()
 	const n = 30
 	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {

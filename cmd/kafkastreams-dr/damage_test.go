@@ -49,6 +49,7 @@ func (r *faultyRepo) flipOnDisk(t *testing.T, key string) {
 // it is damage: exit 2 before the first write, every damaged key named,
 // the verify --deep / older --backup-id hint; verify finds it too.
 func TestS3DamagedSegmentsAreDamage(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	m, err := repository.Latest(t.Context(), r.store)
 	if err != nil {
@@ -141,6 +142,7 @@ func TestS3DamagedSegmentsAreDamage(t *testing.T) {
 // error wraps context.DeadlineExceeded, which was taken for the user's
 // cancellation).
 func TestTransientStorageFailureHint(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
 	hint := "this is a storage or network failure, not damage to the backups: run the command again"
@@ -195,6 +197,7 @@ func TestTransientStorageFailureHint(t *testing.T) {
 // nothing else before, the next step: run the same command again, the
 // restore resumes. It does: the same command then completes.
 func TestRestoreInterruptedBySIGTERM(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
 	args := []string{"restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target}
@@ -338,6 +341,7 @@ func TestConfigValidateS3PrefixAsTheStorage(t *testing.T) {
 // manifest: the store's checksum of the whole object is checked, the
 // decoder's stopping at the closing brace does not skip it.
 func TestS3DamagedManifestIsDamage(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	newest := r.ids[2]
 	key := format.ManifestKey(newest)
@@ -383,6 +387,7 @@ func TestS3DamagedManifestIsDamage(t *testing.T) {
 // --backup-id hint (second new-user pass: exit 1, "check
 // target.bootstrap_servers").
 func TestVerifyAgainstClusterOfADamagedBackup(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
 	if code, stdout, stderr := runBounded(t, "restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target); code != exitOK {
@@ -408,6 +413,7 @@ func TestVerifyAgainstClusterOfADamagedBackup(t *testing.T) {
 // missing, exit 1, without a Go "<nil>" where no Kafka error was given
 // (second new-user pass: "missing on the target (<nil>)").
 func TestVerifyAgainstAnEmptyTarget(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	target := strings.Join(testkit.StartKfake(t, 1).Addrs(), ",")
 	code, stdout, stderr := runBounded(t, "verify", "-c", r.cfg, "--against-cluster", "--target-bootstrap-servers", target)

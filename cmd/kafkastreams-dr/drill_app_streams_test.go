@@ -30,6 +30,7 @@ const calibrationTolerance = 1.5
 // order; and estimate, calibrated by them, projects each strategy's
 // recovery within a factor of 1.5 of the drill's rto_app_caught_up.
 func TestDrillStreamsAppRTO(t *testing.T) {
+	t.Parallel()
 	const events = 3000
 	repo, dir := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(dir, "drill-app.yaml")

@@ -149,6 +149,7 @@ func groupRunning(pgid int) []int {
 // JUnit, stores its measurements in the repository, and the process is
 // gone after the drill.
 func TestDrillAppCommand(t *testing.T) {
+	t.Parallel()
 	cfg, repo := drillAppRepo(t, "")
 	target := testkit.StartKfake(t, 1)
 	junit := filepath.Join(t.TempDir(), "drill.xml")
@@ -253,6 +254,7 @@ func TestDrillAppCommand(t *testing.T) {
 // is killed after drill.app.stop_grace, with what it started. No process
 // is left after any of them, and the figures not reached are null.
 func TestDrillAppFailures(t *testing.T) {
+	t.Parallel()
 	cfg, _ := drillAppRepo(t, "drill:\n  app:\n    command: \"false\"\n    stop_grace: 1s\n")
 	tests := []struct {
 		name      string
@@ -313,6 +315,7 @@ func TestDrillAppFailures(t *testing.T) {
 // topics) without saying why; it now prints the report so far, text or
 // --json, with the interrupted phase, and says the target is no longer new.
 func TestDrillInterruptedStopsApp(t *testing.T) {
+	t.Parallel()
 	cfg, _ := drillAppRepo(t, "")
 	for _, asJSON := range []bool{false, true} {
 		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
@@ -453,6 +456,7 @@ func TestDrillAppFlags(t *testing.T) {
 // waited for the output's end before reporting the exit). The drill now
 // reports the exit at once, and fails naming it.
 func TestDrillAppLeavesItsOutputOpen(t *testing.T) {
+	t.Parallel()
 	cfg, _ := drillAppRepo(t, "")
 	target := testkit.StartKfake(t, 1)
 	pidFile := filepath.Join(t.TempDir(), "pid")

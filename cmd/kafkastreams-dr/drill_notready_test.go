@@ -24,6 +24,7 @@ import (
 // naming the group, the changelog and the repartition topic, and --json's
 // app.not_ready says the same.
 func TestDrillStreamsGroupNotReady(t *testing.T) {
+	t.Parallel()
 	const (
 		app = testkit.StreamsAppDefaultID
 		rep = app + "-by-category-repartition"

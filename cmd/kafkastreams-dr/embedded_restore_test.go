@@ -29,6 +29,7 @@ var readBackRow = regexp.MustCompile(`(?m)^  (\S+)/(\d+):\s+(?:committed (\d+)|n
 // repository that `backup --embedded` wrote, restored into a new embedded
 // cluster; the offsets read back from that cluster are the plan's.
 func TestRestoreEmbedded(t *testing.T) {
+	t.Parallel()
 	repo := embeddedRepository(t)
 	before := repositoryFiles(t, repo)
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "--embedded", "--from", repo)

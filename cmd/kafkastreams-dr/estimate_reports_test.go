@@ -73,6 +73,7 @@ func TestEstimateSkipsAnUnreadableReport(t *testing.T) {
 // reports are read (no answer), estimate fails: exit 1 with the re-run
 // hint, never a skipped report.
 func TestEstimateReportsStorageFailure(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	saveTestReport(t, r.store, format.NewBackupID(time.Date(2026, 6, 16, 12, 0, 0, 0, time.UTC), [4]byte{0, 0, 0, 1}), 1000, 2*time.Second)
 	r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: "/report.json", Action: testkit.FaultHang, Ranged: true})

@@ -19,6 +19,7 @@ import (
 // application.id the broker knows nothing of is exit 2 naming the streams
 // group it looked for too.
 func TestInitOnKafka(t *testing.T) {
+	t.Parallel()
 	k := testkit.StartKafka(t)
 	repartition := "orders-app-KSTREAM-REPARTITION-0000000003-repartition"
 	adm := testkit.Admin(t, k.Addrs())

@@ -95,6 +95,7 @@ func runBounded(t *testing.T, args ...string) (int, string, string) {
 // "latest" is the same backup, named unreadable (it said "latest
 // complete: <older id>").
 func TestLatestIsTheNewestCompleteBackup(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	newest, older := r.ids[2], r.ids[1]
 	key := format.ManifestKey(newest)
@@ -205,6 +206,7 @@ func TestLatestIsTheNewestCompleteBackup(t *testing.T) {
 // starting its chain from an older backup. A damaged newest manifest is
 // skipped with a warning, as before (TestDamagedManifestOrSegment...).
 func TestBackupParentIsNotAnOlderBackupAfterAStorageFailure(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	key := format.ManifestKey(r.ids[2])
 	r.proxy.Fault(testkit.Fault{Method: http.MethodGet, PathContains: key, Ranged: true, Action: testkit.FaultResetMidBody})
@@ -243,6 +245,7 @@ func repositoryIDs(t *testing.T, store storage.Backend) ([]string, error) {
 // list, restore and verify exit 1 within the (test-set) budget, naming the
 // endpoint, with the re-run hint.
 func TestStorageThatNeverAnswers(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	silent := "http://" + testkit.StartSilentListener(t)
 	silentCfg := writeFile(t, "silent.yaml", strings.Replace(readFile(t, r.cfg), r.proxy.Endpoint, silent, 1))
@@ -293,6 +296,7 @@ func readFile(t *testing.T, name string) string {
 // restores into empty clusters succeed, and a second reader sees every
 // record.
 func TestRestoreSurvivesCutDownloads(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	cfg := writeFile(t, "default-budgets.yaml", strings.NewReplacer("  request_timeout: 500ms\n", "", "  retry_timeout: 1500ms\n", "").Replace(readFile(t, r.cfg)))
 	for _, action := range []testkit.FaultAction{testkit.FaultTruncate, testkit.FaultResetMidBody, testkit.FaultStatus500} {
@@ -361,6 +365,7 @@ func recordText(r format.Record) string {
 // past the budget makes restore and verify exit 1 saying the storage
 // failed and to run again, not that the segment is corrupt or damaged.
 func TestSegmentStorageFailureIsNotCorruption(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	// Every first download is reset mid-body and every resume at once: a
 	// reset of each resume after half the bytes left lets a small segment

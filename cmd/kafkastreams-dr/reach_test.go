@@ -38,6 +38,7 @@ func closedPort(t *testing.T) string {
 // 5s, and at 17.5s with 30s or 60s (before the budget); request_timeout
 // 30s with retry_timeout 1s took 30s.
 func TestCommandsWaitRetryTimeoutForAnUnreachableCluster(t *testing.T) {
+	t.Parallel()
 	source := testkit.StartKfake(t, 1, kfake.SeedTopics(1, "events"))
 	repo := t.TempDir()
 	seedCfg := writeFile(t, "seed.yaml", fmt.Sprintf(`application_id: order-processor
@@ -100,6 +101,7 @@ target:
 					continue // the long budget once: every command waits in config.Reach
 				}
 				t.Run(fmt.Sprintf("%s/%s-%s/%s", ep.name, tm.request, tm.retry, args[0]), func(t *testing.T) {
+					t.Parallel() // each waits out its own budget on an endpoint nothing else uses
 					ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 					defer cancel()
 					s, out, errOut := testStreams()
@@ -126,8 +128,10 @@ target:
 // on its port 3 seconds after topics and backup started, and both end 0
 // (issue 9: they failed after 4-13ms with "connection refused").
 func TestCommandsWaitForABrokerThatComesUp(t *testing.T) {
+	t.Parallel()
 	for _, command := range []string{"topics", "backup"} {
 		t.Run(command, func(t *testing.T) {
+			t.Parallel() // a port and a broker of its own
 			addr := closedPort(t)
 			_, portText, _ := net.SplitHostPort(addr)
 			port, _ := strconv.Atoi(portText)

@@ -23,6 +23,7 @@ import (
 // exits 3 (partial) with the way to bring them back; a restore without it
 // brings them back and exits 0.
 func TestRestoreInFlightThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	backupCfg, dir := sampleBackupConfig(t, 3)
 	code, stdout, stderr := runCLI(t, "--log-level", "error", "backup", "-c", backupCfg)
 	if code != exitOK || !strings.Contains(stdout, "in flight    8 records held in the tails of 2 repartition topics (a changelog restore brings them back)") {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
@@ -50,6 +51,7 @@ func TestOpenStorageFilesystemErrorsNameStoragePath(t *testing.T) {
 }
 
 func TestOpenStorageS3ErrorsNameBucketAndEndpoint(t *testing.T) {
+	t.Parallel()
 	srv := testkit.StartS3(t)
 	srv.SetEnv(t)
 	tests := []struct {
@@ -59,7 +61,9 @@ func TestOpenStorageS3ErrorsNameBucketAndEndpoint(t *testing.T) {
 	}{
 		{"bucket does not exist", config.Storage{Backend: "s3", Bucket: "no-such-bucket", Endpoint: srv.Endpoint, PathStyle: true},
 			[]string{`bucket "no-such-bucket" does not exist (S3 HeadBucket: 404 NotFound) at endpoint ` + srv.Endpoint}},
-		{"endpoint unreachable", config.Storage{Backend: "s3", Bucket: srv.Bucket, Endpoint: "http://127.0.0.1:1", PathStyle: true},
+		// A retry_timeout of 2s, not the default 2m: the message is the same,
+		// the test does not wait two minutes for it.
+		{"endpoint unreachable", config.Storage{Backend: "s3", Bucket: srv.Bucket, Endpoint: "http://127.0.0.1:1", PathStyle: true, RetryTimeout: 2 * time.Second},
 			[]string{"s3://" + srv.Bucket, "cannot reach http://127.0.0.1:1"}},
 	}
 	for _, tt := range tests {

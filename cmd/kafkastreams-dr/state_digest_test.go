@@ -27,6 +27,7 @@ import (
 // holds and another value, makes `verify --against-cluster` report that
 // store's state different, exit 1, the other store equal.
 func TestVerifyAgainstClusterNamesAStoreWhoseStateWasAltered(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store, err := storage.NewFilesystem(dir)
 	if err != nil {

@@ -267,9 +267,11 @@ func TestBackupMetricsScrapedAndPushed(t *testing.T) {
 // and no last success.
 func TestPushGatewayFromTheCommandLine(t *testing.T) {
 	gw, rec := startPushRecorder(t, http.StatusAccepted)
+	// retry_timeout 1s: the backup fails as it does after the default 2m.
 	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
 source:
   bootstrap_servers: [127.0.0.1:1]
+  retry_timeout: 1s
   topics:
     include: [orders]
 storage:

@@ -18,6 +18,7 @@ import (
 // repartition topics not selected, and the summary names the streams group
 // (issue 12).
 func TestTopicsFromTheStreamsGroup(t *testing.T) {
+	t.Parallel()
 	k := testkit.StartKafka(t, testkit.KafkaProperty("group.streams.topology.description.plugin.class", "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin"))
 	testkit.CreateStreamsAppTopics(t, k.Bootstrap(), 1)
 	testkit.StartStreamsApp(t, k.Bootstrap(), testkit.StreamsAppProperty("group.protocol", "streams"))

@@ -19,6 +19,7 @@ import (
 // without them, exit 0 (or a wrong "target differs"). Now the command fails
 // naming the report: exit 1, with the re-run hint for a storage failure.
 func TestVerifyAgainstClusterNeedsTheRestoreReport(t *testing.T) {
+	t.Parallel()
 	r := newFaultyRepo(t)
 	target := strings.Join(testkit.StartKfake(t, 3).Addrs(), ",")
 	if code, stdout, stderr := runBounded(t, "restore", "-c", r.cfg, "--yes", "--target-bootstrap-servers", target); code != exitOK {

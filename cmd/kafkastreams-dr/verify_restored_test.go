@@ -106,6 +106,7 @@ func TestVerifyAgainstClusterComparesTheRestoredBackup(t *testing.T) {
 // again into an empty cluster", which refuses the topics the restore
 // created; running the same restore again resumes it.
 func TestVerifyAfterInterruptedRestoreSaysResume(t *testing.T) {
+	t.Parallel()
 	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ import (
 type S3Server struct {
 	Endpoint  string // base URL, e.g. "http://127.0.0.1:39123"; use path-style addressing
 	Bucket    string // a bucket created empty for this test
-	AccessKey string // random root access key of this server
-	SecretKey string // random root secret key of this server
+	AccessKey string // random root access key, the same for every server of this test binary
+	SecretKey string // random root secret key, the same for every server of this test binary
 	Region    string // signing region the server expects, "us-east-1"
 	Dir       string // the posix root directory; each bucket is a sub-directory
 }
@@ -59,8 +59,10 @@ func S3BinaryPath() (string, error) {
 }
 
 // StartS3 starts a versitygw S3 server on a free loopback port, serving a
-// fresh temporary directory with random root credentials, creates an empty
-// bucket and returns once the server answers. t.Cleanup stops the server.
+// fresh temporary directory with random root credentials (made once per
+// test binary and shared by its servers, so that SetS3ProcessEnv can give
+// them all to the AWS chain at once), creates an empty bucket and returns
+// once the server answers. t.Cleanup stops the server.
 //
 // When the binary is missing the test is skipped, or fails if the
 // environment variable KDR_REQUIRE_TOOLS=1 (CI sets it so that a missing
@@ -119,9 +121,10 @@ func LaunchS3(ctx context.Context, dir string) (srv S3Server, stop func(), err e
 // without a bucket yet. The free port can be taken between picking and
 // binding it: it retries a few times.
 func launchS3(bin, dir string) (S3Server, func(), *s3SyncBuffer, error) {
+	access, secret := s3Credentials() // one pair per process: SetS3ProcessEnv
 	srv := S3Server{
-		AccessKey: "kdrtest" + s3RandomHex(6),
-		SecretKey: s3RandomHex(20),
+		AccessKey: access,
+		SecretKey: secret,
 		Region:    "us-east-1",
 		Bucket:    "kdr-test-" + s3RandomHex(4),
 		Dir:       dir,
@@ -231,9 +234,15 @@ func (s S3Server) Env() []string {
 
 // SetEnv sets Env in this process with t.Setenv (so the test must not be
 // parallel), and clears AWS_SESSION_TOKEN, AWS_PROFILE and AWS_ENDPOINT_URL
-// so a developer's own AWS settings cannot leak into the test.
+// so a developer's own AWS settings cannot leak into the test. When the
+// process environment already is what SetS3ProcessEnv set (a TestMain
+// called it, and no test has changed it since), it does nothing: the test
+// may then be parallel.
 func (s S3Server) SetEnv(t *testing.T) {
 	t.Helper()
+	if s3ProcessEnvHolds(s) {
+		return
+	}
 	for _, kv := range s.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
@@ -245,6 +254,92 @@ func (s S3Server) SetEnv(t *testing.T) {
 	// Do not read the developer's ~/.aws files.
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(s.Dir, ".no-aws-config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(s.Dir, ".no-aws-credentials"))
+}
+
+// s3RootEnv carries s3Credentials to a test binary's subprocesses (a
+// helper process running the test binary again runs its TestMain, whose
+// SetS3ProcessEnv must keep the parent's credentials): "access:secret".
+const s3RootEnv = "KDR_TESTKIT_S3_ROOT"
+
+// s3Credentials returns the root access key and secret key of every
+// server StartS3 starts in this process: the parent test binary's
+// ($KDR_TESTKIT_S3_ROOT), else random, made on first use.
+var s3Credentials = sync.OnceValues(func() (string, string) {
+	if access, secret, ok := strings.Cut(os.Getenv(s3RootEnv), ":"); ok && access != "" && secret != "" {
+		return access, secret
+	}
+	b := make([]byte, 26)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("testkit: random S3 credentials: %v", err))
+	}
+	return "kdrtest" + hex.EncodeToString(b[:6]), hex.EncodeToString(b[6:])
+})
+
+// s3ProcessAWSFiles is where SetS3ProcessEnv points AWS_CONFIG_FILE and
+// AWS_SHARED_CREDENTIALS_FILE: files that do not exist, so that a
+// developer's ~/.aws files are not read.
+var s3ProcessAWSFiles = sync.OnceValue(func() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return filepath.Join(os.TempDir(), "kdr-testkit-no-aws-"+hex.EncodeToString(b))
+})
+
+// s3ProcessVars are the variables SetS3ProcessEnv sets ("" means unset).
+func s3ProcessVars() map[string]string {
+	access, secret := s3Credentials()
+	dir := s3ProcessAWSFiles()
+	return map[string]string{
+		"AWS_ACCESS_KEY_ID":           access,
+		"AWS_SECRET_ACCESS_KEY":       secret,
+		"AWS_REGION":                  "us-east-1",
+		"AWS_CONFIG_FILE":             filepath.Join(dir, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
+		"AWS_SESSION_TOKEN":           "",
+		"AWS_PROFILE":                 "",
+		"AWS_ENDPOINT_URL":            "",
+		"AWS_ENDPOINT_URL_S3":         "",
+		s3RootEnv:                     access + ":" + secret,
+	}
+}
+
+// SetS3ProcessEnv sets, for the whole test binary, the AWS variables
+// through which the AWS SDK's default credential chain reaches every server
+// StartS3 starts: the shared root credentials, AWS_REGION us-east-1, no
+// session token, profile or endpoint override, and AWS_CONFIG_FILE and
+// AWS_SHARED_CREDENTIALS_FILE naming files that do not exist. Call it from
+// TestMain before m.Run; S3Server.SetEnv then sets nothing, and tests that
+// call it may be parallel (t.Setenv forbids t.Parallel). A test that
+// t.Setenv's one of these variables itself still works: the environment no
+// longer holds, so SetEnv falls back to t.Setenv (that test must not be
+// parallel), and testing restores the variable when the test ends.
+func SetS3ProcessEnv() error {
+	for k, v := range s3ProcessVars() {
+		var err error
+		if v == "" {
+			err = os.Unsetenv(k)
+		} else {
+			err = os.Setenv(k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("set %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// s3ProcessEnvHolds reports whether the process environment is what
+// SetS3ProcessEnv set, and s is a server of this process.
+func s3ProcessEnvHolds(s S3Server) bool {
+	if access, secret := s3Credentials(); s.AccessKey != access || s.SecretKey != secret || s.Region != "us-east-1" {
+		return false
+	}
+	for k, want := range s3ProcessVars() {
+		got, ok := os.LookupEnv(k)
+		if want == "" && ok || want != "" && got != want {
+			return false
+		}
+	}
+	return true
 }
 
 func s3FreePort() (int, error) {
