@@ -248,7 +248,17 @@ type SegmentReader struct {
 	scratch   [8]byte
 	kind      string   // KindRecord or KindBatch, from the magic
 	pending   []Record // a batch segment's records of the current batch not yet returned
+	skip      bool     // SkipContents: keys, values and headers are read past, not copied
 }
+
+// SkipContents makes Next of a record segment check every record as it
+// does, but read past keys, values and headers instead of copying them:
+// the records it returns have nil Key, Value and Headers, and the same
+// partition, offset and timestamps. For readers that only check a
+// segment (repository.CheckSegment): every length field, the record
+// sequence and the trailer are checked as without it. Batch segments are
+// read as without it (their records must be decompressed to be counted).
+func (s *SegmentReader) SkipContents() { s.skip = true }
 
 // Kind returns the segment's kind as its magic says: KindRecord or
 // KindBatch.
@@ -357,6 +367,10 @@ func (s *SegmentReader) bytes(nullable bool) ([]byte, error) {
 	if n < 0 || n > maxFieldBytes {
 		return nil, fmt.Errorf("invalid length %d", n)
 	}
+	if s.skip {
+		_, err = s.br.Discard(int(n))
+		return nil, err
+	}
 	b := make([]byte, n)
 	_, err = io.ReadFull(s.br, b)
 	return b, err
@@ -418,7 +432,16 @@ func (s *SegmentReader) Next(r *Record) error {
 	if err != nil || nh < 0 || nh > 1<<20 {
 		return corrupt(fmt.Sprintf("reading header count of offset %d", rec.Offset), err)
 	}
-	if nh > 0 {
+	if nh > 0 && s.skip {
+		for range nh {
+			if _, err := s.bytes(false); err != nil {
+				return corrupt(fmt.Sprintf("reading header key of offset %d", rec.Offset), err)
+			}
+			if _, err := s.bytes(true); err != nil {
+				return corrupt(fmt.Sprintf("reading header value of offset %d", rec.Offset), err)
+			}
+		}
+	} else if nh > 0 {
 		rec.Headers = make([]Header, nh)
 		for i := range rec.Headers {
 			k, err := s.bytes(false)

@@ -239,13 +239,20 @@ func (c *SegmentCheck) decode(r io.Reader, fn func(*format.Record) error) error 
 		return err
 	}
 	defer sr.Close()
+	if fn == nil {
+		sr.SkipContents() // a check: nothing needs the keys, values and headers
+	}
 	c.Decoded, c.HeaderTopic, c.HeaderPartition, c.HeaderKind = true, sr.Topic, sr.Partition, sr.Kind()
 	if fn != nil && c.OtherPartition() {
 		return errOtherPartition
 	}
+	var checked format.Record // a check's one record, reused: nothing keeps it
 	for {
-		var rec format.Record
-		err := sr.Next(&rec)
+		rec := &checked
+		if fn != nil {
+			rec = new(format.Record) // fn may keep it
+		}
+		err := sr.Next(rec)
 		if err == io.EOF {
 			return nil
 		}
@@ -259,7 +266,7 @@ func (c *SegmentCheck) decode(r io.Reader, fn func(*format.Record) error) error 
 		c.LastOffset = rec.Offset
 		c.MinTimestamp, c.MaxTimestamp = min(c.MinTimestamp, rec.Timestamp), max(c.MaxTimestamp, rec.Timestamp)
 		if fn != nil {
-			if err := fn(&rec); err != nil {
+			if err := fn(rec); err != nil {
 				return &callerError{err}
 			}
 		}
