@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 )
 
 // testStreams returns streams writing to buffers.
@@ -75,7 +77,7 @@ func TestFlagParsing(t *testing.T) {
 		var got *backupOptions
 		cmd := newBackupCmd(g, s, func(_ context.Context, o *backupOptions, _ *iostreams) error { got = o; return nil })
 		parseOnly(t, cmd, "--config=app.yaml")
-		want := &backupOptions{ConfigFile: "app.yaml", Out: "./kdr-quickstart", LockWait: 3 * time.Minute, Logger: got.Logger}
+		want := &backupOptions{ConfigFile: "app.yaml", Out: "./kdr-quickstart", LockWait: 3 * time.Minute, shardFlags: shardFlags{wait: backup.DefaultShardWait}, Logger: got.Logger}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("options = %+v, want %+v", got, want)
 		}
