@@ -149,8 +149,11 @@ test-short:
 # docs/PERFORMANCE.md. BENCH_CASES (a,b,c,d,e), BENCH_ROUNDS (3),
 # BENCH_MEMORY_ROUNDS (1) and BENCH_SCALE (1; 0.05 for a quick look) pick
 # what runs; about 20 minutes on 2 cores at scale 1.
+# The variants of issue 13 beside the default (record segments, zstd's
+# default level): batch pass-through segments, and the fastest zstd level.
+BENCH_VARIANTS ?= batch:backup.segment_kind=batch;fastest:backup.compression_level=fastest
 bench: tools
-	$(TEST_ENV) $(GO) run ./internal/bench/kdrbench -out docs/PERFORMANCE.md
+	$(TEST_ENV) BENCH_VARIANTS='$(BENCH_VARIANTS)' $(GO) run ./internal/bench/kdrbench -out docs/PERFORMANCE.md
 
 # The Go benchmarks (go test -bench, on kfake).
 bench-go:
