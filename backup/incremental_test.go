@@ -514,15 +514,34 @@ func progressCut(t *testing.T, store storage.Backend) *format.Cut {
 	return c
 }
 
+// segmentsInProgress counts the segments the progress manifests
+// (progress.json) of the store's backups name; it fails the test on a
+// progress manifest that cannot be read (progressSegments).
 func segmentsInProgress(t *testing.T, store storage.Backend) int {
+	t.Helper()
+	n, err := progressSegments(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// progressSegments counts the segments the progress manifests of store
+// name. A progress.json gone between the listing and the read (the run
+// finished and removed it) counts as none; any other load error is
+// returned: a progress manifest refused on read is not "no progress".
+func progressSegments(ctx context.Context, store storage.Backend) (int, error) {
 	n := 0
-	store.List(context.Background(), "backups/", func(oi storage.ObjectInfo) error {
+	err := store.List(ctx, "backups/", func(oi storage.ObjectInfo) error {
 		if !strings.HasSuffix(oi.Key, "/progress.json") {
 			return nil
 		}
-		m, err := repository.LoadManifest(context.Background(), store, oi.Key)
-		if err != nil {
+		m, err := repository.LoadManifest(ctx, store, oi.Key)
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
+		}
+		if err != nil {
+			return err
 		}
 		for _, tp := range slices.Concat(m.Topics, m.InFlight) {
 			for _, p := range tp.PartitionCuts {
@@ -531,7 +550,30 @@ func segmentsInProgress(t *testing.T, store storage.Backend) int {
 		}
 		return nil
 	})
-	return n
+	return n, err
+}
+
+// TestProgressSegmentsRefusesAnUnreadableProgressManifest is a regression
+// test of the helper above: it counted a progress.json it could not read
+// as no segments, which hid a progress manifest refused on read behind
+// "no progress yet".
+func TestProgressSegmentsRefusesAnUnreadableProgressManifest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := storage.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := progressSegments(ctx, store); err != nil || n != 0 {
+		t.Fatalf("empty store: %d segments, error %v; want 0, none", n, err)
+	}
+	key := "backups/20260101T000000Z-0001/progress.json"
+	if err := store.Put(ctx, key, strings.NewReader(`{"format_version": 99, "topics": [`), -1); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := progressSegments(ctx, store); err == nil || !strings.Contains(err.Error(), key) {
+		t.Fatalf("unreadable %s: %d segments, error %v; want an error naming it", key, n, err)
+	}
 }
 
 // TestBackupsInOneSecondChain is a regression test: backup ids of runs

@@ -44,6 +44,28 @@ func txnProduce(t *testing.T, addrs []string, txID string, commit bool, recs ...
 	}
 }
 
+// waitHighWatermark waits (up to a minute) until partition of topic has
+// high watermark want: the offset after the transaction marker the
+// producer's last EndTxn has the coordinator write.
+func waitHighWatermark(t *testing.T, adm *kadm.Client, topic string, partition int32, want int64) {
+	t.Helper()
+	var got int64 = -1
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ends, err := adm.ListEndOffsets(t.Context(), topic)
+		if err != nil {
+			continue
+		}
+		if o, ok := ends.Lookup(topic, partition); ok && o.Err == nil {
+			if got = o.Offset; got >= want {
+				break
+			}
+		}
+	}
+	if got != want {
+		t.Fatalf("%s[%d]: high watermark %d, want %d (the transaction marker written)", topic, partition, got, want)
+	}
+}
+
 func repRecords(p int32, from, n int) []*kgo.Record {
 	var out []*kgo.Record
 	for i := from; i < from+n; i++ {
@@ -237,6 +259,7 @@ func TestUncapturedInFlightTailIsWarned(t *testing.T) {
 // whose transaction it was never committed its input offsets before the
 // cut, so it writes it again after a restore.
 func TestInFlightTailHoldsCommitsAboveTheLSO(t *testing.T) {
+	t.Parallel()
 	const app = "lso-app"
 	const rep = app + "-KSTREAM-REPARTITION-0000000001-repartition"
 	k := testkit.StartKafka(t)
@@ -258,8 +281,15 @@ func TestInFlightTailHoldsCommitsAboveTheLSO(t *testing.T) {
 	if err := a.ProduceSync(ctx, rec("a0")).FirstErr(); err != nil { // offset 0, open at the cut
 		t.Fatal(err)
 	}
+	// EndTxn is answered once the coordinator logged PrepareCommit or
+	// PrepareAbort; the markers are written after it
+	// (TransactionCoordinator#endTransaction: "we can respond to the
+	// client immediately and continue to write the txn markers"), so each
+	// marker is waited for before the next produce takes its offset.
 	txnProduce(t, addrs, "producer-b", true, rec("b0"), rec("b1")) // 1, 2, marker 3
-	txnProduce(t, addrs, "producer-c", false, rec("c0"))           // 4 aborted, marker 5
+	waitHighWatermark(t, adm, rep, 0, 4)
+	txnProduce(t, addrs, "producer-c", false, rec("c0")) // 4 aborted, marker 5
+	waitHighWatermark(t, adm, rep, 0, 6)
 	plain := testkit.Client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := plain.ProduceSync(ctx, rec("n0")).FirstErr(); err != nil { // 6
 		t.Fatal(err)

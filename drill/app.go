@@ -43,6 +43,9 @@ const (
 	DefaultAppStopGrace = 30 * time.Second
 	// appPoll is how often the group is read while the drill waits.
 	appPoll = 250 * time.Millisecond
+	// appExitRead bounds the read of the group after the application
+	// exited (appExited).
+	appExitRead = 10 * time.Second
 	// appTailLines are the lines of the application's output a failed
 	// phase quotes.
 	appTailLines = 20
@@ -630,11 +633,7 @@ func (d *drill) waitApp(ctx context.Context, what string, done func(groupView) b
 		cancel()
 		if err == nil {
 			last, lastErr = v, nil
-			ar := d.rep.App
-			ar.GroupType, ar.GroupState, ar.Members, ar.Partitions, ar.Lag = v.groupType, v.state, v.members, v.partitions, v.lag
-			if ar.ReadyAt.IsZero() && strings.EqualFold(v.groupType, format.GroupTypeStreams) && v.members > 0 && leftNotReady(v.state) {
-				ar.ReadyAt = time.Now()
-			}
+			d.noteGroup(v)
 			if done(v) {
 				return v, nil
 			}
@@ -643,12 +642,7 @@ func (d *drill) waitApp(ctx context.Context, what string, done func(groupView) b
 		}
 		select {
 		case <-d.app.exited:
-			d.rep.App.ExitStatus = d.app.status()
-			if d.stuckNotReady(last) {
-				d.rep.App.NotReady = d.notReadyReason(ctx, time.Since(d.rep.App.StartedAt))
-				return last, fmt.Errorf("%s; %w", d.rep.App.NotReady, d.app.exitedEarly(what))
-			}
-			return last, d.app.exitedEarly(what)
+			return d.appExited(ctx, what, last, topics)
 		case <-ctx.Done():
 			return last, ctx.Err()
 		case <-tick.C:
@@ -669,6 +663,40 @@ func (d *drill) waitApp(ctx context.Context, what string, done func(groupView) b
 				what, d.o.App.Timeout, orNone(why))
 		}
 	}
+}
+
+// noteGroup records the group as last read (v) in the app report, and
+// when a streams group with members first left NotReady (ReadyAt).
+func (d *drill) noteGroup(v groupView) {
+	ar := d.rep.App
+	ar.GroupType, ar.GroupState, ar.Members, ar.Partitions, ar.Lag = v.groupType, v.state, v.members, v.partitions, v.lag
+	if ar.ReadyAt.IsZero() && strings.EqualFold(v.groupType, format.GroupTypeStreams) && v.members > 0 && leftNotReady(v.state) {
+		ar.ReadyAt = time.Now()
+	}
+}
+
+// appExited is the error of an application that exited while the drill
+// waited for it to be what; last is the group as the drill last read it.
+// The group is read once more (bounded by appExitRead) before deciding:
+// an application that joined its streams group and exited on the
+// broker's status (a group stuck NotReady) between two reads left a last
+// read showing the classic group of the restore's offset commit. A
+// streams group stuck NotReady is named with why (notReadyReason); a
+// failed read keeps last.
+func (d *drill) appExited(ctx context.Context, what string, last groupView, topics []string) (groupView, error) {
+	d.rep.App.ExitStatus = d.app.status()
+	rctx, cancel := context.WithTimeout(ctx, appExitRead)
+	v, err := readGroup(rctx, d.appClient, d.groupID(), topics)
+	cancel()
+	if err == nil {
+		last = v
+		d.noteGroup(v)
+	}
+	if d.stuckNotReady(last) {
+		d.rep.App.NotReady = d.notReadyReason(ctx, time.Since(d.rep.App.StartedAt))
+		return last, fmt.Errorf("%s; %w", d.rep.App.NotReady, d.app.exitedEarly(what))
+	}
+	return last, d.app.exitedEarly(what)
 }
 
 // stuckNotReady reports whether the application's group, last read as

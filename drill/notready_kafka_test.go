@@ -29,6 +29,33 @@ func TestAppRunningFailsOnAStreamsGroupStuckNotReady(t *testing.T) {
 		changelog = group + "-store-changelog"
 	)
 	k := testkit.StartKafka(t)
+	joinStuckStreamsGroup(t, k, group, input, changelog)
+
+	d := &drill{o: Options{App: &App{Command: "exec sleep 60", BootstrapServers: k.Addrs(), Timeout: 8 * time.Second, StopGrace: time.Second},
+		Restore: restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(k.Addrs()...)}}, Logger: slog.New(slog.DiscardHandler)},
+		rep: &Report{ApplicationID: group}}
+	defer d.stopApp()
+	err := d.appRunning(t.Context(), &Phase{})
+	if err == nil {
+		t.Fatal("app-running passed with the streams group NotReady")
+	}
+	want := []string{`streams group "stuck-app" stayed NotReady`, `changelog "stuck-app-store-changelog" has 1 partition, sub-topology 0 has 2 tasks (the partitions of "stuck-input")`}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) || !strings.Contains(d.rep.App.NotReady, w) {
+			t.Errorf("error %q / not_ready %q: want both to say %q", err, d.rep.App.NotReady, w)
+		}
+	}
+	if !d.rep.App.ReadyAt.IsZero() {
+		t.Errorf("ready_at %v for a group that never left NotReady", d.rep.App.ReadyAt)
+	}
+}
+
+// joinStuckStreamsGroup creates topics input (2 partitions) and
+// changelog (1; the topology needs 2) on k and joins a streams group
+// member of group (a StreamsGroupHeartbeat) whose topology reads input
+// into a store of that changelog: the group stays NotReady.
+func joinStuckStreamsGroup(t *testing.T, k *testkit.Kafka, group, input, changelog string) {
+	t.Helper()
 	adm := testkit.Admin(t, k.Addrs())
 	for topic, parts := range map[string]int32{input: 2, changelog: 1} {
 		if resp, err := adm.CreateTopic(t.Context(), parts, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, topic); err != nil || resp.Err != nil {
@@ -37,8 +64,8 @@ func TestAppRunningFailsOnAStreamsGroupStuckNotReady(t *testing.T) {
 	}
 	cl := testkit.Client(t, k.Addrs())
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = group, "stuck-member-0000000001", 0, 30000
-	req.ProcessID = kmsg.StringPtr("stuck-process")
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = group, group+"-member-0000000001", 0, 30000
+	req.ProcessID = kmsg.StringPtr(group + "-process")
 	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	st := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 	st.SubtopologyID, st.SourceTopics = "0", []string{input}
@@ -63,23 +90,55 @@ func TestAppRunningFailsOnAStreamsGroupStuckNotReady(t *testing.T) {
 	if err != nil {
 		t.Fatalf("join the streams group: %v", err)
 	}
+}
 
-	d := &drill{o: Options{App: &App{Command: "exec sleep 60", BootstrapServers: k.Addrs(), Timeout: 8 * time.Second, StopGrace: time.Second},
+// TestAppExitedNamesTheStreamsGroupStuckNotReady is a regression test: an
+// application that exits between two reads of its group, whose last read
+// still showed the classic group the restore left, was reported as only
+// "exited before running", though its streams group (joined after that
+// read, as the drill app joins and exits on the broker's status) stayed
+// NotReady. On real Kafka 4.4, with the group now a streams group stuck
+// NotReady (joinStuckStreamsGroup) and an application that exited, the
+// decision reads the group again and names it, its changelog and why.
+func TestAppExitedNamesTheStreamsGroupStuckNotReady(t *testing.T) {
+	t.Parallel()
+	const (
+		group     = "exited-app"
+		input     = "exited-input"
+		changelog = group + "-store-changelog"
+	)
+	k := testkit.StartKafka(t)
+	joinStuckStreamsGroup(t, k, group, input, changelog)
+	d := &drill{o: Options{App: &App{Command: "exit 3", BootstrapServers: k.Addrs(), Timeout: time.Minute, StopGrace: time.Second},
 		Restore: restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(k.Addrs()...)}}, Logger: slog.New(slog.DiscardHandler)},
 		rep: &Report{ApplicationID: group}}
-	defer d.stopApp()
-	err = d.appRunning(t.Context(), &Phase{})
-	if err == nil {
-		t.Fatal("app-running passed with the streams group NotReady")
+	proc, err := startApp(d.o.App, group, d.o.Logger)
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := []string{`streams group "stuck-app" stayed NotReady`, `changelog "stuck-app-store-changelog" has 1 partition, sub-topology 0 has 2 tasks (the partitions of "stuck-input")`}
+	d.app = proc
+	defer d.stopApp()
+	d.rep.App = &AppReport{StartedAt: time.Now(), Lag: -1}
+	d.appDeadline = d.rep.App.StartedAt.Add(d.o.App.Timeout)
+	if d.appClient, err = kgo.NewClient(d.o.Restore.Target...); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-proc.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the application command exit 3 did not exit within 30s")
+	}
+	// The drill's last read: the classic group the restore's offset commit left.
+	last := groupView{groupType: "classic", state: "Empty", lag: -1, notRunning: "no members"}
+	_, err = d.appExited(t.Context(), "running", last, []string{input})
+	want := []string{`streams group "exited-app" stayed NotReady`, `changelog "exited-app-store-changelog" has 1 partition, sub-topology 0 has 2 tasks (the partitions of "exited-input")`, "exit status 3"}
 	for _, w := range want {
-		if !strings.Contains(err.Error(), w) || !strings.Contains(d.rep.App.NotReady, w) {
-			t.Errorf("error %q / not_ready %q: want both to say %q", err, d.rep.App.NotReady, w)
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v: want it to say %q", err, w)
 		}
 	}
-	if !d.rep.App.ReadyAt.IsZero() {
-		t.Errorf("ready_at %v for a group that never left NotReady", d.rep.App.ReadyAt)
+	if !strings.Contains(d.rep.App.NotReady, want[1]) || !strings.EqualFold(d.rep.App.GroupType, "streams") || !strings.EqualFold(d.rep.App.GroupState, "NotReady") {
+		t.Errorf("app report group %s %s, not_ready %q: want the streams group NotReady, naming %s", d.rep.App.GroupType, d.rep.App.GroupState, d.rep.App.NotReady, changelog)
 	}
 }
 
