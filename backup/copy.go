@@ -235,6 +235,21 @@ copy:
 			ferr = kerr.ErrorForCode(rp.ErrorCode)
 		}
 		var empty string // why an answer without error made no progress
+		// advance moves the position to next when the answer moved it
+		// (with or without records: markers, aborted batches and
+		// compacted-away offsets move it too) and reports the copy; else
+		// it says why in empty.
+		advance := func(next int64) bool {
+			if next > pos {
+				r.o.Observer.Copied(w.topic, w.partition, copied, copiedBytes, min(next, w.end))
+				copied, copiedBytes = 0, 0
+				pos, stalledSince, attempts = next, time.Time{}, 0
+				return true
+			}
+			empty = fmt.Sprintf("%s answered fetches at offset %d with no records and no error (high watermark %d, last stable offset %d, log start %d)",
+				r.brokerName(leader), pos, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset)
+			return false
+		}
 		switch {
 		case ferr != nil && ctx.Err() != nil:
 			return context.Cause(ctx)
@@ -260,14 +275,9 @@ copy:
 							return err
 						}
 					}
-					if next > pos {
-						r.o.Observer.Copied(w.topic, w.partition, copied, copiedBytes, min(next, w.end))
-						copied, copiedBytes = 0, 0
-						pos, stalledSince, attempts = next, time.Time{}, 0
+					if advance(next) {
 						continue
 					}
-					empty = fmt.Sprintf("%s answered fetches at offset %d with no records and no error (high watermark %d, last stable offset %d, log start %d)",
-						r.brokerName(leader), pos, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset)
 					break
 				}
 				// Old message sets (magic 0 or 1) are not stored as they
@@ -300,16 +310,9 @@ copy:
 					}
 				}
 			}
-			if next > pos {
-				// Progress, with or without records: markers, aborted
-				// batches and compacted-away offsets move the position too.
-				r.o.Observer.Copied(w.topic, w.partition, copied, copiedBytes, min(next, w.end))
-				copied, copiedBytes = 0, 0
-				pos, stalledSince, attempts = next, time.Time{}, 0
+			if advance(next) {
 				continue
 			}
-			empty = fmt.Sprintf("%s answered fetches at offset %d with no records and no error (high watermark %d, last stable offset %d, log start %d)",
-				r.brokerName(leader), pos, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset)
 		}
 
 		// No progress: retry within the budget.
