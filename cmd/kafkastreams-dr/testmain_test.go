@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
@@ -11,10 +9,4 @@ import (
 // TestMain gives the whole test binary the AWS variables of the test kit's
 // S3 servers (testkit.SetS3ProcessEnv), so that the S3 tests, whose
 // S3Server.SetEnv then sets nothing, can run in parallel with each other.
-func TestMain(m *testing.M) {
-	if err := testkit.SetS3ProcessEnv(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testkit.MainWithS3ProcessEnv(m) }

@@ -302,6 +302,17 @@ func s3ProcessVars() map[string]string {
 	}
 }
 
+// MainWithS3ProcessEnv is a TestMain for packages whose S3 tests run in
+// parallel: it calls SetS3ProcessEnv, then m.Run, and exits with its code
+// (1 when the environment cannot be set).
+func MainWithS3ProcessEnv(m *testing.M) {
+	if err := SetS3ProcessEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
 // SetS3ProcessEnv sets, for the whole test binary, the AWS variables
 // through which the AWS SDK's default credential chain reaches every server
 // StartS3 starts: the shared root credentials, AWS_REGION us-east-1, no
