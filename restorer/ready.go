@@ -1,11 +1,9 @@
 package restorer
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
@@ -139,12 +136,6 @@ func firstPartitionErr(op string, listed kadm.ListedOffsets) error {
 			errs = append(errs, &PartitionError{Op: op, Topic: lo.Topic, Partition: lo.Partition, Err: lo.Err})
 		}
 	})
-	return firstOf(errs)
-}
-
-// firstOf returns the first of errs (nil for none) in topic and partition
-// order, preferring a non-retriable one.
-func firstOf(errs []*PartitionError) error {
 	if len(errs) == 0 {
 		return nil
 	}
@@ -159,138 +150,6 @@ func firstOf(errs []*PartitionError) error {
 		return a.Partition < b.Partition
 	})
 	return errs[0]
-}
-
-// probeCreated waits until every partition of topics (created by this
-// restore) answers ListOffsets for its log end on its leader. Each try
-// reads the leaders (Metadata) and sends one ListOffsets per leader for
-// all its partitions still unanswered, directly to that broker: kgo's
-// sharded ListOffsets (kadm.ListEndOffsets) retries NOT_LEADER_OR_FOLLOWER
-// itself with the client's backoff (250ms doubling, jittered, to seconds),
-// which ended the wait after 2,000 new partitions up to 5s after the broker
-// served them (issue 13). Tries are 50ms apart, doubling to
-// leaderMaxBackoff. Retriable errors (kerr.IsRetriable, a partition still
-// without a leader, config.Transient network failures) are retried for the
-// target's retry_timeout like retryListed, each try cut at retry_timeout +
-// request_timeout after the first; a non-retriable partition error is
-// returned at once as a *PartitionError ("list end offsets").
-func (r *restore) probeCreated(ctx context.Context, topics []string) error {
-	request, budget := r.timeouts()
-	began := time.Now()
-	deadline := began.Add(budget + request)
-	pending := map[string]map[int32]bool{}
-	for _, tp := range r.plan.Topics {
-		if slices.Contains(topics, tp.Topic) {
-			pending[tp.Topic] = map[int32]bool{}
-			for p := range int32(tp.Partitions) {
-				pending[tp.Topic][p] = true
-			}
-		}
-	}
-	for n := 1; ; n++ {
-		tctx, cancel := context.WithDeadline(ctx, deadline)
-		err := r.probeOnce(tctx, pending)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !kerr.IsRetriable(err) && !config.Transient(err) && !errors.Is(err, context.DeadlineExceeded) {
-			return err
-		}
-		if time.Since(began) >= budget || time.Now().After(deadline) {
-			return fmt.Errorf("%w (still after retrying for %s, the target's retry_timeout)", err, time.Since(began).Round(time.Millisecond))
-		}
-		if err := sleep(ctx, min(backoff(n), leaderMaxBackoff, budget-time.Since(began))); err != nil {
-			return err
-		}
-	}
-}
-
-// probeOnce is one try of probeCreated: it removes from pending (topic ->
-// partitions) every partition whose leader answers ListOffsets without an
-// error, and returns nil when none is left, else the first error (firstOf).
-func (r *restore) probeOnce(ctx context.Context, pending map[string]map[int32]bool) error {
-	var names []string
-	for t, ps := range pending {
-		if len(ps) == 0 {
-			delete(pending, t)
-			continue
-		}
-		names = append(names, t)
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	sort.Strings(names)
-	ds, err := r.adm.ListTopics(ctx, names...)
-	if err != nil {
-		return err
-	}
-	var errs []*PartitionError
-	reqs := map[int32]*kmsg.ListOffsetsRequest{} // by leader
-	for _, t := range names {
-		d := ds[t]
-		at := map[int32]int{} // leader -> index of t in its request
-		for p := range pending[t] {
-			pd, ok := d.Partitions[p]
-			if d.Err != nil || !ok || pd.Err != nil || pd.Leader < 0 {
-				errs = append(errs, &PartitionError{Op: "list end offsets", Topic: t, Partition: p, Err: kerr.LeaderNotAvailable})
-				continue
-			}
-			req, ok := reqs[pd.Leader]
-			if !ok {
-				req = kmsg.NewPtrListOffsetsRequest()
-				req.ReplicaID = -1
-				reqs[pd.Leader] = req
-			}
-			i, ok := at[pd.Leader]
-			if !ok {
-				rt := kmsg.NewListOffsetsRequestTopic()
-				rt.Topic = t
-				req.Topics = append(req.Topics, rt)
-				i = len(req.Topics) - 1
-				at[pd.Leader] = i
-			}
-			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
-			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		}
-	}
-	var firstReqErr error
-	for leader, req := range reqs {
-		kresp, err := r.cl.Broker(int(leader)).Request(ctx, req)
-		if err != nil {
-			firstReqErr = cmp.Or(firstReqErr, err)
-			continue
-		}
-		for _, st := range kresp.(*kmsg.ListOffsetsResponse).Topics {
-			for _, sp := range st.Partitions {
-				if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
-					errs = append(errs, &PartitionError{Op: "list end offsets", Topic: st.Topic, Partition: sp.Partition, Err: err})
-					continue
-				}
-				delete(pending[st.Topic], sp.Partition)
-			}
-		}
-	}
-	if err := firstOf(errs); err != nil && !kerr.IsRetriable(err) {
-		return err
-	}
-	if firstReqErr != nil {
-		return firstReqErr
-	}
-	if err := firstOf(errs); err != nil {
-		return err
-	}
-	for _, t := range names {
-		for p := range pending[t] { // a broker's answer left it out
-			return &PartitionError{Op: "list end offsets", Topic: t, Partition: p, Err: kerr.UnknownTopicOrPartition}
-		}
-	}
-	return nil
 }
 
 // listEnds lists the log end offsets of every partition of topics, retrying
@@ -326,9 +185,6 @@ func (r *restore) waitReady(ctx context.Context) error {
 	}
 	if len(created) == 0 {
 		return nil
-	}
-	if err := r.probeCreated(ctx, created); err != nil {
-		return fmt.Errorf("the topics this restore created do not answer: %w", err)
 	}
 	starts, err := r.listStarts(ctx, created...)
 	if err != nil {
