@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -215,43 +216,72 @@ func (r *restore) checkEnds(ctx context.Context, reports []PartitionReport) erro
 }
 
 // waitLeaders waits until every partition of every planned topic has a
-// leader on the target (docs/DOMAIN.md#field-case-05 A4): metadata right after CreateTopics can
-// still miss partitions.
+// leader on the target (docs/DOMAIN.md#field-case-05 A4): metadata right
+// after CreateTopics can still miss partitions, and a loaded broker
+// creating thousands of them takes a while to elect every leader. It asks
+// again with backoff (50ms doubling to leaderMaxBackoff) for the target's
+// retry_timeout (DESIGN.md, "Every Kafka call is bounded"), then fails
+// naming the first partition without a leader, the budget and the fix;
+// it used to stop after a fixed 60s whatever the budget said (issue 13).
 func (r *restore) waitLeaders(ctx context.Context) error {
 	names := make([]string, len(r.plan.Topics))
 	for i, tp := range r.plan.Topics {
 		names[i] = tp.Topic
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	_, budget := r.timeouts()
+	began := time.Now()
+	for n := 1; ; n++ {
 		ds, err := r.adm.ListTopics(ctx, names...)
-		ready := err == nil
-		if ready {
-			for _, tp := range r.plan.Topics {
-				d, ok := ds[tp.Topic]
-				if !ok || d.Err != nil || len(d.Partitions) != tp.Partitions {
-					ready = false
-					break
-				}
-				for _, pd := range d.Partitions {
-					if pd.Leader < 0 || pd.Err != nil {
-						ready = false
-					}
-				}
-			}
+		if err == nil {
+			err = leaderless(r.plan.Topics, ds)
 		}
-		if ready {
+		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the target's topics have no leader for every partition after 60s (last error: %v)", err)
-		}
-		select {
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		}
+		if waited := time.Since(began); waited >= budget {
+			return fmt.Errorf("the target's topics have no leader for every partition after %s (target.retry_timeout %s; raise it for a broker that creates many partitions under load, then run the same restore again: it resumes): %w",
+				waited.Round(time.Millisecond), budget, err)
+		}
+		if err := sleep(ctx, min(backoff(n), leaderMaxBackoff, budget-time.Since(began))); err != nil {
+			return err
 		}
 	}
+}
+
+// leaderMaxBackoff caps the wait between two Metadata requests of
+// waitLeaders: the leaders of a large creation come within seconds, and a
+// Metadata request is cheap next to waiting a whole maxBackoff too long.
+const leaderMaxBackoff = 500 * time.Millisecond
+
+// leaderless returns nil when ds lists every partition of every planned
+// topic with a leader and no error, else the first that has none: a
+// *PartitionError with the broker's error (LEADER_NOT_AVAILABLE for a
+// partition listed without a leader), in plan order.
+func leaderless(topics []TopicPlan, ds kadm.TopicDetails) error {
+	for _, tp := range topics {
+		d, ok := ds[tp.Topic]
+		switch {
+		case !ok:
+			return &PartitionError{Op: "wait for a leader", Topic: tp.Topic, Partition: -1, Err: kerr.UnknownTopicOrPartition}
+		case d.Err != nil:
+			return &PartitionError{Op: "wait for a leader", Topic: tp.Topic, Partition: -1, Err: d.Err}
+		case len(d.Partitions) != tp.Partitions:
+			return &PartitionError{Op: "wait for a leader", Topic: tp.Topic, Partition: -1,
+				Err: fmt.Errorf("metadata lists %d of its %d partitions", len(d.Partitions), tp.Partitions)}
+		}
+		for _, pd := range d.Partitions.Sorted() {
+			switch {
+			case pd.Err != nil:
+				return &PartitionError{Op: "wait for a leader", Topic: tp.Topic, Partition: pd.Partition, Err: pd.Err}
+			case pd.Leader < 0:
+				return &PartitionError{Op: "wait for a leader", Topic: tp.Topic, Partition: pd.Partition, Err: kerr.LeaderNotAvailable}
+			}
+		}
+	}
+	return nil
 }
 
 // restorePartition produces one partition's records in order to the same

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -156,5 +159,117 @@ func TestValidateOnlyCreateTopicsTimeoutIsNotARefusal(t *testing.T) {
 	defer mu.Unlock()
 	if timedOut != 3 {
 		t.Fatalf("%d validate-only CreateTopics requests timed out, want 3", timedOut)
+	}
+}
+
+// leaderlessAfterCreate makes the target answer every Metadata request
+// that names topics, once this restore's CreateTopics (not a validation)
+// has been answered, with LEADER_NOT_AVAILABLE for each of them until
+// until: a loaded broker that has not yet elected a leader for every new
+// partition. It returns how many such answers it gave.
+func leaderlessAfterCreate(dst *testkit.Kfake, until func() bool) func() int {
+	var (
+		mu         sync.Mutex
+		created    bool
+		leaderless int
+	)
+	dst.ControlKey(int16(kmsg.CreateTopics), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		if !req.(*kmsg.CreateTopicsRequest).ValidateOnly {
+			mu.Lock()
+			created = true
+			mu.Unlock()
+		}
+		return nil, nil, false
+	})
+	dst.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		req := kr.(*kmsg.MetadataRequest)
+		mu.Lock()
+		defer mu.Unlock()
+		if !created || len(req.Topics) == 0 || until() {
+			return nil, nil, false
+		}
+		leaderless++
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		for i, addr := range dst.Addrs() {
+			host, port, _ := net.SplitHostPort(addr)
+			n, _ := strconv.Atoi(port)
+			b := kmsg.NewMetadataResponseBroker()
+			b.NodeID, b.Host, b.Port = int32(i), host, int32(n)
+			resp.Brokers = append(resp.Brokers, b)
+		}
+		resp.ClusterID, resp.ControllerID = kmsg.StringPtr("kfake"), 0
+		for _, rt := range req.Topics {
+			st := kmsg.NewMetadataResponseTopic()
+			st.Topic, st.ErrorCode = rt.Topic, kerr.LeaderNotAvailable.Code
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	return func() int { mu.Lock(); defer mu.Unlock(); return leaderless }
+}
+
+// TestLeaderWaitFollowsTheTargetsRetryTimeout is a regression test (issue
+// 13): the wait for a leader of every created partition had a fixed 60s
+// deadline, whatever target.retry_timeout said: a 2,000-partition restore
+// into a loaded broker failed after 60s with the default budget of 2m. The
+// wait now lasts the target's retry_timeout: a target whose new partitions
+// stay leaderless fails after about that long, with an error naming the
+// setting and the fix; one whose leaders come within it is restored.
+func TestLeaderWaitFollowsTheTargetsRetryTimeout(t *testing.T) {
+	const budget = 3 * time.Second
+	for _, tt := range []struct {
+		name       string
+		leaderless time.Duration // how long after the first leaderless answer the leaders appear
+		wantErr    bool
+	}{
+		{"leaders within the budget", budget / 2, false},
+		{"no leader within the budget", time.Hour, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, store, _ := backedUpSample(t)
+			dst := testkit.StartKfake(t, 3)
+			var first time.Time // set under leaderlessAfterCreate's lock
+			answered := leaderlessAfterCreate(dst, func() bool {
+				if first.IsZero() {
+					first = time.Now()
+				}
+				return time.Since(first) >= tt.leaderless
+			})
+			ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+			defer cancel()
+			began := time.Now()
+			_, err := restorer.Run(ctx, restorer.Options{
+				Target:       []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...), kgo.RetryTimeout(budget)},
+				Store:        store,
+				RetryTimeout: budget,
+			})
+			took := time.Since(began)
+			if answered() == 0 {
+				t.Fatal("no Metadata answer was leaderless: the test injected nothing")
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("restore whose leaders appear %s after creation, within retry_timeout %s: %v", tt.leaderless, budget, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("restore succeeded although no created partition ever had a leader")
+			}
+			if ctx.Err() != nil || took > budget+20*time.Second {
+				t.Fatalf("the leader wait took %s with retry_timeout %s (a fixed deadline?): %v", took.Round(time.Millisecond), budget, err)
+			}
+			if took < budget {
+				t.Fatalf("the leader wait gave up after %s, before retry_timeout %s: %v", took.Round(time.Millisecond), budget, err)
+			}
+			t.Logf("after %s: %v", took.Round(time.Millisecond), err)
+			for _, want := range []string{"target.retry_timeout", "3s", "LEADER_NOT_AVAILABLE", "raise"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v; want it to say %q", err, want)
+				}
+			}
+		})
 	}
 }
