@@ -17,7 +17,7 @@ import (
 
 // TestRestoreCompressionPerTopic: the restored batches of each topic carry
 // the codec its source topic's compression.type names (zstd, gzip,
-// uncompressed), none for a source topic with compression.type=producer,
+// uncompressed), snappy (DefaultCompression) for a source topic with compression.type=producer,
 // and the --compression codec for every topic when one is given; the
 // records themselves are restored whatever the codec.
 func TestRestoreCompressionPerTopic(t *testing.T) {
@@ -46,12 +46,12 @@ func TestRestoreCompressionPerTopic(t *testing.T) {
 	if _, err := backup.Run(t.Context(), backup.Options{Source: []kgo.Opt{kgo.SeedBrokers(src.Addrs()...)}, Store: store, Include: []string{"t-*"}}); err != nil {
 		t.Fatal(err)
 	}
-	const none, gzip, lz4, zstd = 0, 1, 3, 4 // the batch attributes' codec (Kafka's RecordBatch)
+	const none, gzip, snappy, lz4, zstd = 0, 1, 2, 3, 4 // the batch attributes' codec (Kafka's RecordBatch)
 	for _, c := range []struct {
 		setting restorer.Compression
 		want    map[string]uint8
 	}{
-		{restorer.CompressionSource, map[string]uint8{"t-zstd": zstd, "t-gzip": gzip, "t-plain": none, "t-producer": none}},
+		{restorer.CompressionSource, map[string]uint8{"t-zstd": zstd, "t-gzip": gzip, "t-plain": none, "t-producer": snappy}},
 		{"lz4", map[string]uint8{"t-zstd": lz4, "t-gzip": lz4, "t-plain": lz4, "t-producer": lz4}},
 		{"none", map[string]uint8{"t-zstd": none, "t-gzip": none, "t-plain": none, "t-producer": none}},
 		{"zstd", map[string]uint8{"t-zstd": zstd, "t-gzip": zstd, "t-plain": zstd, "t-producer": zstd}},

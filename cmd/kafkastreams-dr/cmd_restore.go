@@ -168,7 +168,7 @@ BROKER LIMITS
 
 PRODUCER COMPRESSION (--compression)
   The restored record batches are compressed with the source topic's codec (its
-  compression.type in the backup: gzip, snappy, lz4, zstd or uncompressed), else none
+  compression.type in the backup: gzip, snappy, lz4, zstd or uncompressed), else snappy
   (source, the default), or with the codec --compression names for every topic (none,
   gzip, snappy, lz4, zstd). Records are restored byte for byte whatever the codec; a
   target topic whose compression.type names another codec recompresses every batch on
@@ -247,7 +247,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.BoolVar(&o.SkipGroupConfigs, "skip-group-configs", false, skipGroupConfigsUsage)
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
-	f.StringVar(&o.Compression, "compression", restorer.CompressionSource, "`CODEC` of the produced record batches: none, gzip, snappy, lz4, zstd, or source (each topic's source compression.type, else none)")
+	f.StringVar(&o.Compression, "compression", restorer.CompressionSource, "`CODEC` of the produced record batches: none, gzip, snappy, lz4, zstd, or source (each topic's source compression.type, else snappy)")
 	f.BoolVar(&o.JSON, "json", false, `print the report (or with --dry-run the plan) as JSON; the report's "status" is complete, partial or failed`)
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed); nothing is written into the repository (no restores/ report or journal)`)
 	f.StringVar(&o.From, "from", "./kdr-quickstart", "with --embedded: the repository `DIR` to restore from")
