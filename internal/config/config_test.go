@@ -827,3 +827,24 @@ func TestCompressionLevel(t *testing.T) {
 		})
 	}
 }
+
+// A zstd level with batch segments sets only what batch segments do not
+// hold (in-flight tails, old message sets): a warning says so, since a
+// user expects the level to shrink the backup (found by a new user).
+func TestCompressionLevelWithBatchSegmentsWarns(t *testing.T) {
+	c, err := Parse([]byte(base+"backup:\n  segment_kind: batch\n  compression_level: best\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(c.Warnings(), "\n")
+	if !strings.Contains(w, "backup.compression_level applies to record segments only") || !strings.Contains(w, "segment_kind: batch") {
+		t.Errorf("warnings %q, want one saying the level does not apply to batch segments", w)
+	}
+	c, err = Parse([]byte(base+"backup:\n  compression_level: best\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); strings.Contains(w, "compression_level") {
+		t.Errorf("warnings %q for record segments, want none about the level", w)
+	}
+}

@@ -659,6 +659,9 @@ func (v *validator) backup() {
 	case b.SegmentKind != "record" && b.SegmentKind != "batch":
 		v.errf("backup.segment_kind", "backup.segment_kind %q is not record or batch: write record (re-encode every record, the default) or batch (store the broker's record batches as fetched)", b.SegmentKind)
 	}
+	if b.SegmentKind == "batch" && v.has("backup.compression_level") && !v.bad["backup.compression_level"] {
+		v.warnf("backup.compression_level", "backup.compression_level applies to record segments only: with segment_kind: batch the record batches are stored as their producers compressed them, and the level sets only the in-flight tails (and any old message sets), which stay record segments")
+	}
 	switch {
 	case !v.has("backup.segment_max_bytes"):
 		b.SegmentMaxBytes = DefaultSegmentMaxBytes
