@@ -106,7 +106,11 @@ func writeShardPending(w io.Writer, asJSON bool, location string, s *backup.Shar
 		pend[i] = strconv.Itoa(p)
 	}
 	fmt.Fprintf(w, "Shard %d/%d of backup %s (run %s) done: %d records, %d bytes copied\n", s.Index, s.Count, res.BackupID, s.Run, res.Records, res.Bytes)
-	fmt.Fprintf(w, "  not complete yet: shards %s have not finished; the last shard to finish completes the backup\n", strings.Join(pend, ", "))
+	verb := "shards %s have"
+	if len(pend) == 1 {
+		verb = "shard %s has"
+	}
+	fmt.Fprintf(w, "  not complete yet: "+verb+" not finished; the last shard to finish completes the backup\n", strings.Join(pend, ", "))
 	fmt.Fprintf(w, "  repository: %s\n", location)
 	for _, warn := range res.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
