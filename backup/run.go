@@ -215,6 +215,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		if sr.complete != "" {
 			log.Info("the sharded run is complete already: nothing to copy", "backup_id", sr.complete, "run", o.Shard.Run, "shard", o.Shard.Index)
 			r.result.BackupID, r.result.Manifest, r.result.ShardAlreadyComplete = sr.complete, format.ManifestKey(sr.complete), true
+			r.result.Warnings = append(r.result.Warnings, fmt.Sprintf("run %q completed already as backup %s: nothing was copied; a new backup needs a new --shard-run (in a Kubernetes Indexed Job, each Job's controller uid)", o.Shard.Run, sr.complete))
 			return &r.result, "", nil
 		}
 	}

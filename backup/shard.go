@@ -49,8 +49,10 @@ func ValidateShard(s *Shard) error {
 
 // findShardRun reads the repository for the run of shard s: its cut (the
 // interrupted run's progress.json whose shard_run.run is s.Run) or its
-// complete backup (the latest).
-func findShardRun(ctx context.Context, store storage.Backend, s *Shard, app string) (shardRun, error) {
+// complete backup: the latest, or with everyComplete any complete backup
+// of app (a run id names one run: a shard of a run completed before later
+// backups is answered with its backup, not with a new cut).
+func findShardRun(ctx context.Context, store storage.Backend, s *Shard, app string, everyComplete bool) (shardRun, error) {
 	x, err := repository.ReadIndex(ctx, store)
 	if err != nil {
 		return shardRun{}, err
@@ -61,6 +63,23 @@ func findShardRun(ctx context.Context, store storage.Backend, s *Shard, app stri
 	}
 	if parent != nil && parent.ShardRun != nil && parent.ShardRun.Run == s.Run {
 		return shardRun{complete: parent.BackupID}, nil
+	}
+	if everyComplete {
+		for _, id := range x.CompleteIDs() {
+			if id == parentID {
+				continue
+			}
+			m, err := repository.LoadManifest(ctx, store, format.ManifestKey(id))
+			if err != nil {
+				if ctx.Err() != nil {
+					return shardRun{}, ctx.Err()
+				}
+				continue // damaged or another version: Parent reported it, not this run's
+			}
+			if m.ApplicationID == app && m.ShardRun != nil && m.ShardRun.Run == s.Run {
+				return shardRun{complete: id}, nil
+			}
+		}
 	}
 	_, resume, err := x.Resumable(ctx, parentID, app)
 	if err != nil {
@@ -82,8 +101,8 @@ func locateShardRun(ctx context.Context, store storage.Backend, s *Shard, app st
 	}
 	deadline := time.Now().Add(wait)
 	logged := false
-	for {
-		sr, err := findShardRun(ctx, store, s, app)
+	for first := true; ; first = false {
+		sr, err := findShardRun(ctx, store, s, app, first)
 		if err != nil || sr.complete != "" {
 			return sr, err
 		}

@@ -167,3 +167,47 @@ func sameBackups(t *testing.T, sa storage.Backend, a *format.Manifest, sb storag
 		}
 	}
 }
+
+// A shard of a run that completed is answered with that backup even after
+// later backups: it copies nothing, takes no new cut and does not wait
+// for shard 0 (a new user's shard 1 waited 10 minutes and failed naming
+// shard 0, and shard 0 cut a second backup of the same run).
+func TestShardOfACompletedRunAfterLaterBackups(t *testing.T) {
+	kf := seededKfake(t)
+	ctx := context.Background()
+	store, _ := storage.NewFilesystem(t.TempDir())
+	shard := func(i int) backup.Options {
+		o := sampleOptions(kf.Addrs(), store)
+		o.Shard = &backup.Shard{Index: i, Count: 2, Run: "done-run", Wait: 300 * time.Millisecond}
+		return o
+	}
+	r0, err := backup.Run(ctx, shard(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Run(ctx, shard(1)); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, manualClient(t, kf.Addrs()), sample.Orders, 1, 1000, 5)
+	later, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := repository.ReadIndex(ctx, store)
+	before := len(x.Backups)
+	for _, i := range []int{1, 0} {
+		r, err := backup.Run(ctx, shard(i))
+		if err != nil {
+			t.Fatalf("shard %d of the completed run after backup %s: %v", i, later.BackupID, err)
+		}
+		if !r.ShardAlreadyComplete || !strings.Contains(strings.Join(r.Warnings, "\n"), "a new backup needs a new --shard-run") {
+			t.Errorf("shard %d of the completed run: already complete %v, warnings %q; want it said", i, r.ShardAlreadyComplete, r.Warnings)
+		}
+		if r.BackupID != r0.BackupID || r.Manifest != format.ManifestKey(r0.BackupID) {
+			t.Errorf("shard %d of the completed run: backup %s (manifest %q), want the run's %s", i, r.BackupID, r.Manifest, r0.BackupID)
+		}
+	}
+	if x, _ := repository.ReadIndex(ctx, store); len(x.Backups) != before {
+		t.Errorf("the repository went from %d to %d backups: a shard of a completed run started another", before, len(x.Backups))
+	}
+}
