@@ -41,6 +41,8 @@ type restoreOptions struct {
 	SkipGroupConfigs  bool // --skip-group-configs: commit the offsets without setting the backup's group configs
 	Yes               bool
 	LockWait          time.Duration            // --lock-wait
+	shardFlags        shardFlags               // --shard, --shard-run, --shard-wait
+	Shard             *restorer.Shard          // from shardFlags and the environment; nil: not sharded
 	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
 	Compression       restorer.Compression     // --compression: none, gzip, snappy, lz4, zstd or source
 	JSON              bool
@@ -221,6 +223,14 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 			if err := o.complete(cmd, strategy, toTime, topics); err != nil {
 				return err
 			}
+			if bs, err := o.shardFlags.shard(cmd, lookupEnv); err != nil {
+				return err
+			} else if bs != nil {
+				if o.Embedded {
+					return &usageError{errors.New("--shard does not go with --embedded: a sharded restore is of a repository and target the shards share")}
+				}
+				o.Shard = &restorer.Shard{Index: bs.Index, Count: bs.Count, Run: bs.Run, Wait: bs.Wait}
+			}
 			o.Logger = g.Logger()
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
@@ -245,6 +255,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
 	f.BoolVar(&o.AllowKafka42, "allow-kafka-4-2", false, allowKafka42Usage)
 	f.BoolVar(&o.SkipGroupConfigs, "skip-group-configs", false, skipGroupConfigsUsage)
+	o.shardFlags.add(cmd)
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.StringVar(&o.Compression, "compression", restorer.CompressionSource, "`CODEC` of the produced record batches: none, gzip, snappy, lz4, zstd, or source (each topic's source compression.type, else none)")
@@ -458,6 +469,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.Topics = o.Topics
 	ro.ReplicationFactor = o.ReplicationFactor
 	ro.LockWait = o.LockWait
+	ro.Shard = o.Shard
 	ro.Retention = o.Retention
 	ro.SkipInFlight = o.SkipInFlight
 	ro.AllowKafka42 = o.AllowKafka42
@@ -514,6 +526,9 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 	}
 	if o.tel != nil {
 		o.tel.id = cmp.Or(rep.RestoreID, rep.BackupID)
+	}
+	if len(rep.ShardsPending) > 0 {
+		return writeRestoreShardPending(s.Out, o.JSON, location, ro.Shard, rep)
 	}
 	if err := writeReport(s.Out, s.ErrOut, o.JSON, rep, targetName); err != nil {
 		return err
@@ -598,6 +613,10 @@ func restoreErrorOf(err error, file, location, noBackupHint string, dryRun bool)
 		return withCode(exitUsage, err, refused.Hint)
 	case errors.Is(err, restorer.ErrNoBackup):
 		return withCode(exitUsage, err, listBackupsHint(location, noBackupHint))
+	case errors.Is(err, restorer.ErrShardMismatch):
+		return withCode(exitUsage, err, "nothing was written")
+	case errors.Is(err, restorer.ErrShardRunMissing):
+		return withCode(exitError, err, "nothing was written; run this shard again once shard 0 runs")
 	case (dryRun || errors.Is(err, restorer.ErrNothingWritten)) && storage.IsTransient(err):
 		// Before the Canceled case: a storage request that timed out
 		// wraps context.DeadlineExceeded, and is no cancellation.
