@@ -177,6 +177,19 @@ PRODUCER COMPRESSION (--compression)
   the broker. Several batches per partition are in flight at once (at most 32 MiB of
   records buffered per producer).
 
+SHARDED RESTORE: one restore split across N processes (a Kubernetes Indexed Job,
+configs/kubernetes/job-restore-sharded.yaml). --shard I/N (default $JOB_COMPLETION_INDEX
+and $KAFKASTREAMS_DR_SHARDS when the latter is set) runs shard I; every shard of one
+run gives the same --shard-run ID (default $KAFKASTREAMS_DR_SHARD_RUN), config and
+--backup-id (shard 0 resolves "latest" once; the others restore the backup it chose).
+Shard 0 plans, assigns the partitions (balanced by records) and creates the topics;
+shards 1..N-1 wait for that (--shard-wait, default 10m; then exit 1 naming shard 0).
+Each shard produces only its partitions; a killed shard run again resumes them. The
+group's offsets are committed once, by the shard that finds every shard finished,
+which prints the one restore report; the others exit 0 printing "not complete yet"
+and the shards pending (--json: "complete": false, shards_pending). A shard whose N
+or --backup-id differs from its run's is refused (exit 2), nothing written.
+
 CONFIG KEYS USED
   target.bootstrap_servers, target.client_id, target.security: the cluster to restore
     into. --target-bootstrap-servers replaces target.bootstrap_servers and keeps
