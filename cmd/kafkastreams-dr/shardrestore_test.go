@@ -21,10 +21,11 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
 )
 
-// TestShardedRestore restores one backup (three large partitions, six
-// small ones, committed group offsets) from kfake into a new kfake cluster
-// with three `restore --shard I/3` processes, and into another with one
-// unsharded restore. Every produce to a large partition after its first is
+// TestShardedRestore backs up three large partitions, six small ones and
+// committed group offsets on kfake with three `backup --shard I/3`
+// processes, and restores that backup into a new kfake cluster with three
+// `restore --shard I/3` processes; an unsharded backup is restored into
+// another by one unsharded restore. Every produce to a large partition after its first is
 // held, and shard 1 is killed (SIGKILL) once its large partition has
 // records on the target and its next produce is held: shards 0 and 2 exit
 // 0 saying the restore is not complete (shard 1 pending) and the target's
@@ -76,15 +77,22 @@ func TestShardedRestore(t *testing.T) {
 		return writeFile(t, "app.yaml", fmt.Sprintf("application_id: shard-app\nsource:\n  bootstrap_servers: [%s]\n  topics:\n    include: [big, small]\ntarget:\n  bootstrap_servers: [%s]\nstorage:\n  backend: filesystem\n  path: %s\nbackup:\n  segment_max_bytes: 256KiB\n",
 			strings.Join(src.Addrs(), ", "), strings.Join(target, ", "), repo))
 	}
-	if code, _, stderr := runCLI(t, "backup", "-c", config(repo, src.Addrs())); code != 0 {
-		t.Fatalf("backup: exit %d\n%s", code, stderr)
-	}
-	// The unsharded restore reads a copy of the repository: kfake's
-	// clusters share one cluster id, and so would the two restores'
-	// journals and locks in one repository.
+	// The unsharded backup and restore, into a repository and a cluster
+	// of their own (kfake's clusters share one cluster id, and so would
+	// the two restores' journals and locks in one repository); the
+	// sharded backup by three `backup --shard I/3` processes.
 	repoU := filepath.Join(t.TempDir(), "repo")
-	if err := os.CopyFS(repoU, os.DirFS(repo)); err != nil {
-		t.Fatal(err)
+	if code, _, stderr := runCLI(t, "backup", "-c", config(repoU, src.Addrs())); code != 0 {
+		t.Fatalf("unsharded backup: exit %d\n%s", code, stderr)
+	}
+	backups := make([]*shardProc, 3)
+	for i := range backups {
+		backups[i] = startShard(t, "--log-level", "error", "backup", "-c", config(repo, src.Addrs()), "--shard", fmt.Sprintf("%d/3", i), "--shard-run", "job-uid-b")
+	}
+	for i, p := range backups {
+		if code := p.wait(t); code != 0 {
+			t.Fatalf("backup shard %d: exit %d\n%s", i, code, p.stderr.String())
+		}
 	}
 	tu := testkit.StartKfake(t, 1)
 	if code, stdout, stderr := runCLI(t, "--log-level", "error", "restore", "-c", config(repoU, tu.Addrs()), "--yes", "--compression", "none"); code != 0 {
@@ -228,8 +236,8 @@ func TestShardedRestore(t *testing.T) {
 	if err := json.Unmarshal([]byte(again.stdout.String()), &rep); err != nil || rep.RestoreID != sr.RestoreID {
 		t.Fatalf("shard 1 run again: %v, want the report of restore %s:\n%s", err, sr.RestoreID, again.stdout.String())
 	}
-	if _, err := os.ReadFile(filepath.Join(repo, format.RestoreReportKey(sr.RestoreID))); err != nil {
-		t.Fatalf("no restore report after the last shard: %v", err)
+	if b, err := os.ReadFile(filepath.Join(repo, format.RestoreReportKey(sr.RestoreID))); err != nil || !rep.Committed || bytes.Contains(b, []byte("the plan predicted")) {
+		t.Fatalf("the last shard's report (committed %v, %v): want it saved, committed, with every offset as planned:\n%s", rep.Committed, err, b)
 	}
 
 	admU := testkit.Admin(t, tu.Addrs())
