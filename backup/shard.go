@@ -12,7 +12,6 @@ package backup
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,52 +144,20 @@ func checkShardCut(cut *format.Manifest, s *Shard, selection *format.Selection) 
 // assignShards splits todo's partitions, and every other partition of m,
 // into n disjoint sets balanced by the offsets each has to copy (end minus
 // first offset to copy): largest first, each into the least-loaded shard
-// (ties: the lower shard). Partitions with nothing to copy weigh 0.
+// (ties: the lower shard; format.AssignShards). Partitions with nothing
+// to copy weigh 0.
 func assignShards(m *format.Manifest, todo []*work, n int) []format.ShardAssignment {
-	type item struct {
-		topic     string
-		partition int32
-		load      int64
-	}
 	load := map[string]int64{}
 	for _, w := range todo {
 		load[partitionKey(w.topic, w.partition)] = w.end - w.from
 	}
-	var items []item
+	var items []format.ShardLoad
 	for _, t := range slices.Concat(m.Topics, m.InFlight) {
 		for _, p := range t.PartitionCuts {
-			items = append(items, item{t.Name, p.Partition, load[partitionKey(t.Name, p.Partition)]})
+			items = append(items, format.ShardLoad{Topic: t.Name, Partition: p.Partition, Load: load[partitionKey(t.Name, p.Partition)]})
 		}
 	}
-	slices.SortFunc(items, func(a, b item) int {
-		return cmp.Or(cmp.Compare(b.load, a.load), cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
-	})
-	out := make([]format.ShardAssignment, n)
-	for i := range out {
-		out[i] = format.ShardAssignment{Shard: i, Partitions: []format.ShardPartitions{}}
-	}
-	for _, it := range items {
-		best := 0
-		for i := range out {
-			if out[i].Offsets < out[best].Offsets {
-				best = i
-			}
-		}
-		a := &out[best]
-		a.Offsets += it.load
-		if k := slices.IndexFunc(a.Partitions, func(tp format.ShardPartitions) bool { return tp.Topic == it.topic }); k >= 0 {
-			a.Partitions[k].Partitions = append(a.Partitions[k].Partitions, it.partition)
-		} else {
-			a.Partitions = append(a.Partitions, format.ShardPartitions{Topic: it.topic, Partitions: []int32{it.partition}})
-		}
-	}
-	for i := range out {
-		slices.SortFunc(out[i].Partitions, func(a, b format.ShardPartitions) int { return cmp.Compare(a.Topic, b.Topic) })
-		for k := range out[i].Partitions {
-			slices.Sort(out[i].Partitions[k].Partitions)
-		}
-	}
-	return out
+	return format.AssignShards(items, n)
 }
 
 // ownWork keeps the work of todo that shard index owns in r.m.

@@ -912,15 +912,39 @@ func TestBackupCronJob(t *testing.T) {
 // failing the Job on exit 2 and 3; and that the binary takes that
 // environment as the shard (the command line with the pod's env, index 2).
 func TestShardedBackupJob(t *testing.T) {
+	checkShardedJob(t, "kafkastreams-dr-backup-sharded", "backup", []int32{2, 3})
+}
+
+// TestShardedRestoreJob checks job-restore-sharded.yaml as
+// TestShardedBackupJob the backup's: pods running `restore` as shard
+// JOB_COMPLETION_INDEX of KAFKASTREAMS_DR_SHARDS = completions =
+// parallelism, the Job's uid as the run, a --backup-id (never latest), the
+// Job failed on exit 2 (refused), not on 11 (the lock: retried).
+func TestShardedRestoreJob(t *testing.T) {
+	j := checkShardedJob(t, "kafkastreams-dr-restore-sharded", "restore", []int32{2})
+	args := j.Spec.Template.Spec.Containers[0].Args
+	if i := slices.Index(args, "--backup-id"); i < 0 || i+1 >= len(args) || args[i+1] == "latest" {
+		t.Errorf("args %v, want --backup-id with the verified id (not latest)", args)
+	}
+	if !slices.Contains(args, "--yes") || slices.Contains(args, "--push-gateway") {
+		t.Errorf("args %v, want --yes (no terminal) and no --push-gateway (the shards would push over each other)", args)
+	}
+}
+
+// checkShardedJob checks the Indexed Job name running command as shards
+// (see TestShardedBackupJob), the Job failed on exactly failOn of 2, 3
+// and 11, and returns it.
+func checkShardedJob(t *testing.T, name, command string, failOn []int32) *batchv1.Job {
+	t.Helper()
 	m := loadManifests(t)
 	var j *batchv1.Job
 	for i := range m.jobs {
-		if m.jobs[i].Name == "kafkastreams-dr-backup-sharded" {
+		if m.jobs[i].Name == name {
 			j = &m.jobs[i]
 		}
 	}
 	if j == nil {
-		t.Fatal("no Job kafkastreams-dr-backup-sharded")
+		t.Fatalf("no Job %s", name)
 	}
 	s := j.Spec
 	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
@@ -930,8 +954,8 @@ func TestShardedBackupJob(t *testing.T) {
 		t.Fatalf("completions %v parallelism %v, want 3 and 3 (every shard at once)", s.Completions, s.Parallelism)
 	}
 	c := s.Template.Spec.Containers[0]
-	if len(c.Args) == 0 || c.Args[0] != "backup" || slices.Contains(c.Args, "--shard") {
-		t.Fatalf("args %v, want backup with the shard from the environment", c.Args)
+	if len(c.Args) == 0 || c.Args[0] != command || slices.Contains(c.Args, "--shard") {
+		t.Fatalf("args %v, want %s with the shard from the environment", c.Args, command)
 	}
 	env := map[string]corev1.EnvVar{}
 	for _, e := range c.Env {
@@ -954,17 +978,21 @@ func TestShardedBackupJob(t *testing.T) {
 			}
 		}
 	}
-	if !failJob[2] || !failJob[3] || failJob[11] {
-		t.Errorf("podFailurePolicy fails the Job on %v, want 2 and 3, not 11", slices.Sorted(mapsKeys32(failJob)))
+	for _, code := range []int32{2, 3, 11} {
+		if failJob[code] != slices.Contains(failOn, code) {
+			t.Errorf("podFailurePolicy fails the Job on %v, want %v of 2, 3 and 11", slices.Sorted(mapsKeys32(failJob)), failOn)
+			break
+		}
 	}
-	// The binary reads that environment as shard 2 of 3: a bad index is
+	// The binary reads that environment as shard 3 of 3: a bad index is
 	// refused naming it (exit 2), so the variables are the ones it reads.
-	cmd := exec.Command(needBin(t), "backup", "-c", "/nonexistent.yaml")
+	cmd := exec.Command(needBin(t), command, "-c", "/nonexistent.yaml")
 	cmd.Env = append(os.Environ(), "KAFKASTREAMS_DR_SHARDS="+env["KAFKASTREAMS_DR_SHARDS"].Value, "JOB_COMPLETION_INDEX=3", "KAFKASTREAMS_DR_SHARD_RUN=uid")
 	out, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 2 || !bytes.Contains(out, []byte(`$JOB_COMPLETION_INDEX/$KAFKASTREAMS_DR_SHARDS "3/3"`)) {
-		t.Errorf("backup with JOB_COMPLETION_INDEX=3 and the Job's KAFKASTREAMS_DR_SHARDS: exit %d, want 2 naming them:\n%s", cmd.ProcessState.ExitCode(), out)
+		t.Errorf("%s with JOB_COMPLETION_INDEX=3 and the Job's KAFKASTREAMS_DR_SHARDS: exit %d, want 2 naming them:\n%s", command, cmd.ProcessState.ExitCode(), out)
 	}
+	return j
 }
 
 func mapsKeys32(m map[int32]bool) func(func(int32) bool) {
@@ -1015,8 +1043,8 @@ func checkMemory(t *testing.T, c corev1.Container, minLimit resource.Quantity) {
 func TestWorkloads(t *testing.T) {
 	m := loadManifests(t)
 	ws := m.workloads()
-	if len(ws) != 4 {
-		t.Fatalf("%d workloads, want the backup CronJob and the sharded backup, restore and drill Jobs", len(ws))
+	if len(ws) != 5 {
+		t.Fatalf("%d workloads, want the backup CronJob and the sharded backup, restore, sharded restore and drill Jobs", len(ws))
 	}
 	var components []string
 	for _, w := range ws {
@@ -1028,7 +1056,7 @@ func TestWorkloads(t *testing.T) {
 		})
 	}
 	slices.Sort(components)
-	if want := []string{"backup", "backup", "drill", "restore"}; !slices.Equal(components, want) {
+	if want := []string{"backup", "backup", "drill", "restore", "restore"}; !slices.Equal(components, want) {
 		t.Errorf("the workloads run %v, want %v", components, want)
 	}
 }

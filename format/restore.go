@@ -258,13 +258,18 @@ const (
 // form of backup ids and sort by start time.
 type RestoreReport struct {
 	Plan
-	RestoreID  string            `json:"restore_id"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt time.Time         `json:"finished_at"`
-	Partitions []PartitionReport `json:"partitions"`
-	Committed  bool              `json:"committed"`  // the group offsets were committed and read back equal
-	WipeState  bool              `json:"wipe_state"` // changelogs were restored: local state must be wiped
-	Records    int64             `json:"records"`    // records produced by this run
+	RestoreID string `json:"restore_id"`
+	// ShardsPending, never stored, lists the shards of a sharded restore
+	// that have not finished producing when this shard did (restore
+	// --shard): the report is then this shard's only, and no offset was
+	// committed yet.
+	ShardsPending []int             `json:"-"`
+	StartedAt     time.Time         `json:"started_at"`
+	FinishedAt    time.Time         `json:"finished_at"`
+	Partitions    []PartitionReport `json:"partitions"`
+	Committed     bool              `json:"committed"`  // the group offsets were committed and read back equal
+	WipeState     bool              `json:"wipe_state"` // changelogs were restored: local state must be wiped
+	Records       int64             `json:"records"`    // records produced by this run
 }
 
 // PartitionReport is one restored partition.

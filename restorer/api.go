@@ -98,7 +98,14 @@ type Options struct {
 	// LockWait is how long to wait for another restore into the same
 	// target cluster to finish (or its lock to go stale); 0 refuses at
 	// once with ErrLocked.
-	LockWait    time.Duration
+	LockWait time.Duration
+	// Shard, when non-nil, makes this process shard Index of a restore
+	// split across Count processes (restore --shard I/N; shard.go,
+	// docs/DESIGN.md "Sharded restore"): it restores only its partitions,
+	// and the group's offsets are committed once every shard has
+	// produced. The shards of one Run share the restore lock. Ignored by
+	// DryRun.
+	Shard       *Shard
 	Concurrency int // partitions restored at once; default 4
 	// RequestTimeout and RetryTimeout are the target cluster's
 	// request_timeout and retry_timeout (config.Cluster.Timeouts; zero

@@ -87,6 +87,9 @@ func (r *restore) restoreRecords(ctx context.Context) ([]PartitionReport, error)
 		tp := &r.plan.Topics[i]
 		t := topicOf(r.sel, tp.Topic)
 		for _, pp := range tp.PartitionPlans {
+			if r.shardRun != nil && !r.shardRun.Owns(r.o.Shard.Index, tp.Topic, pp.Partition) {
+				continue // another shard's (shard.go)
+			}
 			for pi := range t.PartitionCuts {
 				if t.PartitionCuts[pi].Partition == pp.Partition {
 					jobs = append(jobs, job{tp, pp, t, &t.PartitionCuts[pi]})

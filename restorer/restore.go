@@ -47,6 +47,10 @@ type restore struct {
 	clientOpts []kgo.Opt
 	prodMu     sync.Mutex
 	producers  map[string]*kgo.Client // by codec (compression.go)
+	// shardRun is the run object of a sharded restore (shard.go), nil
+	// when not sharded; lock the restore lock held.
+	shardRun *format.RestoreShardRun
+	lock     interface{ Finish() }
 }
 
 // journal is the restore's journal in the repository
@@ -80,6 +84,16 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
+	}
+	var shardRun *format.RestoreShardRun
+	if o.Shard != nil && !o.DryRun {
+		var err error
+		if shardRun, err = locateShardRun(ctx, &o, func(msg string, args ...any) { log.Info(msg, args...) }); err != nil {
+			return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
+		}
+		if shardRun != nil {
+			o.BackupID = shardRun.BackupID // the backup shard 0 resolved
+		}
 	}
 	m, err := loadBackup(ctx, o.Store, o.BackupID)
 	if err != nil {
@@ -125,11 +139,18 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		// find the same topics resumable and write every record twice.
 		var rnd [4]byte
 		rand.Read(rnd[:])
-		lock, err := repository.AcquireLockWait(ctx, r.store, format.RestoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID, o.LockWait,
-			func(msg string, args ...any) { log.Warn(msg, args...) })
+		logf := func(msg string, args ...any) { log.Warn(msg, args...) }
+		var lock *repository.Lock
+		if o.Shard != nil {
+			// The shards of one run share it (like a sharded backup's).
+			lock, err = repository.AcquireRunLockWait(ctx, r.store, format.RestoreLockKey(r.bm.Cluster), "sharded restore of backup "+m.BackupID, o.Shard.Run, o.LockWait, logf)
+		} else {
+			lock, err = repository.AcquireLockWait(ctx, r.store, format.RestoreLockKey(r.bm.Cluster), "restore of backup "+m.BackupID, o.LockWait, logf)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
 		}
+		r.lock = lock
 		defer lock.Release(ctx)
 		// Prune takes the restore locks before it deletes anything: with
 		// ours held, a backup whose manifest is still there keeps its
@@ -161,7 +182,20 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("check the backup's segments before the first write: %w (%w)", err, ErrNothingWritten)
 	}
-	rep, err := r.restore(ctx, started)
+	var rep *Report
+	if o.Shard != nil {
+		if shardRun == nil { // shard 0 of a new run
+			shardRun = r.newShardRun()
+			if err := writeJSON(ctx, r.store, format.RestoreShardRunKey(o.Shard.Run), shardRun); err != nil {
+				return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
+			}
+			log.Info("planned a sharded restore", "run", o.Shard.Run, "shards", o.Shard.Count, "backup_id", m.BackupID, "restore_id", shardRun.RestoreID)
+		}
+		r.shardRun = shardRun
+		rep, err = r.restoreShard(ctx, started)
+	} else {
+		rep, err = r.restore(ctx, started)
+	}
 	if de, ok := errors.AsType[*DamageError](err); ok {
 		de.BackupID, de.Written = m.BackupID, true // an object changed since the pre-check
 		for i := range de.Damaged {
@@ -227,9 +261,7 @@ func (r *restore) restore(ctx context.Context, started time.Time) (*Report, erro
 	if r.jour == nil {
 		r.jour = &journal{BackupID: plan.BackupID, TargetClusterID: plan.TargetClusterID, Strategy: plan.Strategy, ToTime: plan.ToTime, Topics: map[string]string{}}
 	}
-	var rnd [4]byte
-	rand.Read(rnd[:])
-	rep := &Report{RestoreID: format.NewBackupID(time.Now(), rnd), StartedAt: started}
+	rep := &Report{RestoreID: newRestoreID(), StartedAt: started}
 
 	phase := time.Now()
 	if err := r.createTopics(ctx); err != nil {
@@ -254,6 +286,23 @@ func (r *restore) restore(ctx context.Context, started time.Time) (*Report, erro
 	if _, ok := errors.AsType[*StateDigestError](digestErr); digestErr != nil && !ok {
 		return nil, digestErr
 	}
+	return r.complete(ctx, rep, reports, digestErr)
+}
+
+// newRestoreID is a new restore id: its start time and 4 random bytes.
+func newRestoreID() string {
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	return format.NewBackupID(time.Now(), rnd)
+}
+
+// complete finishes restore rep once every partition's records are in
+// (reports, every partition of the plan): the final configs, the group's
+// configs and offsets (none when digestErr: the restored state differs),
+// the completed journal and the saved report, which it returns.
+func (r *restore) complete(ctx context.Context, rep *Report, reports []PartitionReport, digestErr error) (*Report, error) {
+	plan := r.plan
+	var phase time.Time
 	rep.Partitions = reports
 	for _, pr := range reports {
 		rep.Records += pr.Records

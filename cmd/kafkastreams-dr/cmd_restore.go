@@ -41,6 +41,8 @@ type restoreOptions struct {
 	SkipGroupConfigs  bool // --skip-group-configs: commit the offsets without setting the backup's group configs
 	Yes               bool
 	LockWait          time.Duration            // --lock-wait
+	shardFlags        shardFlags               // --shard, --shard-run, --shard-wait
+	Shard             *restorer.Shard          // from shardFlags and the environment; nil: not sharded
 	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
 	Compression       restorer.Compression     // --compression: none, gzip, snappy, lz4, zstd or source
 	JSON              bool
@@ -175,6 +177,19 @@ PRODUCER COMPRESSION (--compression)
   the broker. Several batches per partition are in flight at once (at most 32 MiB of
   records buffered per producer).
 
+SHARDED RESTORE: one restore split across N processes (a Kubernetes Indexed Job,
+configs/kubernetes/job-restore-sharded.yaml). --shard I/N (default $JOB_COMPLETION_INDEX
+and $KAFKASTREAMS_DR_SHARDS when the latter is set) runs shard I; every shard of one
+run gives the same --shard-run ID (default $KAFKASTREAMS_DR_SHARD_RUN), config and
+--backup-id (shard 0 resolves "latest" once; the others restore the backup it chose).
+Shard 0 plans, assigns the partitions (balanced by records) and creates the topics;
+shards 1..N-1 wait for that (--shard-wait, default 10m; then exit 1 naming shard 0).
+Each shard produces only its partitions; a killed shard run again resumes them. The
+group's offsets are committed once, by the shard that finds every shard finished,
+which prints the one restore report; the others exit 0 printing "not complete yet"
+and the shards pending (--json: "complete": false, shards_pending). A shard whose N
+or --backup-id differs from its run's is refused (exit 2), nothing written.
+
 CONFIG KEYS USED
   target.bootstrap_servers, target.client_id, target.security: the cluster to restore
     into. --target-bootstrap-servers replaces target.bootstrap_servers and keeps
@@ -221,6 +236,14 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 			if err := o.complete(cmd, strategy, toTime, topics); err != nil {
 				return err
 			}
+			if bs, err := o.shardFlags.shard(cmd, lookupEnv); err != nil {
+				return err
+			} else if bs != nil {
+				if o.Embedded {
+					return &usageError{errors.New("--shard does not go with --embedded: a sharded restore is of a repository and target the shards share")}
+				}
+				o.Shard = &restorer.Shard{Index: bs.Index, Count: bs.Count, Run: bs.Run, Wait: bs.Wait}
+			}
 			o.Logger = g.Logger()
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
@@ -245,6 +268,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	f.Var(newRetentionValue(&o.Retention), "retention", "`CHOICE` is keep (restore records already past the target topic's retention.ms with retention.ms=-1) or accept-loss (the broker deletes them); required when there are any")
 	f.BoolVar(&o.AllowKafka42, "allow-kafka-4-2", false, allowKafka42Usage)
 	f.BoolVar(&o.SkipGroupConfigs, "skip-group-configs", false, skipGroupConfigsUsage)
+	o.shardFlags.add(cmd)
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
 	f.StringVar(&o.Compression, "compression", restorer.CompressionSource, "`CODEC` of the produced record batches: none, gzip, snappy, lz4, zstd, or source (each topic's source compression.type, else snappy)")
@@ -458,6 +482,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.Topics = o.Topics
 	ro.ReplicationFactor = o.ReplicationFactor
 	ro.LockWait = o.LockWait
+	ro.Shard = o.Shard
 	ro.Retention = o.Retention
 	ro.SkipInFlight = o.SkipInFlight
 	ro.AllowKafka42 = o.AllowKafka42
@@ -514,6 +539,9 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 	}
 	if o.tel != nil {
 		o.tel.id = cmp.Or(rep.RestoreID, rep.BackupID)
+	}
+	if len(rep.ShardsPending) > 0 {
+		return writeRestoreShardPending(s.Out, o.JSON, location, ro.Shard, rep)
 	}
 	if err := writeReport(s.Out, s.ErrOut, o.JSON, rep, targetName); err != nil {
 		return err
@@ -598,6 +626,10 @@ func restoreErrorOf(err error, file, location, noBackupHint string, dryRun bool)
 		return withCode(exitUsage, err, refused.Hint)
 	case errors.Is(err, restorer.ErrNoBackup):
 		return withCode(exitUsage, err, listBackupsHint(location, noBackupHint))
+	case errors.Is(err, restorer.ErrShardMismatch):
+		return withCode(exitUsage, err, "nothing was written")
+	case errors.Is(err, restorer.ErrShardRunMissing):
+		return withCode(exitError, err, "nothing was written; run this shard again once shard 0 runs")
 	case (dryRun || errors.Is(err, restorer.ErrNothingWritten)) && storage.IsTransient(err):
 		// Before the Canceled case: a storage request that timed out
 		// wraps context.DeadlineExceeded, and is no cancellation.

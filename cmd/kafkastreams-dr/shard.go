@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 )
 
 // The environment a Kubernetes Indexed Job gives each shard
@@ -34,9 +35,9 @@ type shardFlags struct {
 }
 
 func (f *shardFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.spec, "shard", "", "I/N: run shard I (0 <= I < N) of a backup split across N processes (default from $"+envCompletionIndex+" and $"+envShards+" when $"+envShards+" is set)")
+	cmd.Flags().StringVar(&f.spec, "shard", "", "I/N: run shard I (0 <= I < N) of a run split across N processes (default from $"+envCompletionIndex+" and $"+envShards+" when $"+envShards+" is set)")
 	cmd.Flags().StringVar(&f.run, "shard-run", "", "with --shard: the identifier every shard of one run shares, e.g. the Job's controller uid (default $"+envShardRun+")")
-	durationFlag(cmd.Flags(), &f.wait, "shard-wait", backup.DefaultShardWait, "", "with --shard: how long shards 1..N-1 wait for shard 0 to take the cut")
+	durationFlag(cmd.Flags(), &f.wait, "shard-wait", backup.DefaultShardWait, "", "with --shard: how long shards 1..N-1 wait for shard 0 (a backup: to take the cut; a restore: to create the topics)")
 }
 
 // shard returns the shard these flags and the environment name (nil: not
@@ -115,6 +116,40 @@ func writeShardPending(w io.Writer, asJSON bool, location string, s *backup.Shar
 	for _, warn := range res.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
+	return nil
+}
+
+// restoreShardPendingJSON is restore --json of a shard that finished
+// producing before the others: the restore is not complete yet.
+type restoreShardPendingJSON struct {
+	RestoreID     string `json:"restore_id"`
+	BackupID      string `json:"backup_id"`
+	Repository    string `json:"repository"`
+	Complete      bool   `json:"complete"`
+	Shard         int    `json:"shard"`
+	Shards        int    `json:"shards"`
+	Run           string `json:"run"`
+	ShardsPending []int  `json:"shards_pending"`
+	Partitions    int    `json:"partitions"`
+	Records       int64  `json:"records"`
+}
+
+// writeRestoreShardPending prints a restore shard's result when other
+// shards of its run have not finished: no offset is committed yet.
+func writeRestoreShardPending(w io.Writer, asJSON bool, location string, s *restorer.Shard, rep *restorer.Report) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(restoreShardPendingJSON{RestoreID: rep.RestoreID, BackupID: rep.BackupID, Repository: location, Shard: s.Index, Shards: s.Count, Run: s.Run,
+			ShardsPending: rep.ShardsPending, Partitions: len(rep.Partitions), Records: rep.Records})
+	}
+	pend := make([]string, len(rep.ShardsPending))
+	for i, p := range rep.ShardsPending {
+		pend[i] = strconv.Itoa(p)
+	}
+	fmt.Fprintf(w, "Shard %d/%d of restore %s (backup %s, run %s) done: %d records into %d partitions\n", s.Index, s.Count, rep.RestoreID, rep.BackupID, s.Run, rep.Records, len(rep.Partitions))
+	fmt.Fprintf(w, "  not complete yet: shards %s have not finished; the last shard to finish commits the group's offsets\n", strings.Join(pend, ", "))
+	fmt.Fprintf(w, "  repository: %s\n", location)
 	return nil
 }
 

@@ -458,7 +458,8 @@ func treeOf(t *testing.T, dir string) []string {
 // TestShardFlagsRefused: --shard values that are not 0 <= I < N, a shard
 // without a run id, $KAFKASTREAMS_DR_SHARDS without $JOB_COMPLETION_INDEX,
 // and --shard-run without --shard are usage errors (exit 2) naming the flag
-// or variable, before anything is contacted or written.
+// or variable, before anything is contacted or written: for backup and
+// restore alike.
 func TestShardFlagsRefused(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "repo")
 	cfg := writeFile(t, "app.yaml", fmt.Sprintf("application_id: a\nsource:\n  bootstrap_servers: [127.0.0.1:1]\n  topics:\n    include: [x]\nstorage:\n  backend: filesystem\n  path: %s\n", repo))
@@ -477,17 +478,19 @@ func TestShardFlagsRefused(t *testing.T) {
 		{"shards env without index", map[string]string{envShards: "3", envCompletionIndex: ""}, nil, "JOB_COMPLETION_INDEX is not set"},
 		{"index env past shards", map[string]string{envShards: "3", envCompletionIndex: "5", envShardRun: "r"}, nil, "$JOB_COMPLETION_INDEX/$KAFKASTREAMS_DR_SHARDS \"5/3\""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			code, _, stderr := runCLI(t, append([]string{"backup", "-c", cfg}, tc.args...)...)
-			if code != exitUsage || !strings.Contains(stderr, tc.want) {
-				t.Fatalf("exit %d, want %d with %q:\n%s", code, exitUsage, tc.want, stderr)
-			}
-			if _, err := os.Stat(repo); !os.IsNotExist(err) {
-				t.Fatalf("the refused backup created %s", repo)
-			}
-		})
+		for _, command := range [][]string{{"backup"}, {"restore", "--yes"}} {
+			t.Run(command[0]+"/"+tc.name, func(t *testing.T) {
+				for k, v := range tc.env {
+					t.Setenv(k, v)
+				}
+				code, _, stderr := runCLI(t, slices.Concat(command, []string{"-c", cfg}, tc.args)...)
+				if code != exitUsage || !strings.Contains(stderr, tc.want) {
+					t.Fatalf("exit %d, want %d with %q:\n%s", code, exitUsage, tc.want, stderr)
+				}
+				if _, err := os.Stat(repo); !os.IsNotExist(err) {
+					t.Fatalf("the refused %s created %s", command[0], repo)
+				}
+			})
+		}
 	}
 }
