@@ -70,6 +70,9 @@ func (f *shardFlags) shard(cmd *cobra.Command, getenv func(string) string) (*bac
 		s.Run = getenv(envShardRun)
 	}
 	if err := backup.ValidateShard(s); err != nil {
+		if from == "--shard" { // the error names --shard I/N already
+			return nil, &usageError{err}
+		}
 		return nil, &usageError{fmt.Errorf("%s %q: %w", from, spec, err)}
 	}
 	return s, nil

@@ -487,6 +487,9 @@ func TestShardFlagsRefused(t *testing.T) {
 				if code != exitUsage || !strings.Contains(stderr, tc.want) {
 					t.Fatalf("exit %d, want %d with %q:\n%s", code, exitUsage, tc.want, stderr)
 				}
+				if first, _, _ := strings.Cut(stderr, "\n"); strings.Count(first, "--shard ") > 1 {
+					t.Errorf("the error names the flag twice: %s", first)
+				}
 				if _, err := os.Stat(repo); !os.IsNotExist(err) {
 					t.Fatalf("the refused %s created %s", command[0], repo)
 				}
