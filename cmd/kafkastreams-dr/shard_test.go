@@ -98,41 +98,7 @@ func TestShardedBackup(t *testing.T) {
 		bigRecords           = 4000
 		valueSize            = 1024
 	)
-	kf := testkit.StartKfake(t, 1)
-	// Uncompressed: a partition of 4000 records of 1 KiB is then about
-	// 4 MiB, more than one fetch (max.partition.fetch.bytes 2 MiB) returns,
-	// so the backup fetches again past holdFrom. (The producer's default,
-	// snappy, made the partition about 200 KiB: one fetch from offset 0
-	// returned all of it and the hold below never held.)
-	cl := testkit.Client(t, kf.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	adm := testkit.Admin(t, kf.Addrs())
-	for topic, n := range map[string]int32{"big": bigParts, "small": smallParts} {
-		if _, err := adm.CreateTopic(t.Context(), n, 1, nil, topic); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var recs []*kgo.Record
-	for p := range int32(bigParts) {
-		for i := range bigRecords {
-			recs = append(recs, &kgo.Record{Topic: "big", Partition: p, Key: fmt.Appendf(nil, "k%d-%d", p, i),
-				Value: bytes.Repeat(fmt.Appendf(nil, "%d", i%10), valueSize), Headers: []kgo.RecordHeader{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}}})
-		}
-	}
-	for p := range int32(smallParts) {
-		for i := range 10 * (int(p) + 1) {
-			recs = append(recs, &kgo.Record{Topic: "small", Partition: p, Key: fmt.Appendf(nil, "s%d-%d", p, i), Value: fmt.Appendf(nil, "v%d", i)})
-		}
-	}
-	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: "big", Partition: 1, At: 1234, LeaderEpoch: -1})
-	offs.Add(kadm.Offset{Topic: "small", Partition: 3, At: 7, LeaderEpoch: -1})
-	if err := adm.CommitAllOffsets(t.Context(), "shard-app", offs); err != nil {
-		t.Fatal(err)
-	}
+	kf, adm := seedShardCluster(t, bigParts, smallParts, bigRecords, valueSize)
 
 	config := func(repo string) string {
 		return writeFile(t, "app.yaml", fmt.Sprintf(`application_id: shard-app
@@ -496,4 +462,48 @@ func TestShardFlagsRefused(t *testing.T) {
 			})
 		}
 	}
+}
+
+// seedShardCluster starts the sharding tests' source cluster: topic "big"
+// (bigParts partitions of bigRecords uncompressed records of valueSize
+// bytes, a key and a header each) and "small" (partition p holds
+// 10*(p+1) records), and group shard-app committed at big/1@1234 and
+// small/3@7. Uncompressed: a partition of 4000 records of 1 KiB is then
+// about 4 MiB, more than one fetch (max.partition.fetch.bytes 2 MiB)
+// returns, so a backup fetches again past the tests' holds. (The
+// producer's default, snappy, made the partition about 200 KiB: one fetch
+// from offset 0 returned all of it and a hold never held.)
+func seedShardCluster(t *testing.T, bigParts, smallParts int32, bigRecords, valueSize int) (*testkit.Kfake, *kadm.Client) {
+	t.Helper()
+	kf := testkit.StartKfake(t, 1)
+	cl := testkit.Client(t, kf.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := testkit.Admin(t, kf.Addrs())
+	for topic, n := range map[string]int32{"big": bigParts, "small": smallParts} {
+		if _, err := adm.CreateTopic(t.Context(), n, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var recs []*kgo.Record
+	for p := range int32(bigParts) {
+		for i := range bigRecords {
+			recs = append(recs, &kgo.Record{Topic: "big", Partition: p, Key: fmt.Appendf(nil, "k%d-%d", p, i),
+				Value: bytes.Repeat(fmt.Appendf(nil, "%d", i%10), valueSize), Headers: []kgo.RecordHeader{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}}})
+		}
+	}
+	for p := range int32(smallParts) {
+		for i := range 10 * (int(p) + 1) {
+			recs = append(recs, &kgo.Record{Topic: "small", Partition: p, Key: fmt.Appendf(nil, "s%d-%d", p, i), Value: fmt.Appendf(nil, "v%d", i)})
+		}
+	}
+	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "big", Partition: 1, At: 1234, LeaderEpoch: -1})
+	offs.Add(kadm.Offset{Topic: "small", Partition: 3, At: 7, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(t.Context(), "shard-app", offs); err != nil {
+		t.Fatal(err)
+	}
+	return kf, adm
 }

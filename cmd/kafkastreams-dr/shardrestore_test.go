@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -42,36 +40,7 @@ func TestShardedRestore(t *testing.T) {
 		bigRecords           = 3000
 		valueSize            = 1024
 	)
-	src := testkit.StartKfake(t, 1)
-	cl := testkit.Client(t, src.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	adm := testkit.Admin(t, src.Addrs())
-	for topic, n := range map[string]int32{"big": bigParts, "small": smallParts} {
-		if _, err := adm.CreateTopic(t.Context(), n, 1, nil, topic); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var recs []*kgo.Record
-	for p := range int32(bigParts) {
-		for i := range bigRecords {
-			recs = append(recs, &kgo.Record{Topic: "big", Partition: p, Key: fmt.Appendf(nil, "k%d-%d", p, i),
-				Value: bytes.Repeat(fmt.Appendf(nil, "%d", i%10), valueSize), Headers: []kgo.RecordHeader{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}}})
-		}
-	}
-	for p := range int32(smallParts) {
-		for i := range 10 * (int(p) + 1) {
-			recs = append(recs, &kgo.Record{Topic: "small", Partition: p, Key: fmt.Appendf(nil, "s%d-%d", p, i), Value: fmt.Appendf(nil, "v%d", i)})
-		}
-	}
-	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: "big", Partition: 1, At: 1234, LeaderEpoch: -1})
-	offs.Add(kadm.Offset{Topic: "small", Partition: 3, At: 7, LeaderEpoch: -1})
-	if err := adm.CommitAllOffsets(t.Context(), "shard-app", offs); err != nil {
-		t.Fatal(err)
-	}
+	src, _ := seedShardCluster(t, bigParts, smallParts, bigRecords, valueSize)
 	repo := filepath.Join(t.TempDir(), "repo")
 	config := func(repo string, target []string) string {
 		return writeFile(t, "app.yaml", fmt.Sprintf("application_id: shard-app\nsource:\n  bootstrap_servers: [%s]\n  topics:\n    include: [big, small]\ntarget:\n  bootstrap_servers: [%s]\nstorage:\n  backend: filesystem\n  path: %s\nbackup:\n  segment_max_bytes: 256KiB\n",
