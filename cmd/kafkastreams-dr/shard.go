@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -100,21 +99,11 @@ type shardPendingJSON struct {
 // have not finished: what it copied and who completes the backup.
 func writeShardPending(w io.Writer, asJSON bool, location string, s *backup.Shard, res *backup.Result) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(shardPendingJSON{BackupID: res.BackupID, Repository: location, Shard: s.Index, Shards: s.Count, Run: s.Run,
+		return writeJSON(w, shardPendingJSON{BackupID: res.BackupID, Repository: location, Shard: s.Index, Shards: s.Count, Run: s.Run,
 			ShardsPending: res.ShardsPending, Resumed: res.Resumed, Records: res.Records, Bytes: res.Bytes, Warnings: nonNil(res.Warnings)})
 	}
-	pend := make([]string, len(res.ShardsPending))
-	for i, p := range res.ShardsPending {
-		pend[i] = strconv.Itoa(p)
-	}
 	fmt.Fprintf(w, "Shard %d/%d of backup %s (run %s) done: %d records, %d bytes copied\n", s.Index, s.Count, res.BackupID, s.Run, res.Records, res.Bytes)
-	verb := "shards %s have"
-	if len(pend) == 1 {
-		verb = "shard %s has"
-	}
-	fmt.Fprintf(w, "  not complete yet: "+verb+" not finished; the last shard to finish completes the backup\n", strings.Join(pend, ", "))
+	fmt.Fprintf(w, "  not complete yet: %s not finished; the last shard to finish completes the backup\n", shardsPending(res.ShardsPending))
 	fmt.Fprintf(w, "  repository: %s\n", location)
 	for _, warn := range res.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
@@ -141,19 +130,26 @@ type restoreShardPendingJSON struct {
 // shards of its run have not finished: no offset is committed yet.
 func writeRestoreShardPending(w io.Writer, asJSON bool, location string, s *restorer.Shard, rep *restorer.Report) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(restoreShardPendingJSON{RestoreID: rep.RestoreID, BackupID: rep.BackupID, Repository: location, Shard: s.Index, Shards: s.Count, Run: s.Run,
+		return writeJSON(w, restoreShardPendingJSON{RestoreID: rep.RestoreID, BackupID: rep.BackupID, Repository: location, Shard: s.Index, Shards: s.Count, Run: s.Run,
 			ShardsPending: rep.ShardsPending, Partitions: len(rep.Partitions), Records: rep.Records})
 	}
-	pend := make([]string, len(rep.ShardsPending))
-	for i, p := range rep.ShardsPending {
-		pend[i] = strconv.Itoa(p)
-	}
 	fmt.Fprintf(w, "Shard %d/%d of restore %s (backup %s, run %s) done: %d records into %d partitions\n", s.Index, s.Count, rep.RestoreID, rep.BackupID, s.Run, rep.Records, len(rep.Partitions))
-	fmt.Fprintf(w, "  not complete yet: shards %s have not finished; the last shard to finish commits the group's offsets\n", strings.Join(pend, ", "))
+	fmt.Fprintf(w, "  not complete yet: %s not finished; the last shard to finish commits the group's offsets\n", shardsPending(rep.ShardsPending))
 	fmt.Fprintf(w, "  repository: %s\n", location)
 	return nil
+}
+
+// shardsPending names the shards a run still waits for, with its verb:
+// "shard 1 has", "shards 1, 2 have".
+func shardsPending(pending []int) string {
+	pend := make([]string, len(pending))
+	for i, p := range pending {
+		pend[i] = strconv.Itoa(p)
+	}
+	if len(pend) == 1 {
+		return "shard " + pend[0] + " has"
+	}
+	return "shards " + strings.Join(pend, ", ") + " have"
 }
 
 func nonNil(s []string) []string {
