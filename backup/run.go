@@ -279,7 +279,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		scan.parent = nil
 	}
 	if scan.resume != nil && !scan.resume.Selection.Equal(selection) {
-		what := "other filters than the config's now"
+		what := fmt.Sprintf("other filters than the config's now (then vs now: %s)", strings.Join(scan.resume.Selection.Differences(selection), "; "))
 		if rs := scan.resume.Selection; rs != nil && rs.TopologySHA256 != selection.TopologySHA256 {
 			what = fmt.Sprintf("another topology (%s) than now (%s)", topologyName(rs), topologyName(selection))
 		}
@@ -318,7 +318,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 		todo, err = r.newCut(ctx, id, scan.parent, selection)
 	}
 	if err != nil {
-		if errors.Is(err, ErrNothingSelected) {
+		if errors.Is(err, ErrNothingSelected) || errors.Is(err, ErrShardMismatch) {
 			return nil, "", err
 		}
 		return nil, PhaseCluster, fmt.Errorf("source cluster %s: %w", seedsOf(cl), err)
@@ -888,6 +888,9 @@ func (r *runner) bindWork(todo []*work) {
 // resumeWork continues an interrupted run's cut: each partition from the
 // end of its last durable segment (or of its last gap, or its start).
 func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
+	if err := r.sameCluster(ctx); err != nil {
+		return nil, err
+	}
 	var names []string
 	for _, t := range slices.Concat(r.m.Topics, r.m.InFlight) {
 		names = append(names, t.Name)
@@ -1335,6 +1338,28 @@ feed:
 		return first
 	}
 	return context.Cause(ctx)
+}
+
+// sameCluster refuses to continue r.m, an interrupted backup or a sharded
+// run's cut, from another Kafka cluster than the one it was cut from (its
+// kafka_cluster_id, the cluster id Metadata answers): the cut's offsets
+// are of that cluster's partitions. A cut or cluster with no id recorded
+// or answered is not refused (the topic ids checked after catch a
+// recreated topic). A shard is refused with ErrShardMismatch.
+func (r *runner) sameCluster(ctx context.Context) error {
+	if r.m.KafkaClusterID == "" {
+		return nil
+	}
+	bm, err := r.adm.BrokerMetadata(ctx)
+	if err != nil || bm.Cluster == "" || bm.Cluster == r.m.KafkaClusterID {
+		return nil
+	}
+	if s := r.o.Shard; s != nil {
+		return fmt.Errorf("%w: backup %s of run %q was cut by shard 0 on Kafka cluster %q, this shard's source.bootstrap_servers reach cluster %q: give every shard of a run the same source cluster",
+			ErrShardMismatch, r.m.BackupID, s.Run, r.m.KafkaClusterID, bm.Cluster)
+	}
+	return fmt.Errorf("interrupted backup %s was cut from Kafka cluster %q, source.bootstrap_servers now reach cluster %q: back up each cluster into its own repository (another prefix or directory), or delete %s to start a new backup here",
+		r.m.BackupID, r.m.KafkaClusterID, bm.Cluster, format.ProgressKey(r.m.BackupID))
 }
 
 // topologyName names the topology of a selection for people: its source

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
@@ -135,8 +136,8 @@ func checkShardCut(cut *format.Manifest, s *Shard, selection *format.Selection) 
 			ErrShardMismatch, cut.BackupID, s.Run, n, s.Index, s.Count)
 	}
 	if !cut.Selection.Equal(selection) {
-		return fmt.Errorf("%w: backup %s of run %q was cut by shard 0 with other topic filters or another topology (%s) than this shard's config (%s): give every shard of a run the same config",
-			ErrShardMismatch, cut.BackupID, s.Run, topologyName(cut.Selection), topologyName(selection))
+		return fmt.Errorf("%w: backup %s of run %q was cut by shard 0 with another selection than this shard's config (shard 0's vs this shard's: %s): give every shard of a run the same config",
+			ErrShardMismatch, cut.BackupID, s.Run, strings.Join(cut.Selection.Differences(selection), "; "))
 	}
 	return nil
 }

@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -61,8 +64,11 @@ func TestShardedRuns(t *testing.T) {
 	}
 	other := shard(1, "r1", 0)
 	other.Include = append(slices.Clone(other.Include), "more-*")
-	if _, err := backup.Run(ctx, other); !errors.Is(err, backup.ErrShardMismatch) {
-		t.Fatalf("shard 1 with another include: %v, want ErrShardMismatch", err)
+	if _, err := backup.Run(ctx, other); !errors.Is(err, backup.ErrShardMismatch) ||
+		!strings.Contains(err.Error(), `source.topics.include [`) || !strings.Contains(err.Error(), `"more-*"]`) || strings.Contains(err.Error(), "(none) vs (none)") {
+		// It said "other topic filters or another topology (none) than
+		// this shard's config (none)", naming neither difference.
+		t.Fatalf("shard 1 with another include: %v, want ErrShardMismatch naming the include of each", err)
 	}
 	r1, err := backup.Run(ctx, shard(1, "r1", 0))
 	if err != nil {
@@ -210,4 +216,99 @@ func TestShardOfACompletedRunAfterLaterBackups(t *testing.T) {
 	if x, _ := repository.ReadIndex(ctx, store); len(x.Backups) != before {
 		t.Errorf("the repository went from %d to %d backups: a shard of a completed run started another", before, len(x.Backups))
 	}
+}
+
+// seededKfakeOf is seededKfake with the cluster id id: another cluster
+// holding the same topics and records.
+func seededKfakeOf(t *testing.T, id string) *testkit.Kfake {
+	t.Helper()
+	kf := testkit.StartKfake(t, 3, kfake.ClusterID(id))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := sample.Seed(ctx, testkit.Client(t, kf.Addrs())); err != nil {
+		t.Fatal(err)
+	}
+	kf.Compact()
+	return kf
+}
+
+// A shard whose config points at another Kafka cluster than the one shard
+// 0 cut is refused before it copies anything (its partitions would hold
+// another cluster's records under the cut's offsets), naming both cluster
+// ids; a new user's shard with another bootstrap.servers was accepted.
+func TestShardOfAnotherClusterIsRefused(t *testing.T) {
+	a, b := seededKfakeOf(t, "cluster-a"), seededKfakeOf(t, "cluster-b")
+	ctx := context.Background()
+	store, _ := storage.NewFilesystem(t.TempDir())
+	shard := func(addrs []string, i int) backup.Options {
+		o := sampleOptions(addrs, store)
+		o.Shard = &backup.Shard{Index: i, Count: 2, Run: "r1"}
+		return o
+	}
+	r0, err := backup.Run(ctx, shard(a.Addrs(), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := objectKeys(t, store)
+	_, err = backup.Run(ctx, shard(b.Addrs(), 1))
+	if !errors.Is(err, backup.ErrShardMismatch) || !strings.Contains(err.Error(), `"cluster-a"`) || !strings.Contains(err.Error(), `"cluster-b"`) {
+		t.Fatalf("shard 1 on another cluster: %v, want ErrShardMismatch naming cluster-a and cluster-b", err)
+	}
+	if after := objectKeys(t, store); !slices.Equal(before, after) {
+		t.Fatalf("the refused shard changed the repository: %v -> %v", before, after)
+	}
+	if _, err := backup.Run(ctx, shard(a.Addrs(), 1)); err != nil {
+		t.Fatalf("shard 1 on the cut's cluster after the refusal: %v", err)
+	}
+	if x, _ := repository.ReadIndex(ctx, store); !slices.Equal(x.CompleteIDs(), []string{r0.BackupID}) {
+		t.Fatalf("complete backups %v, want [%s]", x.CompleteIDs(), r0.BackupID)
+	}
+}
+
+// An interrupted backup of another Kafka cluster is not resumed: the run
+// is refused naming both cluster ids and the fix, with the repository as
+// it was (it said "topic was recreated", naming a topic id).
+func TestInterruptedBackupOfAnotherClusterIsNotResumed(t *testing.T) {
+	a, b := seededKfakeOf(t, "cluster-a"), seededKfakeOf(t, "cluster-b")
+	ctx := context.Background()
+	store, _ := storage.NewFilesystem(t.TempDir())
+	o := sampleOptions(a.Addrs(), store)
+	o.Store = &failingStore{Backend: store, n: 2}
+	var pe *backup.PhaseError
+	if _, err := backup.Run(ctx, o); !errors.As(err, &pe) || !pe.Resumable() {
+		t.Fatalf("injected failure: %v", err)
+	}
+	x, err := repository.ReadIndex(ctx, store)
+	if err != nil || len(x.Backups) != 1 {
+		t.Fatalf("after the interrupted run: %+v, %v", x, err)
+	}
+	interrupted := x.Backups[0].ID
+	before := objectKeys(t, store)
+	_, err = backup.Run(ctx, sampleOptions(b.Addrs(), store))
+	if err == nil || !strings.Contains(err.Error(), `"cluster-a"`) || !strings.Contains(err.Error(), `"cluster-b"`) ||
+		!strings.Contains(err.Error(), format.ProgressKey(interrupted)) || strings.Contains(err.Error(), "recreated") {
+		t.Fatalf("backup of cluster-b after an interrupted one of cluster-a: %v; want a refusal naming both clusters and %s", err, format.ProgressKey(interrupted))
+	}
+	if after := objectKeys(t, store); !slices.Equal(before, after) {
+		t.Fatalf("the refused backup changed the repository: %v -> %v", before, after)
+	}
+	r, err := backup.Run(ctx, sampleOptions(a.Addrs(), store))
+	if err != nil || !r.Resumed || r.BackupID != interrupted {
+		t.Fatalf("the backup of cluster-a after the refusal: %+v, %v; want it to resume %s", r, err, interrupted)
+	}
+}
+
+// objectKeys lists every object key of store, sorted.
+func objectKeys(t *testing.T, store storage.Backend) []string {
+	t.Helper()
+	var keys []string
+	err := store.List(context.Background(), "", func(oi storage.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	return keys
 }

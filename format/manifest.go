@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -167,6 +168,47 @@ func (s *Selection) Equal(o *Selection) bool {
 		eq(s.DeadLetterQueueTopics, o.DeadLetterQueueTopics) && s.AllowTopologyMismatch == o.AllowTopologyMismatch &&
 		s.TopologyFrom == o.TopologyFrom && s.TopologySHA256 == o.TopologySHA256 &&
 		s.SchemaRegistryTopic == o.SchemaRegistryTopic
+}
+
+// Differences names what differs between s and o, each as
+// `<config key> <s's value> vs <o's value>` with the config's key
+// (source.topics.include, source.topics.exclude, source_changelog_topics,
+// source.topics.allow_missing, dead_letter_queue_topics,
+// source.topics.allow_topology_mismatch, the topology, schema_registry.topic);
+// empty when Equal. A nil selection is taken as one with nothing set.
+func (s *Selection) Differences(o *Selection) []string {
+	a, b := cmp.Or(s, &Selection{}), cmp.Or(o, &Selection{})
+	var out []string
+	list := func(key string, x, y []string) {
+		if !slices.Equal(x, y) {
+			out = append(out, fmt.Sprintf("%s %q vs %q", key, x, y))
+		}
+	}
+	flag := func(key string, x, y bool) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s %t vs %t", key, x, y))
+		}
+	}
+	word := func(key, x, y string) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s %s vs %s", key, cmp.Or(x, "(none)"), cmp.Or(y, "(none)")))
+		}
+	}
+	list("source.topics.include", a.Include, b.Include)
+	list("source.topics.exclude", a.Exclude, b.Exclude)
+	list("source_changelog_topics", a.SourceChangelogTopics, b.SourceChangelogTopics)
+	flag("source.topics.allow_missing", a.AllowMissing, b.AllowMissing)
+	list("dead_letter_queue_topics", a.DeadLetterQueueTopics, b.DeadLetterQueueTopics)
+	flag("source.topics.allow_topology_mismatch", a.AllowTopologyMismatch, b.AllowTopologyMismatch)
+	topology := func(x *Selection) string {
+		if x.TopologySHA256 == "" {
+			return x.TopologyFrom
+		}
+		return fmt.Sprintf("%s (sha256 %.12s)", x.TopologyFrom, x.TopologySHA256)
+	}
+	word("topology", topology(a), topology(b))
+	word("schema_registry.topic", a.SchemaRegistryTopic, b.SchemaRegistryTopic)
+	return out
 }
 
 // Cut records how the backup's cut (the group's committed offsets and every

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +251,28 @@ func TestCompactManifestWithBatchSegmentsIsVersion2(t *testing.T) {
 	}
 	if got.FormatVersion != VersionBatch || got.Topics[0].PartitionCuts[0].Segments[0].Kind != KindBatch {
 		t.Fatalf("read back format_version %d, kind %q", got.FormatVersion, got.Topics[0].PartitionCuts[0].Segments[0].Kind)
+	}
+}
+
+// Differences names each differing setting by its config key, both
+// values, and nothing for equal selections (a shard's mismatch said
+// "(none) vs (none)" when only the include differed).
+func TestSelectionDifferences(t *testing.T) {
+	a := &Selection{Include: []string{"orders"}, Exclude: []string{"x"}, TopologyFrom: "topology file t.txt", TopologySHA256: "aabbccddeeff0011"}
+	if d := a.Differences(a); len(d) != 0 {
+		t.Fatalf("equal selections differ in %q", d)
+	}
+	b := &Selection{Include: []string{"orders", "more-*"}, Exclude: []string{"x"}, AllowMissing: true, SchemaRegistryTopic: "_schemas"}
+	want := []string{
+		`source.topics.include ["orders"] vs ["orders" "more-*"]`,
+		`source.topics.allow_missing false vs true`,
+		`topology topology file t.txt (sha256 aabbccddeeff) vs (none)`,
+		`schema_registry.topic (none) vs _schemas`,
+	}
+	if d := a.Differences(b); !slices.Equal(d, want) {
+		t.Fatalf("differences\n%q\nwant\n%q", d, want)
+	}
+	if d := (*Selection)(nil).Differences(&Selection{}); len(d) != 0 {
+		t.Fatalf("nil vs empty: %q", d)
 	}
 }

@@ -61,7 +61,7 @@ func (f *shardFlags) shard(cmd *cobra.Command, getenv func(string) string) (*bac
 	is, ns, ok := strings.Cut(spec, "/")
 	i, ierr := strconv.Atoi(is)
 	n, nerr := strconv.Atoi(ns)
-	if !ok || ierr != nil || nerr != nil {
+	if !ok || ierr != nil || nerr != nil || !shardNumber(is) || !shardNumber(ns) {
 		return nil, &usageError{fmt.Errorf("%s %q is not I/N (e.g. 0/3: shard 0 of 3)", from, spec)}
 	}
 	s := &backup.Shard{Index: i, Count: n, Run: f.run, Wait: f.wait}
@@ -75,6 +75,14 @@ func (f *shardFlags) shard(cmd *cobra.Command, getenv func(string) string) (*bac
 		return nil, &usageError{fmt.Errorf("%s %q: %w", from, spec, err)}
 	}
 	return s, nil
+}
+
+// shardNumber reports whether s is a number as I/N is written: digits,
+// with a leading minus for the range check to name (strconv.Atoi also
+// takes a plus sign).
+func shardNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 func lookupEnv(k string) string { return os.Getenv(k) }

@@ -439,6 +439,8 @@ func TestShardFlagsRefused(t *testing.T) {
 		{"N zero", nil, []string{"--shard", "0/0", "--shard-run", "r"}, "N must be at least 1"},
 		{"negative I", nil, []string{"--shard", "-1/3", "--shard-run", "r"}, "I must be 0 to 2"},
 		{"not I/N", nil, []string{"--shard", "two", "--shard-run", "r"}, `--shard "two" is not I/N`},
+		{"a sign", nil, []string{"--shard", "+1/3", "--shard-run", "r"}, `--shard "+1/3" is not I/N`},
+		{"a space", nil, []string{"--shard", "1/ 3", "--shard-run", "r"}, `--shard "1/ 3" is not I/N`},
 		{"no run id", nil, []string{"--shard", "0/3"}, "--shard-run ID"},
 		{"run id without shard", nil, []string{"--shard-run", "r"}, "--shard-run and --shard-wait go with --shard"},
 		{"shards env without index", map[string]string{envShards: "3", envCompletionIndex: ""}, nil, "JOB_COMPLETION_INDEX is not set"},
