@@ -24,8 +24,8 @@ import (
 // kerr.IsRetriable tells which errors pass; every other error is reported
 // as the broker gave it.
 const (
-	// offsetsBudget bounds how long a topic creation retries retriable
-	// errors, and a listing when the client has no kgo.RetryTimeout.
+	// offsetsBudget bounds how long a topic creation or a listing retries
+	// retriable errors when the client has no kgo.RetryTimeout.
 	offsetsBudget = 2 * time.Minute
 	// firstBackoff and maxBackoff bound the wait between two tries; it
 	// doubles from the first to the max.
@@ -209,11 +209,13 @@ func (r *restore) waitReady(ctx context.Context) error {
 
 // validateCreate runs a validate-only CreateTopics for tp (the request the
 // restore will make, without creating anything). A retriable error
-// (REQUEST_TIMED_OUT, NOT_CONTROLLER, ...) is retried like retryListed and
+// (REQUEST_TIMED_OUT, NOT_CONTROLLER, ...) is retried like retryListed, for the
+// target client's retry_timeout (offsetsBudget without one), and
 // then returned as an error: the target is busy, not unwilling. A refusal
 // (any other error) is returned as refused, the reason for a RefusedError.
 func (r *restore) validateCreate(ctx context.Context, tp *TopicPlan) (configs map[string]kadm.Config, refused string, err error) {
 	began := time.Now()
+	_, budget := r.timeouts()
 	for n := 1; ; n++ {
 		resp, err := r.adm.ValidateCreateTopics(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)
 		if err != nil && !kerr.IsRetriable(err) {
@@ -240,8 +242,8 @@ func (r *restore) validateCreate(ctx context.Context, tp *TopicPlan) (configs ma
 			}
 			err = retry
 		}
-		if time.Since(began) > offsetsBudget {
-			return nil, "", fmt.Errorf("%w (still after retrying for %s: the target is busy, try again)", err, offsetsBudget)
+		if time.Since(began) > budget {
+			return nil, "", fmt.Errorf("%w (still after retrying for %s, target.retry_timeout: the target is busy, try again or raise it)", err, budget)
 		}
 		if err := sleep(ctx, backoff(n)); err != nil {
 			return nil, "", err

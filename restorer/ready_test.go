@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,5 +272,49 @@ func TestLeaderWaitFollowsTheTargetsRetryTimeout(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidateCreateFollowsTheTargetsRetryTimeout: the preflight's
+// CreateTopics(validate_only) retries a retriable per-topic error within
+// the target's retry_timeout, not a fixed 2 minutes (it waited 2 minutes
+// whatever target.retry_timeout said), and the error names the budget.
+func TestValidateCreateFollowsTheTargetsRetryTimeout(t *testing.T) {
+	const budget = 2 * time.Second
+	_, store, _ := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	var validations atomic.Int32
+	dst.ControlKey(int16(kmsg.CreateTopics), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		req := kr.(*kmsg.CreateTopicsRequest)
+		if !req.ValidateOnly {
+			return nil, nil, false
+		}
+		validations.Add(1)
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.ErrorCode = rt.Topic, kerr.RequestTimedOut.Code
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := restorer.Run(ctx, restorer.Options{
+		Target:       []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...), kgo.RetryTimeout(budget)},
+		Store:        store,
+		RetryTimeout: budget,
+	})
+	took := time.Since(began)
+	if validations.Load() < 2 {
+		t.Fatalf("%d validations: the test injected nothing to retry", validations.Load())
+	}
+	if err == nil || ctx.Err() != nil || took > budget+20*time.Second {
+		t.Fatalf("after %s (retry_timeout %s): %v; want the validation to give up within the budget", took.Round(time.Millisecond), budget, err)
+	}
+	if !errors.Is(err, restorer.ErrNothingWritten) || !strings.Contains(err.Error(), "REQUEST_TIMED_OUT") || !strings.Contains(err.Error(), budget.String()) {
+		t.Fatalf("err = %v; want it to name REQUEST_TIMED_OUT and the %s budget, nothing written", err, budget)
 	}
 }
