@@ -62,6 +62,21 @@ func TestShardedRuns(t *testing.T) {
 	if x, _ := repository.ReadIndex(ctx, storeS); len(x.CompleteIDs()) != 0 {
 		t.Fatalf("half a sharded backup is complete: %v", x.CompleteIDs())
 	}
+	// Restoring it names the run and the pending shard and how to finish
+	// it (it said "only progress.json; the next backup resumes it", which
+	// an unsharded backup does not).
+	_, err = repository.Manifest(ctx, storeS, r0.BackupID)
+	if !errors.Is(err, repository.ErrNoBackup) {
+		t.Fatalf("restore of half a sharded backup: %v, want ErrNoBackup", err)
+	}
+	for _, want := range []string{`sharded run "r1" of 2 shards`, "shards done: 0", "pending: 1", "--shard 1/2 --shard-run r1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("restore of half a sharded backup: %v; want it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "the next backup resumes it") {
+		t.Errorf("restore of half a sharded backup: %v; an unsharded backup does not resume it", err)
+	}
 	other := shard(1, "r1", 0)
 	other.Include = append(slices.Clone(other.Include), "more-*")
 	if _, err := backup.Run(ctx, other); !errors.Is(err, backup.ErrShardMismatch) ||

@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -371,6 +372,30 @@ func (e *incompleteError) Unwrap() []error {
 	return []error{ErrNoBackup}
 }
 
+// shardedIncomplete words incomplete's message for a sharded run's cut
+// pm: the run, the shards done and pending (each shard's progress,
+// format.ShardProgressKey, with shard_run.done), and how to finish it (an
+// unsharded backup does not resume a sharded run).
+func shardedIncomplete(ctx context.Context, store storage.Backend, pm *format.Manifest) string {
+	sr := pm.ShardRun
+	var done, pending []string
+	for i := range sr.Shards {
+		sm, err := LoadManifest(ctx, store, format.ShardProgressKey(pm.BackupID, i))
+		if err == nil && sm.ShardRun != nil && sm.ShardRun.Done {
+			done = append(done, strconv.Itoa(i))
+		} else {
+			pending = append(pending, strconv.Itoa(i))
+		}
+	}
+	list := func(l []string) string { return cmp.Or(strings.Join(l, ", "), "none") }
+	example := ""
+	if len(pending) > 0 {
+		example = fmt.Sprintf(", e.g. kafkastreams-dr backup -c CONFIG --shard %s/%d --shard-run %s", pending[0], sr.Shards, sr.Run)
+	}
+	return fmt.Sprintf("backup %s is not complete: it is sharded run %q of %d shards (shards done: %s; pending: %s) and cannot be restored before every shard has finished: run the pending shards with the run's config and run id%s (in a Kubernetes Indexed Job, its failed indexes are retried)",
+		pm.BackupID, sr.Run, sr.Shards, list(done), list(pending), example)
+}
+
 // incomplete returns an *incompleteError when backup id has only a
 // progress.json: running, or interrupted and resumed by the next backup,
 // or abandoned when a newer backup completed since (Index.Abandoned). It
@@ -391,9 +416,13 @@ func incomplete(ctx context.Context, store storage.Backend, id string) error {
 	case x.Abandoned(Backup{ID: id, HasProgress: true}):
 		msg = fmt.Sprintf("backup %s is not complete: it was interrupted and abandoned (only %s; a newer backup completed since, no backup resumes it) and cannot be restored", id, format.ProgressKey(id))
 	default:
-		if _, err := LoadManifest(ctx, store, format.ProgressKey(id)); errors.Is(err, ErrDamaged) && !storage.IsTransient(err) {
+		pm, err := LoadManifest(ctx, store, format.ProgressKey(id))
+		switch {
+		case errors.Is(err, ErrDamaged) && !storage.IsTransient(err):
 			pe = &ProgressError{BackupID: id, Key: format.ProgressKey(id), Err: err}
 			msg = fmt.Sprintf("backup %s is not complete: it was interrupted and its %s does not decode (%v): no backup can resume it, and it cannot be restored", id, pe.Key, err)
+		case err == nil && pm.ShardRun != nil:
+			msg = shardedIncomplete(ctx, store, pm)
 		}
 	}
 	latest := x.LatestCompleteID()
