@@ -114,8 +114,9 @@ func (e *DamageError) Error() string {
 // decodes to the recorded record count and first and last offsets. Damage
 // found is returned as one *DamageError naming every damaged object; an
 // object that cannot be read for another reason (the storage failed) is
-// returned as that error.
-func precheck(ctx context.Context, store storage.Backend, sel *selection, mode Precheck) error {
+// returned as that error. owns, when not nil, leaves out the partitions
+// for which it is false (a shard's precheck: shardOwns).
+func precheck(ctx context.Context, store storage.Backend, sel *selection, mode Precheck, owns func(topic string, partition int32) bool) error {
 	depth := checkDepth(mode)
 	type job struct {
 		topic string
@@ -125,6 +126,9 @@ func precheck(ctx context.Context, store storage.Backend, sel *selection, mode P
 	var jobs []job
 	for _, t := range sel.topics {
 		for _, p := range t.PartitionCuts {
+			if owns != nil && !owns(t.Name, p.Partition) {
+				continue
+			}
 			cut, ok := sel.cuts[t.Name][p.Partition]
 			if !ok {
 				cut = -1
@@ -210,7 +214,7 @@ func allDamage(ctx context.Context, store storage.Backend, m *format.Manifest, s
 			sel.topics = append(sel.topics, &m.Topics[i])
 		}
 	}
-	full := precheck(ctx, store, sel, mode)
+	full := precheck(ctx, store, sel, mode, nil)
 	if _, ok := errors.AsType[*DamageError](full); ok {
 		return full
 	}

@@ -185,7 +185,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	// By default (PrecheckDigest) its bytes and header, not its records:
 	// the restore's read checks those at each segment's trailer.
 	precheckStarted := time.Now()
-	err = precheck(ctx, r.store, sel, o.Precheck)
+	err = precheck(ctx, r.store, sel, o.Precheck, shardOwns(o.Shard, shardRun))
 	o.Observer.PhaseDone("precheck", time.Since(precheckStarted))
 	if err != nil {
 		return nil, fmt.Errorf("check the backup's segments before the first write: %w (%w)", err, ErrNothingWritten)
