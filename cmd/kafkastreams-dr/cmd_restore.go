@@ -190,7 +190,9 @@ run gives the same --shard-run ID (default $KAFKASTREAMS_DR_SHARD_RUN), config a
 --backup-id (shard 0 resolves "latest" once; the others restore the backup it chose).
 Shard 0 plans, assigns the partitions (balanced by records) and creates the topics;
 shards 1..N-1 wait for that (--shard-wait, default 10m; then exit 1 naming shard 0).
-Each shard produces only its partitions; a killed shard run again resumes them. The
+Each shard produces only its partitions; a killed shard run again resumes them. Shard 0
+prechecks every segment before it creates the topics; once they are created, each shard
+prechecks only the segments of its own partitions. The
 group's offsets are committed once, by the shard that finds every shard finished,
 which prints the one restore report; the others exit 0 printing "not complete yet"
 and the shards pending (--json: "complete": false, shards_pending). A shard whose N
