@@ -97,15 +97,18 @@ type SegmentCheck struct {
 	SHA256   string
 	Complete bool
 
-	// Decoded is true when the segment header was decoded (a deep check,
-	// or a read for records); HeaderTopic and HeaderPartition are what it
-	// says.
+	// Decoded is true when the segment header was decoded (CheckHeader,
+	// CheckRecords, or a read for records); HeaderTopic and
+	// HeaderPartition are what it says.
 	Decoded         bool
 	HeaderTopic     string
 	HeaderPartition int32
 	// HeaderKind is the segment's kind as its first bytes say
 	// (format.KindRecord or format.KindBatch), set with Decoded.
 	HeaderKind string
+	// HeaderOnly is true when only the header was decoded (CheckHeader):
+	// Records, FirstOffset and LastOffset say nothing then.
+	HeaderOnly bool
 	// DecodeErr is the decoder's error (wrapping format.ErrCorrupt, or the
 	// zstd decoder's), nil when the segment decoded to its trailer.
 	DecodeErr error
@@ -159,16 +162,27 @@ func (c *SegmentCheck) Problems(s format.Segment) []string {
 	return append(problems, c.recordProblems(s)...)
 }
 
-// recordProblems compares what the segment decoded to with what the
-// manifest says of it: the header's topic and partition, the record count,
-// the first and last offsets.
-func (c *SegmentCheck) recordProblems(s format.Segment) []string {
+// headerProblems compares the segment's header with what the manifest says
+// of it: the topic, partition and kind.
+func (c *SegmentCheck) headerProblems(s format.Segment) []string {
 	var problems []string
 	if c.OtherPartition() {
 		problems = append(problems, otherPartition(c))
 	}
 	if want := cmp.Or(s.Kind, format.KindRecord); c.Decoded && c.HeaderKind != want {
 		problems = append(problems, fmt.Sprintf("it is a %s segment, the manifest says %s", c.HeaderKind, want))
+	}
+	return problems
+}
+
+// recordProblems compares what the segment decoded to with what the
+// manifest says of it: the header's topic, partition and kind, and (unless
+// only the header was decoded) the record count, the first and last
+// offsets.
+func (c *SegmentCheck) recordProblems(s format.Segment) []string {
+	problems := c.headerProblems(s)
+	if c.HeaderOnly {
+		return problems
 	}
 	if c.Records != s.Records {
 		problems = append(problems, fmt.Sprintf("decodes to %d records, the manifest says %d", c.Records, s.Records))
@@ -184,16 +198,40 @@ func otherPartition(c *SegmentCheck) string {
 		c.HeaderTopic, c.HeaderPartition, c.Topic, c.Partition)
 }
 
+// CheckDepth is how much of a segment CheckSegment decodes. Every depth
+// reads the whole object and checks its size and SHA-256 against the
+// manifest, which finds every storage fault (a flipped byte, a truncated,
+// swapped or missing object).
+type CheckDepth int
+
+const (
+	// CheckBytes decodes nothing: the size and SHA-256 only (verify
+	// without --deep).
+	CheckBytes CheckDepth = iota
+	// CheckHeader also decodes the segment's header, not its records:
+	// the topic, partition and kind it names (the restore's default
+	// pre-check, restore --precheck digest). Records that differ from
+	// the manifest's counts and offsets in a segment whose bytes match
+	// its SHA-256 (a writer's fault) are not found; ReadSegment finds
+	// them at the trailer.
+	CheckHeader
+	// CheckRecords also decodes every record to the trailer: the record
+	// count and the first and last offsets (verify --deep, restore
+	// --precheck deep).
+	CheckRecords
+)
+
 // CheckSegment reads the segment object s, which the manifest names under
 // topic and partition, to its end, streaming (memory does not grow with
 // the segment: one zstd decoder and 64 KiB of buffers), and returns what
-// it found: with deep it also decodes every record. Damage is not an
-// error: a missing object, a storage.ErrCorrupt read, other bytes or
-// records than s says are in the check (see SegmentCheck.Problems). The
-// error is for a read that failed otherwise ("read segment <key>: ...",
-// storage.IsTransient when a re-run may pass, or ctx's error); the check
-// is returned with it, saying how far the read got.
-func CheckSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment, deep bool) (*SegmentCheck, error) {
+// it found, decoding as much as depth says (CheckBytes, CheckHeader or
+// CheckRecords). Damage is not an error: a missing object, a
+// storage.ErrCorrupt read, other bytes or records than s says are in the
+// check (see SegmentCheck.Problems). The error is for a read that failed
+// otherwise ("read segment <key>: ...", storage.IsTransient when a re-run
+// may pass, or ctx's error); the check is returned with it, saying how
+// far the read got.
+func CheckSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment, depth CheckDepth) (*SegmentCheck, error) {
 	c := &SegmentCheck{Key: s.Key, Topic: topic, Partition: partition, FirstOffset: -1, LastOffset: -1}
 	rc, err := store.Get(ctx, s.Key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -209,7 +247,10 @@ func CheckSegment(ctx context.Context, store storage.Backend, topic string, part
 	src := &storage.ReadTracker{R: rc}
 	hw := format.NewHashingWriter(io.Discard)
 	tee := io.TeeReader(src, hw)
-	if deep {
+	switch depth {
+	case CheckHeader:
+		c.DecodeErr = c.decodeHeader(tee)
+	case CheckRecords:
 		c.DecodeErr = c.decode(tee, nil)
 	}
 	if _, err := io.Copy(io.Discard, tee); err != nil && src.Err == nil {
@@ -227,6 +268,21 @@ func CheckSegment(ctx context.Context, store storage.Backend, topic string, part
 		return c, nil
 	}
 	return c, fmt.Errorf("read segment %s: %w", s.Key, src.Err)
+}
+
+// decodeHeader decodes the header of the segment on r into c (its topic,
+// partition and kind), and no record: a record segment's zstd frame is
+// decoded only as far as the header's block. It returns the decoder's
+// error.
+func (c *SegmentCheck) decodeHeader(r io.Reader) error {
+	sr, err := format.NewSegmentReader(r)
+	if err != nil {
+		return err
+	}
+	defer sr.Close()
+	c.Decoded, c.HeaderOnly = true, true
+	c.HeaderTopic, c.HeaderPartition, c.HeaderKind = sr.Topic, sr.Partition, sr.Kind()
+	return nil
 }
 
 // decode decodes the segment on r into c, calling fn (when not nil) for

@@ -143,7 +143,7 @@ func TestReadPartitionYieldsTheManifestsRecords(t *testing.T) {
 		}
 	}
 	for _, s := range p.Segments {
-		c, err := repository.CheckSegment(ctx, store, readerTopic, 0, s, true)
+		c, err := repository.CheckSegment(ctx, store, readerTopic, 0, s, repository.CheckRecords)
 		if err != nil || len(c.Problems(s)) != 0 || !c.Complete || c.Records != 4 || c.Bytes != s.Size {
 			t.Errorf("CheckSegment(%s): %+v, %v; want an intact segment", s.Key, c, err)
 		}
@@ -162,6 +162,10 @@ func TestReadPartitionFindsDamage(t *testing.T) {
 		damage      func(t *testing.T, dir string, p0, p1 *format.Partition) string
 		read, check string // in the SegmentError's problem and in Problems
 		shallow     string // in the shallow check's Problems ("" none)
+		// header is in the header check's Problems ("" none): it finds
+		// every storage fault and a header of another partition, not
+		// records that differ from the manifest in bytes that match it.
+		header string
 	}{
 		{"flipped byte", func(t *testing.T, dir string, p0, _ *format.Partition) string {
 			s := p0.Segments[1]
@@ -170,13 +174,13 @@ func TestReadPartitionFindsDamage(t *testing.T) {
 			b[len(b)/2] ^= 0x20
 			os.WriteFile(path, b, 0o600)
 			return s.Key
-		}, "does not decode", "SHA-256", "SHA-256"},
+		}, "does not decode", "SHA-256", "SHA-256", "SHA-256"},
 		{"truncated object", func(t *testing.T, dir string, p0, _ *format.Partition) string {
 			s := p0.Segments[1]
 			path := filepath.Join(dir, s.Key)
 			os.Truncate(path, s.Size/2)
 			return s.Key
-		}, "does not decode", "size", "size"},
+		}, "does not decode", "size", "size", "size"},
 		// The header decodes, the object ends before the first record:
 		// no "after offset -1" (a new user's report).
 		{"cut before its first record", func(t *testing.T, dir string, p0, _ *format.Partition) string {
@@ -197,11 +201,11 @@ func TestReadPartitionFindsDamage(t *testing.T) {
 			os.WriteFile(path, zw.EncodeAll(raw[:header], nil), 0o600)
 			zw.Close()
 			return s.Key
-		}, "does not decode before its first record", "size", "size"},
+		}, "does not decode before its first record", "size", "size", "size"},
 		{"missing segment", func(t *testing.T, dir string, p0, _ *format.Partition) string {
 			os.Remove(filepath.Join(dir, p0.Segments[1].Key))
 			return p0.Segments[1].Key
-		}, "missing", "missing", "missing"},
+		}, "missing", "missing", "missing", "missing"},
 		{"segment of another partition, checksums swapped too", func(t *testing.T, dir string, p0, p1 *format.Partition) string {
 			a, c := &p0.Segments[1], &p1.Segments[1]
 			ba, _ := os.ReadFile(filepath.Join(dir, a.Key))
@@ -211,7 +215,7 @@ func TestReadPartitionFindsDamage(t *testing.T) {
 			a.Size, c.Size = c.Size, a.Size
 			a.SHA256, c.SHA256 = c.SHA256, a.SHA256
 			return a.Key
-		}, "a segment of another partition", "a segment of another partition", ""},
+		}, "a segment of another partition", "a segment of another partition", "", "a segment of another partition"},
 		{"segments of one partition swapped, checksums swapped too", func(t *testing.T, dir string, p0, _ *format.Partition) string {
 			a, c := &p0.Segments[1], &p0.Segments[2]
 			ba, _ := os.ReadFile(filepath.Join(dir, a.Key))
@@ -221,11 +225,11 @@ func TestReadPartitionFindsDamage(t *testing.T) {
 			a.Size, c.Size = c.Size, a.Size
 			a.SHA256, c.SHA256 = c.SHA256, a.SHA256
 			return a.Key
-		}, "holds offsets 26..32, the manifest says 18..24", "holds offsets 26..32, the manifest says 18..24", ""},
+		}, "holds offsets 26..32, the manifest says 18..24", "holds offsets 26..32, the manifest says 18..24", "", ""},
 		{"other record count in the manifest", func(t *testing.T, dir string, p0, _ *format.Partition) string {
 			p0.Segments[1].Records = 5
 			return p0.Segments[1].Key
-		}, "decodes to 4 records, the manifest says 5", "decodes to 4 records, the manifest says 5", ""},
+		}, "decodes to 4 records, the manifest says 5", "decodes to 4 records, the manifest says 5", "", ""},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -256,14 +260,19 @@ func TestReadPartitionFindsDamage(t *testing.T) {
 				t.Errorf("%d records before the damaged segment, want the first segment's 4", len(got))
 			}
 			s := p0.Segments[1]
-			c, err := repository.CheckSegment(ctx, store, readerTopic, 0, s, true)
+			c, err := repository.CheckSegment(ctx, store, readerTopic, 0, s, repository.CheckRecords)
 			if err != nil || !strings.Contains(strings.Join(c.Problems(s), "; "), row.check) {
 				t.Errorf("deep CheckSegment: %v, problems %q; want %q", err, c.Problems(s), row.check)
 			}
-			c, err = repository.CheckSegment(ctx, store, readerTopic, 0, s, false)
+			c, err = repository.CheckSegment(ctx, store, readerTopic, 0, s, repository.CheckBytes)
 			problems := strings.Join(c.Problems(s), "; ")
 			if err != nil || (row.shallow == "") != (problems == "") || !strings.Contains(problems, row.shallow) {
 				t.Errorf("shallow CheckSegment: %v, problems %q; want %q", err, problems, row.shallow)
+			}
+			c, err = repository.CheckSegment(ctx, store, readerTopic, 0, s, repository.CheckHeader)
+			problems = strings.Join(c.Problems(s), "; ")
+			if err != nil || (row.header == "") != (problems == "") || !strings.Contains(problems, row.header) {
+				t.Errorf("header CheckSegment: %v, problems %q; want %q", err, problems, row.header)
 			}
 			// An end before the damaged segment does not read it.
 			if got := offsetsOf(t, store, &p0, s.FirstOffset); len(got) != 4 {
@@ -298,7 +307,7 @@ func TestReadSegmentOnS3(t *testing.T) {
 		if !storage.IsTransient(err) || errors.Is(err, repository.ErrSegmentDamaged) || !strings.Contains(err.Error(), p.Segments[0].Key) {
 			t.Errorf("ReadPartition: %v; want a transient storage error naming %s", err, p.Segments[0].Key)
 		}
-		c, err := repository.CheckSegment(ctx, store, readerTopic, 0, p.Segments[0], true)
+		c, err := repository.CheckSegment(ctx, store, readerTopic, 0, p.Segments[0], repository.CheckRecords)
 		if !storage.IsTransient(err) || c.Missing || c.Opened {
 			t.Errorf("CheckSegment: %v %+v; want a transient storage error", err, c)
 		}
@@ -310,7 +319,7 @@ func TestReadSegmentOnS3(t *testing.T) {
 		if !storage.IsTransient(err) || errors.Is(err, repository.ErrSegmentDamaged) {
 			t.Errorf("ReadPartition: %v; want a transient storage error", err)
 		}
-		c, err := repository.CheckSegment(ctx, store, readerTopic, 0, p.Segments[0], true)
+		c, err := repository.CheckSegment(ctx, store, readerTopic, 0, p.Segments[0], repository.CheckRecords)
 		if !storage.IsTransient(err) || len(c.Problems(p.Segments[0])) == 0 && c.Complete {
 			t.Errorf("CheckSegment: %v %+v; want a transient storage error", err, c)
 		}
@@ -331,7 +340,7 @@ func TestReadSegmentOnS3(t *testing.T) {
 		if !ok || se.Key != s.Key || storage.IsTransient(err) {
 			t.Errorf("ReadPartition: %v; want a *SegmentError for %s", err, s.Key)
 		}
-		c, err := repository.CheckSegment(ctx, store, readerTopic, 0, s, true)
+		c, err := repository.CheckSegment(ctx, store, readerTopic, 0, s, repository.CheckRecords)
 		if err != nil || len(c.Problems(s)) == 0 {
 			t.Errorf("CheckSegment: %v, problems %q; want damage", err, c.Problems(s))
 		}

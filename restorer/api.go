@@ -124,6 +124,12 @@ type Options struct {
 	// the default: each topic's source compression.type, else
 	// DefaultCompression).
 	Compression Compression
+	// Precheck is how much of each segment the pre-check before the first
+	// write decodes (restore --precheck; ParsePrecheck): PrecheckDigest
+	// (the default, ""), the size, SHA-256 and header of every segment
+	// the restore reads; or PrecheckDeep, every record too. Ignored by
+	// DryRun, which runs no pre-check.
+	Precheck Precheck
 	// MaxBufferedBytes bounds the record bytes (keys, values, headers)
 	// buffered or in flight in each producer, all partitions together:
 	// several batches per partition are in flight at once, up to it

@@ -62,8 +62,8 @@ type journal = format.RestoreJournal
 
 // run is Run: it loads the backup and selects its topics, connects to the
 // target, takes the target's restore lock (not for a dry run), plans and
-// checks (preflight), reads every segment it will restore (precheck), and
-// then restores. Errors before the first write wrap ErrNothingWritten (a
+// checks (preflight), reads every segment it will restore (precheck, to
+// o.Precheck's depth), and then restores. Errors before the first write wrap ErrNothingWritten (a
 // *RefusedError stands as it is); damage is a *DamageError.
 func run(ctx context.Context, o Options) (*Report, error) {
 	if o.Store == nil {
@@ -77,6 +77,12 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
+	}
+	if o.Precheck == "" {
+		o.Precheck = PrecheckDigest
+	}
+	if o.Precheck != PrecheckDigest && o.Precheck != PrecheckDeep {
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("unknown pre-check %q: use digest or deep", o.Precheck)}}
 	}
 	log := o.Logger
 	if log == nil {
@@ -108,7 +114,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	sel, err := selectTopics(ctx, o.Store, m, &o)
 	if err != nil {
-		return nil, allDamage(ctx, o.Store, m, nil, err)
+		return nil, allDamage(ctx, o.Store, m, nil, o.Precheck, err)
 	}
 	batches := &batchLimits{}
 	clientOpts := append(slices.Clone(o.Target),
@@ -162,7 +168,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	preflightStarted := time.Now()
 	r.plan, err = r.preflight(ctx)
 	o.Observer.PhaseDone("preflight", time.Since(preflightStarted))
-	err = allDamage(ctx, r.store, m, sel, err)
+	err = allDamage(ctx, r.store, m, sel, o.Precheck, err)
 	if err != nil {
 		var re *RefusedError
 		if errors.As(err, &re) {
@@ -176,8 +182,10 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	// Every object the restore reads is checked before the first write
 	// (issue 9): damage found half-way would leave a half-restored target.
+	// By default (PrecheckDigest) its bytes and header, not its records:
+	// the restore's read checks those at each segment's trailer.
 	precheckStarted := time.Now()
-	err = precheck(ctx, r.store, sel)
+	err = precheck(ctx, r.store, sel, o.Precheck, shardOwns(o.Shard, shardRun))
 	o.Observer.PhaseDone("precheck", time.Since(precheckStarted))
 	if err != nil {
 		return nil, fmt.Errorf("check the backup's segments before the first write: %w (%w)", err, ErrNothingWritten)
@@ -197,7 +205,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		rep, err = r.restore(ctx, started)
 	}
 	if de, ok := errors.AsType[*DamageError](err); ok {
-		de.BackupID, de.Written = m.BackupID, true // an object changed since the pre-check
+		de.BackupID, de.Written = m.BackupID, true // an object changed since the pre-check, or records it did not decode
 		for i := range de.Damaged {
 			de.Damaged[i].InFlight = sel.inFlight[de.Damaged[i].Topic]
 		}

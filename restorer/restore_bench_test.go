@@ -145,3 +145,29 @@ func BenchmarkRestoreManyPartitions(b *testing.B) {
 		dst.Close()
 	}
 }
+
+// BenchmarkRestorePrecheck restores benchBackup's backup into a new
+// 1-broker kfake per iteration under each pre-check mode (issue 13: no
+// decode done twice), reporting the precheck phase's share of each
+// restore (precheck-ns/op): for interleaved comparisons, not a timed
+// test.
+func BenchmarkRestorePrecheck(b *testing.B) {
+	store, bytes := benchBackup(b)
+	for _, mode := range []restorer.Precheck{restorer.PrecheckDigest, restorer.PrecheckDeep} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetBytes(bytes)
+			var precheck time.Duration
+			for b.Loop() {
+				obs := &phaseTimes{phases: map[string]time.Duration{}}
+				dst := testkit.StartKfake(b, 1)
+				if _, err := restorer.Run(b.Context(), restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store,
+					ReplicationFactor: 1, Compression: "snappy", Precheck: mode, Observer: obs}); err != nil {
+					b.Fatal(err)
+				}
+				dst.Close()
+				precheck += obs.phases["precheck"]
+			}
+			b.ReportMetric(float64(precheck.Nanoseconds())/float64(b.N), "precheck-ns/op")
+		})
+	}
+}

@@ -123,6 +123,19 @@ func locateShardRun(ctx context.Context, o *Options, log func(string, ...any)) (
 	}
 }
 
+// shardOwns is what a shard prechecks before its first write (precheck's
+// owns): nil (every segment the restore reads) when not sharded, or for a
+// run whose topics are not created yet, whose shard 0 creates every topic
+// (its first write is for every partition); else only the partitions the
+// run assigns to the shard, the only ones it writes to (each shard read
+// every segment of the backup before: N times the reads).
+func shardOwns(s *Shard, run *format.RestoreShardRun) func(topic string, partition int32) bool {
+	if s == nil || run == nil || !run.TopicsReady {
+		return nil
+	}
+	return func(topic string, partition int32) bool { return run.Owns(s.Index, topic, partition) }
+}
+
 // newShardRun is shard 0's run object for r.plan: every planned
 // partition assigned, balanced by the records to restore.
 func (r *restore) newShardRun() *format.RestoreShardRun {

@@ -169,7 +169,11 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, p fo
 	bad := func(offset int64, format string, args ...any) {
 		res.Problems = append(res.Problems, Problem{Object: s.Key, Topic: topic, Partition: p.Partition, Offset: offset, Message: fmt.Sprintf(format, args...)})
 	}
-	c, err := repository.CheckSegment(ctx, store, topic, p.Partition, s, deep)
+	depth := repository.CheckBytes
+	if deep {
+		depth = repository.CheckRecords
+	}
+	c, err := repository.CheckSegment(ctx, store, topic, p.Partition, s, depth)
 	res.Bytes += c.Bytes
 	switch {
 	case c.Missing:

@@ -45,6 +45,7 @@ type restoreOptions struct {
 	Shard             *restorer.Shard          // from shardFlags and the environment; nil: not sharded
 	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
 	Compression       restorer.Compression     // --compression: none, gzip, snappy, lz4, zstd or source
+	Precheck          restorer.Precheck        // --precheck: digest or deep
 	JSON              bool
 	Embedded          bool   // restore into a new in-process cluster
 	From              string // repository directory of --embedded
@@ -71,10 +72,15 @@ only after the restore.
 
 Everything is checked before the first write (preflight): a refused restore writes
 nothing and says why (exit 2). Before the first topic is created, every segment the
-restore will read is read in full and checked against the manifest (exists, size,
-SHA-256, the topic and partition in its header, record count and offsets): a damaged
-backup is refused (exit 2) naming every damaged object; run verify, or restore an
-older --backup-id. A restore journal that does not decode
+restore will read is read in full and checked against the manifest (--precheck digest,
+the default: exists, size, SHA-256, the topic, partition and kind in its header): a
+damaged backup is refused (exit 2) naming every damaged object; run verify, or restore
+an older --backup-id. Its records are decoded once, by the restore's own read, which
+checks each segment's record count and offsets at its trailer: records that differ
+from the manifest in bytes that match it (a writer's fault, not storage damage) fail
+the restore there (exit 1, the target holds part of it). --precheck deep decodes every
+record before the first write too, refusing those as well (exit 2), at the cost of one
+more decode of all the data. A restore journal that does not decode
 (restores/journals/<backup-id>/<cluster-id>.json) exits 2 naming it, with --dry-run
 too: delete it, and the restore treats the topics it created as not its own (delete
 them on the target, or restore into an empty cluster). --dry-run runs no such pre-check: it decodes only the segments whose
@@ -184,7 +190,9 @@ run gives the same --shard-run ID (default $KAFKASTREAMS_DR_SHARD_RUN), config a
 --backup-id (shard 0 resolves "latest" once; the others restore the backup it chose).
 Shard 0 plans, assigns the partitions (balanced by records) and creates the topics;
 shards 1..N-1 wait for that (--shard-wait, default 10m; then exit 1 naming shard 0).
-Each shard produces only its partitions; a killed shard run again resumes them. The
+Each shard produces only its partitions; a killed shard run again resumes them. Shard 0
+prechecks every segment before it creates the topics; once they are created, each shard
+prechecks only the segments of its own partitions. The
 group's offsets are committed once, by the shard that finds every shard finished,
 which prints the one restore report; the others exit 0 printing "not complete yet"
 and the shards pending (--json: "complete": false, shards_pending). A shard whose N
@@ -271,6 +279,7 @@ func newRestoreCmd(g *globalOptions, s *iostreams, runF func(context.Context, *r
 	o.shardFlags.add(cmd)
 	durationFlag(f, &o.LockWait, "lock-wait", 0, "refuses at once", "wait this long when another restore into the same target cluster holds its lock, e.g. 2m (0: refuse at once; never negative)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "restore without asking for confirmation (needed when stdin is not a terminal)")
+	f.StringVar(&o.Precheck, "precheck", restorer.PrecheckDigest, "`MODE` of the pre-check before the first write: digest (every segment's size, SHA-256 and header) or deep (every record decoded too: one more decode of all the data)")
 	f.StringVar(&o.Compression, "compression", restorer.CompressionSource, "`CODEC` of the produced record batches: none, gzip, snappy, lz4, zstd, or source (each topic's source compression.type, else snappy)")
 	f.BoolVar(&o.JSON, "json", false, `print the report (or with --dry-run the plan) as JSON; the report's "status" is complete, partial or failed`)
 	f.BoolVar(&o.Embedded, "embedded", false, `restore a repository made by "backup --embedded" into a new embedded in-process cluster (no Kafka needed); nothing is written into the repository (no restores/ report or journal)`)
@@ -307,6 +316,13 @@ func (o *restoreOptions) complete(cmd *cobra.Command, strategy, toTime string, t
 		return &usageError{fmt.Errorf("invalid --compression: %w", err)}
 	}
 	o.Compression = c
+	if changed("precheck") && strings.TrimSpace(o.Precheck) == "" {
+		// An empty value is a mistake (an unset variable), not the default.
+		return &usageError{errors.New("invalid --precheck: no value: use digest (size, SHA-256 and header of every segment) or deep (every record decoded too)")}
+	}
+	if o.Precheck, err = restorer.ParsePrecheck(o.Precheck); err != nil {
+		return &usageError{fmt.Errorf("invalid --precheck: %w", err)}
+	}
 	o.Strategy, o.ToTime, o.Topics, err = parseRestoreFlags(strategy, toTime, topics, o.ReplicationFactor, o.TargetBootstrap)
 	if err == nil && o.SkipInFlight && o.Strategy == restorer.StrategyRebuild {
 		return &usageError{errors.New("--skip-in-flight applies to the changelog strategy only: the rebuild strategy never restores the in-flight tails (the application reprocesses them from its reset input, nothing is lost); drop --skip-in-flight")}
@@ -488,6 +504,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	ro.AllowKafka42 = o.AllowKafka42
 	ro.SkipGroupConfigs = o.SkipGroupConfigs
 	ro.Compression = o.Compression
+	ro.Precheck = o.Precheck
 	ro.Logger = o.Logger
 	return restoreAndReport(ctx, o, s, ro, targetName, "list")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,8 @@ func TestRestoreFlagParsing(t *testing.T) {
 			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Retention: restorer.RetentionAcceptLoss, From: "./kdr-quickstart"}},
 		{"--allow-kafka-4-2", []string{"-c", "app.yaml", "--allow-kafka-4-2"},
 			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, AllowKafka42: true, From: "./kdr-quickstart"}},
+		{"--precheck deep", []string{"-c", "app.yaml", "--precheck", "DEEP"},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Precheck: restorer.PrecheckDeep, From: "./kdr-quickstart"}},
 		{"embedded", []string{"--embedded", "--from", "/tmp/repo", "--json"},
 			restoreOptions{BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Embedded: true, From: "/tmp/repo", JSON: true}},
 	}
@@ -57,7 +60,8 @@ func TestRestoreFlagParsing(t *testing.T) {
 				got.ToTime = tt.want.ToTime
 			}
 			want := tt.want
-			want.shardFlags.wait = backup.DefaultShardWait // --shard-wait's default, in every row
+			want.shardFlags.wait = backup.DefaultShardWait                 // --shard-wait's default, in every row
+			want.Precheck = cmp.Or(want.Precheck, restorer.PrecheckDigest) // --precheck's default
 			if !reflect.DeepEqual(*got, want) {
 				t.Errorf("options:\n got %+v\nwant %+v", *got, want)
 			}
@@ -152,6 +156,8 @@ func TestRestoreUsageErrors(t *testing.T) {
 		{"--embedded with --strategy", []string{"restore", "--embedded", "--strategy", "rebuild"}, []string{"--strategy does not go with --embedded"}, true},
 		{"--embedded with --compression", []string{"restore", "--embedded", "--compression", "zstd"}, []string{"--compression does not go with --embedded"}, true},
 		{"bad --compression", []string{"restore", "-c", noTarget, "--compression", "brotli"}, []string{`invalid --compression: unknown restore compression "brotli"`, "none, gzip, snappy, lz4, zstd or source"}, true},
+		{"bad --precheck", []string{"restore", "-c", noTarget, "--precheck", "full"}, []string{`invalid --precheck: unknown pre-check "full"`, "use digest", "or deep"}, true},
+		{"empty --precheck", []string{"restore", "-c", noTarget, "--precheck", ""}, []string{`invalid --precheck`, "use digest", "or deep"}, true},
 		{"--from without --embedded", []string{"restore", "-c", noTarget, "--from", "x"}, []string{"--from goes with --embedded"}, true},
 		{"no target cluster", []string{"restore", "-c", noTarget, "--yes"},
 			[]string{"no target cluster", "target.bootstrap_servers", noTarget, "--target-bootstrap-servers"}, false},

@@ -69,6 +69,7 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 	}
 	ro := embeddedRestoreOptions(seeds, m.ApplicationID, changelogs)
 	ro.Store, ro.BackupID, ro.Logger = store, m.BackupID, o.Logger
+	ro.Precheck = o.Precheck
 	restore := o.restore
 	if restore == nil {
 		restore = restorer.Run
