@@ -715,7 +715,7 @@ func damageHint(e *restorer.DamageError, file string) string {
 		h += "; " + inFlightDamageWayOut(tails)
 	}
 	if e.Written {
-		h += "; the target holds part of this restore: delete its restored topics first (or restore into an empty cluster)"
+		h += "; the target holds part of this restore: delete its restored topics first (or restore into an empty cluster); --precheck deep checks every record before the first write"
 	} else {
 		h += "; nothing was written"
 	}

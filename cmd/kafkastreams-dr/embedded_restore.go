@@ -141,7 +141,7 @@ func embeddedRestoreError(err error, from string, dryRun bool) error {
 			"(FILE: a config with storage.backend filesystem and storage.path %s), and restore an older backup with --backup-id (ls %s/%s shows them)",
 			id, from, strings.TrimSuffix(from, "/"), format.BackupsPrefix())
 		if damage.Written {
-			h += "; the embedded cluster held part of this restore and is gone with it"
+			h += "; the embedded cluster held part of this restore and is gone with it (--precheck deep checks every record before the first write)"
 		} else {
 			h += "; nothing was written"
 		}

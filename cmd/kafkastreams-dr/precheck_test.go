@@ -30,7 +30,7 @@ func TestRestorePrecheckModesOfAWritersFault(t *testing.T) {
 		code  int
 		want  []string
 	}{
-		{"default (digest)", nil, exitError, []string{key, "records, the manifest says", "held part of this restore"}},
+		{"default (digest)", nil, exitError, []string{key, "records, the manifest says", "held part of this restore", "--precheck deep checks every record"}},
 		{"--precheck deep", []string{"--precheck", "deep"}, damageExitCode, []string{key, "records, the manifest says", "nothing was written"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
