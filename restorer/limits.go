@@ -11,7 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
@@ -63,9 +65,28 @@ const (
 	// batch header, base offset and length included, in bytes.
 	recordBatchOverhead = 61
 	// franzBatchExtra is what franz-go counts on top of Kafka's batch size
-	// when it caps batches (ProducerBatchMaxBytes): the 4-byte length of
-	// the produce request's records field.
+	// when it caps batches (ProducerBatchMaxBytes): the length of the
+	// produce request's records field, 4 bytes (an int32) on produce v3
+	// to v8, which is why the restore's producers send v8 at most
+	// (maxProduceVersion).
 	franzBatchExtra = 4
+	// maxProduceVersion is the newest Produce request version the
+	// restore's producers send: 8, the last before the flexible versions
+	// (v9+, KIP-482). On a flexible version the records field's length is
+	// a compact uvarint(size+1), 1 to 5 bytes, and franz-go adds to the
+	// batch the width of that uvarint before the record is added
+	// (kgo sink.go recBatch.tryBuffer, flexibleWireLength), so a record
+	// that takes the batch past 127 or 16,383 bytes is counted 1 or 2
+	// bytes short, and no cap is exact: with max.message.bytes + 4,
+	// full batches went 1 byte over the default 1048588 and over 16384
+	// (MESSAGE_TOO_LARGE, make bench's restore of a compacted topic);
+	// with max.message.bytes + 1, before the first produce response
+	// (franz-go then counts the 4-byte length) a record within 3 bytes
+	// of the limit is refused by franz-go itself. Kafka 4.x accepts v3
+	// to v13 (ProduceRequest.json; KIP-896 removed v0-v2); v9-v13 add
+	// nothing the restore uses (tagged fields, KIP-951's leader hints,
+	// KIP-890's transaction errors, KIP-516's topic ids).
+	maxProduceVersion = 8
 	// defaultSocketRequestMaxBytes is socket.request.max.bytes, also
 	// franz-go's BrokerMaxWriteBytes default: no produce request is larger.
 	defaultSocketRequestMaxBytes = 100 << 20
@@ -378,6 +399,17 @@ type batchLimits struct {
 // defaultBatchMax is the cap for a topic preflight did not plan: franz-go's
 // own default (Kafka's message.max.bytes default).
 const defaultBatchMax = 1000012
+
+// batchOpts are the restore's franz-go options that keep every record
+// batch within its topic's max.message.bytes as the broker measures it
+// (RecordBatch.sizeInBytes, UnifiedLog.analyzeAndValidateRecords): the
+// per-topic cap b and produce requests of maxProduceVersion at most, on
+// which franz-go's count of the batch is exact.
+func batchOpts(b *batchLimits) []kgo.Opt {
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(kmsg.Produce.Int16(), maxProduceVersion)
+	return []kgo.Opt{kgo.ProducerBatchMaxBytesFn(b.get), kgo.MaxVersions(versions)}
+}
 
 func (b *batchLimits) set(topic string, kafkaLimit int64) {
 	b.mu.Lock()
