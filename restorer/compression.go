@@ -36,13 +36,16 @@ const (
 	CompressionSource Compression = "source"
 	// DefaultCompression is the codec of a topic whose source codec is
 	// not known under CompressionSource: snappy, franz-go's default and
-	// what restores used before per-topic codecs. Not none, although
-	// none was measured fastest: uncompressed batches filled to the
-	// topic's max.message.bytes were refused by Kafka 4.4 as one byte
-	// over it (MESSAGE_TOO_LARGE, seen in make bench on a compacted
-	// topic; franz-go's batch size estimate and its encoding differed by
-	// one byte, not reproduced on smaller data), and compressed batches
-	// stay well under the cap.
+	// what restores used before per-topic codecs. none was faster into
+	// an in-process broker (snappy took 0.9-1.45x its time) but not
+	// reliably into a real one (docs/OPERATIONS.md, "Restore
+	// throughput"), and snappy sends less over the network. It was
+	// also chosen over none to avoid the MESSAGE_TOO_LARGE make bench
+	// met on a compacted topic: that was the batch cap, not the codec
+	// (batches filled to 1 byte past max.message.bytes on flexible
+	// produce requests; snappy sends incompressible batches
+	// uncompressed, and they failed too), fixed by maxProduceVersion
+	// for every codec (TestRestoreFullBatchesFitMaxMessageBytes).
 	DefaultCompression Compression = "snappy"
 )
 
