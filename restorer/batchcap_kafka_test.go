@@ -33,12 +33,18 @@ func kafkaRecordBytes(offsetDelta int, tsDelta int64, keyLen, valueLen int) int 
 
 // batchOfSize returns records that make one v2 record batch of exactly
 // size bytes as the broker measures it against max.message.bytes
-// (RecordBatch.sizeInBytes: the 61-byte batch header and the records).
-// Their timestamps go back and forth (the first is not the smallest, as
-// in a compacted topic or the bench's data), as restored records' do.
-func batchOfSize(t *testing.T, size int, base time.Time) []*kgo.Record {
+// (RecordBatch.sizeInBytes: the 61-byte batch header and the records):
+// records of lead-byte values first (1 of a 1-byte value: a batch under
+// 127 bytes that one large record takes past the limit; 0: of 3,000-byte
+// values while two more fit), then one that takes what is left. Their
+// timestamps go back and forth (the first is not the smallest, as in a
+// compacted topic or the bench's data), as restored records' do.
+func batchOfSize(t *testing.T, size int, base time.Time, lead int) []*kgo.Record {
 	t.Helper()
-	const valueBytes = 3000
+	valueBytes := 3000
+	if lead > 0 {
+		valueBytes = 1
+	}
 	var recs []*kgo.Record
 	ts := func(i int) time.Time { return base.Add(time.Duration((i%3)-1) * 1500 * time.Millisecond) }
 	total := recordBatchOverhead
@@ -46,7 +52,7 @@ func batchOfSize(t *testing.T, size int, base time.Time) []*kgo.Record {
 		key := []byte(fmt.Sprintf("key-%06d", i))
 		tsDelta := ts(i).UnixMilli() - ts(0).UnixMilli()
 		rest := size - total
-		if kafkaRecordBytes(i, tsDelta, len(key), 2*valueBytes) < rest {
+		if lead > 0 && i < lead || lead == 0 && kafkaRecordBytes(i, tsDelta, len(key), 2*valueBytes) < rest {
 			total += kafkaRecordBytes(i, tsDelta, len(key), valueBytes)
 			recs = append(recs, &kgo.Record{Key: key, Value: []byte(strings.Repeat("v", valueBytes)), Timestamp: ts(i)})
 			continue
@@ -103,16 +109,19 @@ func (b *batchSizes) take(t *testing.T, n int) [][2]int {
 }
 
 // TestBatchCapFitsMaxMessageBytes produces uncompressed records with the
-// restore's per-topic batch cap (batchLimits, kgo.ProducerBatchMaxBytesFn)
-// into real Kafka 4.4 topics, records that fill a batch to one byte past
-// max.message.bytes and records that fill one exactly to it. The cap was
-// max.message.bytes + 4, as if franz-go counted the 4-byte length of a
-// non-flexible produce request's records field; on a flexible produce
-// request (v9+, all Kafka 4.x speaks) it counts the compact length,
-// uvarint(size+1), 2 or 3 bytes at these sizes, so its batches were up to
-// 2 bytes over and the broker refused them with MESSAGE_TOO_LARGE (make
-// bench's restore of a compacted topic at the default 1048588). Manual
-// flushing makes the batches deterministic; the cap and the codec are the
+// restore's per-topic batch cap (batchLimits) into real Kafka 4.4 topics,
+// on Produce v8 (batchLimits.v8, as on every Kafka 4 broker) and on the
+// version franz-go negotiates (v13 here; a broker without v8): records
+// that fill a batch to one byte past max.message.bytes, of 3,000 bytes or
+// a 1-byte one and a large one, and records that fill one exactly to it.
+// The cap was max.message.bytes + 4 on v13, as if franz-go counted the
+// 4-byte length of a non-flexible produce request's records field; on a
+// flexible request it counts the compact length, uvarint(size+1), so its
+// batches were up to 2 bytes over and the broker refused them with
+// MESSAGE_TOO_LARGE (make bench's restore of a compacted topic at the
+// default 1048588). A cap of max.message.bytes + uvarint(limit+1) bytes
+// still lets the 1-byte record and the large one through. Manual flushing
+// makes the batches deterministic; the caps and the versions are the
 // restore's.
 func TestBatchCapFitsMaxMessageBytes(t *testing.T) {
 	t.Parallel()
@@ -121,81 +130,96 @@ func TestBatchCapFitsMaxMessageBytes(t *testing.T) {
 	adm := testkit.Admin(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// 8000: uvarint(size+1) is 2 bytes; 16384 and Kafka's default
-	// max.message.bytes 1048588: 3 bytes.
-	for _, limit := range []int{8000, 16384, 1048588} {
-		t.Run(fmt.Sprint(limit), func(t *testing.T) {
-			topic := fmt.Sprintf("batch-cap-%d", limit)
-			resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": ptrTo(fmt.Sprint(limit))}, topic)
-			if err == nil {
-				err = resp.Err
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var caps batchLimits
-			caps.set(topic, int64(limit))
-			hook := &batchSizes{}
-			cl := testkit.Client(t, addrs, append(batchOpts(&caps),
-				kgo.ProducerBatchCompression(kgoCodec("none")),
-				kgo.ProducerLinger(0),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()),
-				kgo.RecordRetries(3),
-				kgo.ManualFlushing(),
-				kgo.WithHooks(hook))...)
-			produce := func(recs []*kgo.Record) []error {
-				var (
-					mu   sync.Mutex
-					errs []error
-				)
-				for _, r := range recs {
-					r.Topic, r.Partition = topic, 0
-					cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-						if err != nil {
-							mu.Lock()
-							errs = append(errs, fmt.Errorf("record %q: %w", r.Key, err))
-							mu.Unlock()
-						}
-					})
+	for _, v8 := range []bool{true, false} {
+		// 8000: uvarint(size+1) is 2 bytes; 16384 and Kafka's default
+		// max.message.bytes 1048588: 3 bytes.
+		for _, limit := range []int{8000, 16384, 1048588} {
+			t.Run(fmt.Sprintf("v8=%v/%d", v8, limit), func(t *testing.T) {
+				topic := fmt.Sprintf("batch-cap-%v-%d", v8, limit)
+				resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": ptrTo(fmt.Sprint(limit))}, topic)
+				if err == nil {
+					err = resp.Err
 				}
-				if err := cl.Flush(ctx); err != nil {
+				if err != nil {
 					t.Fatal(err)
 				}
-				return errs
-			}
-			// The first produce response tells franz-go the produce
-			// version, and from then on it sizes batches for it.
-			if errs := produce([]*kgo.Record{{Value: []byte("first")}}); len(errs) > 0 {
-				t.Fatal(errs)
-			}
-			hook.take(t, 1)
-			base := time.Now()
-
-			over := batchOfSize(t, limit+1, base)
-			errs := produce(over)
-			for _, err := range errs {
-				if !errors.Is(err, kerr.MessageTooLarge) {
-					t.Errorf("unexpected produce error: %v", err)
+				caps := batchLimits{v8: v8}
+				caps.set(topic, int64(limit))
+				hook := &batchSizes{}
+				opts := []kgo.Opt{kgo.ProducerBatchMaxBytesFn(caps.get),
+					kgo.ProducerBatchCompression(kgoCodec("none")),
+					kgo.ProducerLinger(0),
+					kgo.RecordPartitioner(kgo.ManualPartitioner()),
+					kgo.RecordRetries(3),
+					kgo.ManualFlushing(),
+					kgo.WithHooks(hook)}
+				if v := caps.producerVersions(); v != nil {
+					opts = append(opts, v)
 				}
-			}
-			if len(errs) > 0 {
-				t.Errorf("%d of %d records filling a batch to max.message.bytes+1 = %d bytes were refused, the first: %v", len(errs), len(over), limit+1, errs[0])
-			}
-			for _, b := range hook.take(t, len(over)-len(errs)) {
-				if b[1] > limit {
-					t.Errorf("a batch of %d records and %d bytes was written to a topic with max.message.bytes %d", b[0], b[1], limit)
+				cl := testkit.Client(t, addrs, opts...)
+				produce := func(recs []*kgo.Record) []error {
+					var (
+						mu   sync.Mutex
+						errs []error
+					)
+					for _, r := range recs {
+						r.Topic, r.Partition = topic, 0
+						cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+							if err != nil {
+								mu.Lock()
+								errs = append(errs, fmt.Errorf("record %q: %w", r.Key, err))
+								mu.Unlock()
+							}
+						})
+					}
+					if err := cl.Flush(ctx); err != nil {
+						t.Fatal(err)
+					}
+					return errs
 				}
-			}
+				// The first produce response tells franz-go the produce
+				// version, and from then on it sizes batches for it.
+				if errs := produce([]*kgo.Record{{Value: []byte("first")}}); len(errs) > 0 {
+					t.Fatal(errs)
+				}
+				hook.take(t, 1)
+				base := time.Now()
 
-			// The cap costs nothing: records filling a batch to exactly
-			// max.message.bytes go in one batch.
-			exact := batchOfSize(t, limit, base)
-			if errs := produce(exact); len(errs) > 0 {
-				t.Fatalf("%d of %d records filling a batch to max.message.bytes were refused, the first: %v", len(errs), len(exact), errs[0])
-			}
-			if got := hook.take(t, len(exact)); len(got) != 1 || got[0] != [2]int{len(exact), limit} {
-				t.Errorf("records of one %d-byte batch were written as %v ([records bytes] per batch), want one batch of %d records", limit, got, len(exact))
-			}
-		})
+				for _, lead := range []int{0, 1} {
+					over := batchOfSize(t, limit+1, base, lead)
+					errs := produce(over)
+					for _, err := range errs {
+						if !errors.Is(err, kerr.MessageTooLarge) {
+							t.Errorf("unexpected produce error: %v", err)
+						}
+					}
+					if len(errs) > 0 {
+						t.Errorf("%d of %d records filling a batch to max.message.bytes+1 = %d bytes were refused, the first: %v", len(errs), len(over), limit+1, errs[0])
+					}
+					for _, b := range hook.take(t, len(over)-len(errs)) {
+						if b[1] > limit {
+							t.Errorf("a batch of %d records and %d bytes was written to a topic with max.message.bytes %d", b[0], b[1], limit)
+						}
+					}
+				}
+
+				// On v8 the cap costs nothing: records filling a batch to
+				// exactly max.message.bytes go in one batch. On a flexible
+				// version a batch ends 1 or 2 bytes short of it.
+				exact := batchOfSize(t, limit, base, 0)
+				if errs := produce(exact); len(errs) > 0 {
+					t.Fatalf("%d of %d records filling a batch to max.message.bytes were refused, the first: %v", len(errs), len(exact), errs[0])
+				}
+				got := hook.take(t, len(exact))
+				if v8 && (len(got) != 1 || got[0] != [2]int{len(exact), limit}) {
+					t.Errorf("records of one %d-byte batch were written as %v ([records bytes] per batch), want one batch of %d records", limit, got, len(exact))
+				}
+				for _, b := range got {
+					if b[1] > limit {
+						t.Errorf("a batch of %d records and %d bytes was written to a topic with max.message.bytes %d", b[0], b[1], limit)
+					}
+				}
+			})
+		}
 	}
 }

@@ -129,7 +129,11 @@ func (r *restore) producerFor(tp *TopicPlan) (*kgo.Client, error) {
 			buffered = max(buffered, int(min(t.MaxMessageBytes, 1<<30)))
 		}
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(r.clientOpts),
+	opts := slices.Clone(r.clientOpts)
+	if v := r.batches.producerVersions(); v != nil {
+		opts = append(opts, v)
+	}
+	cl, err := kgo.NewClient(append(opts,
 		kgo.ProducerBatchCompression(kgoCodec(codec)),
 		// No linger (franz-go's default is 10ms): a partition's last
 		// batch is sent at once, not after 10ms, which 2,000 partitions

@@ -118,8 +118,8 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		// produce may be failed once the chunk's deadline has passed (a
 		// resumed restore then finds what the broker did write).
 		kgo.AllowIdempotentProduceCancellation(),
-		kgo.MetadataMinAge(250*time.Millisecond)) // see new topics quickly (waitLeaders)
-	clientOpts = append(clientOpts, batchOpts(batches)...)
+		kgo.MetadataMinAge(250*time.Millisecond), // see new topics quickly (waitLeaders)
+		kgo.ProducerBatchMaxBytesFn(batches.get))
 	cl, err := kgo.NewClient(clientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster client: %w", err)
