@@ -1,11 +1,12 @@
 package restorer
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -38,8 +39,9 @@ func kafkaRecordBytes(offsetDelta int, tsDelta int64, keyLen, valueLen int) int 
 // 127 bytes that one large record takes past the limit; 0: of 3,000-byte
 // values while two more fit), then one that takes what is left. Their
 // timestamps go back and forth (the first is not the smallest, as in a
-// compacted topic or the bench's data), as restored records' do.
-func batchOfSize(t *testing.T, size int, base time.Time, lead int) []*kgo.Record {
+// compacted topic or the bench's data), as restored records' do. value
+// makes an n-byte value.
+func batchOfSize(t *testing.T, size int, base time.Time, lead int, value func(n int) []byte) []*kgo.Record {
 	t.Helper()
 	valueBytes := 3000
 	if lead > 0 {
@@ -54,7 +56,7 @@ func batchOfSize(t *testing.T, size int, base time.Time, lead int) []*kgo.Record
 		rest := size - total
 		if lead > 0 && i < lead || lead == 0 && kafkaRecordBytes(i, tsDelta, len(key), 2*valueBytes) < rest {
 			total += kafkaRecordBytes(i, tsDelta, len(key), valueBytes)
-			recs = append(recs, &kgo.Record{Key: key, Value: []byte(strings.Repeat("v", valueBytes)), Timestamp: ts(i)})
+			recs = append(recs, &kgo.Record{Key: key, Value: value(valueBytes), Timestamp: ts(i)})
 			continue
 		}
 		// The last record takes what is left: the largest value whose
@@ -66,12 +68,13 @@ func batchOfSize(t *testing.T, size int, base time.Time, lead int) []*kgo.Record
 		if kafkaRecordBytes(i, tsDelta, len(key), n) != rest {
 			t.Fatalf("no record of exactly %d bytes closes a batch of %d", rest, size)
 		}
-		return append(recs, &kgo.Record{Key: key, Value: []byte(strings.Repeat("w", n)), Timestamp: ts(i)})
+		return append(recs, &kgo.Record{Key: key, Value: value(n), Timestamp: ts(i)})
 	}
 }
 
 // batchSizes records the batches a producer wrote: records and size as
-// the broker measures it (61-byte header + the uncompressed records).
+// the broker measures it (61-byte header + the records as sent, compressed
+// or not).
 type batchSizes struct {
 	mu      sync.Mutex
 	batches [][2]int
@@ -80,7 +83,7 @@ type batchSizes struct {
 func (b *batchSizes) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.batches = append(b.batches, [2]int{m.NumRecords, recordBatchOverhead + m.UncompressedBytes})
+	b.batches = append(b.batches, [2]int{m.NumRecords, recordBatchOverhead + m.CompressedBytes})
 }
 
 // take returns the batches written since the last take once they hold n
@@ -113,7 +116,9 @@ func (b *batchSizes) take(t *testing.T, n int) [][2]int {
 // on Produce v8 (batchLimits.v8, as on every Kafka 4 broker) and on the
 // version franz-go negotiates (v13 here; a broker without v8): records
 // that fill a batch to one byte past max.message.bytes, of 3,000 bytes or
-// a 1-byte one and a large one, and records that fill one exactly to it.
+// a 1-byte one and a large one, and records that fill one exactly to it,
+// uncompressed and with snappy on random values (which it sends
+// uncompressed).
 // The cap was max.message.bytes + 4 on v13, as if franz-go counted the
 // 4-byte length of a non-flexible produce request's records field; on a
 // flexible request it counts the compact length, uvarint(size+1), so its
@@ -130,96 +135,105 @@ func TestBatchCapFitsMaxMessageBytes(t *testing.T) {
 	adm := testkit.Admin(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	rnd := rand.NewChaCha8([32]byte{13})
+	values := map[string]func(n int) []byte{
+		"none": func(n int) []byte { return bytes.Repeat([]byte("v"), n) },
+		// Random bytes: snappy does not shrink them, and franz-go sends
+		// the batch uncompressed.
+		"snappy": func(n int) []byte { b := make([]byte, n); rnd.Read(b); return b },
+	}
 	for _, v8 := range []bool{true, false} {
 		// 8000: uvarint(size+1) is 2 bytes; 16384 and Kafka's default
 		// max.message.bytes 1048588: 3 bytes.
 		for _, limit := range []int{8000, 16384, 1048588} {
-			t.Run(fmt.Sprintf("v8=%v/%d", v8, limit), func(t *testing.T) {
-				topic := fmt.Sprintf("batch-cap-%v-%d", v8, limit)
-				resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": ptrTo(fmt.Sprint(limit))}, topic)
-				if err == nil {
-					err = resp.Err
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				caps := batchLimits{v8: v8}
-				caps.set(topic, int64(limit))
-				hook := &batchSizes{}
-				opts := []kgo.Opt{kgo.ProducerBatchMaxBytesFn(caps.get),
-					kgo.ProducerBatchCompression(kgoCodec("none")),
-					kgo.ProducerLinger(0),
-					kgo.RecordPartitioner(kgo.ManualPartitioner()),
-					kgo.RecordRetries(3),
-					kgo.ManualFlushing(),
-					kgo.WithHooks(hook)}
-				if v := caps.producerVersions(); v != nil {
-					opts = append(opts, v)
-				}
-				cl := testkit.Client(t, addrs, opts...)
-				produce := func(recs []*kgo.Record) []error {
-					var (
-						mu   sync.Mutex
-						errs []error
-					)
-					for _, r := range recs {
-						r.Topic, r.Partition = topic, 0
-						cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-							if err != nil {
-								mu.Lock()
-								errs = append(errs, fmt.Errorf("record %q: %w", r.Key, err))
-								mu.Unlock()
-							}
-						})
+			for _, codec := range []string{"none", "snappy"} {
+				t.Run(fmt.Sprintf("v8=%v/%d/%s", v8, limit, codec), func(t *testing.T) {
+					topic := fmt.Sprintf("batch-cap-%v-%d-%s", v8, limit, codec)
+					resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": ptrTo(fmt.Sprint(limit))}, topic)
+					if err == nil {
+						err = resp.Err
 					}
-					if err := cl.Flush(ctx); err != nil {
+					if err != nil {
 						t.Fatal(err)
 					}
-					return errs
-				}
-				// The first produce response tells franz-go the produce
-				// version, and from then on it sizes batches for it.
-				if errs := produce([]*kgo.Record{{Value: []byte("first")}}); len(errs) > 0 {
-					t.Fatal(errs)
-				}
-				hook.take(t, 1)
-				base := time.Now()
+					caps := batchLimits{v8: v8}
+					caps.set(topic, int64(limit))
+					hook := &batchSizes{}
+					opts := []kgo.Opt{kgo.ProducerBatchMaxBytesFn(caps.get),
+						kgo.ProducerBatchCompression(kgoCodec(codec)),
+						kgo.ProducerLinger(0),
+						kgo.RecordPartitioner(kgo.ManualPartitioner()),
+						kgo.RecordRetries(3),
+						kgo.ManualFlushing(),
+						kgo.WithHooks(hook)}
+					if v := caps.producerVersions(); v != nil {
+						opts = append(opts, v)
+					}
+					cl := testkit.Client(t, addrs, opts...)
+					produce := func(recs []*kgo.Record) []error {
+						var (
+							mu   sync.Mutex
+							errs []error
+						)
+						for _, r := range recs {
+							r.Topic, r.Partition = topic, 0
+							cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+								if err != nil {
+									mu.Lock()
+									errs = append(errs, fmt.Errorf("record %q: %w", r.Key, err))
+									mu.Unlock()
+								}
+							})
+						}
+						if err := cl.Flush(ctx); err != nil {
+							t.Fatal(err)
+						}
+						return errs
+					}
+					// The first produce response tells franz-go the produce
+					// version, and from then on it sizes batches for it.
+					if errs := produce([]*kgo.Record{{Value: []byte("first")}}); len(errs) > 0 {
+						t.Fatal(errs)
+					}
+					hook.take(t, 1)
+					base := time.Now()
 
-				for _, lead := range []int{0, 1} {
-					over := batchOfSize(t, limit+1, base, lead)
-					errs := produce(over)
-					for _, err := range errs {
-						if !errors.Is(err, kerr.MessageTooLarge) {
-							t.Errorf("unexpected produce error: %v", err)
+					for _, lead := range []int{0, 1} {
+						over := batchOfSize(t, limit+1, base, lead, values[codec])
+						errs := produce(over)
+						for _, err := range errs {
+							if !errors.Is(err, kerr.MessageTooLarge) {
+								t.Errorf("unexpected produce error: %v", err)
+							}
+						}
+						if len(errs) > 0 {
+							t.Errorf("%d of %d records filling a batch to max.message.bytes+1 = %d bytes were refused, the first: %v", len(errs), len(over), limit+1, errs[0])
+						}
+						for _, b := range hook.take(t, len(over)-len(errs)) {
+							if b[1] > limit {
+								t.Errorf("a batch of %d records and %d bytes was written to a topic with max.message.bytes %d", b[0], b[1], limit)
+							}
 						}
 					}
-					if len(errs) > 0 {
-						t.Errorf("%d of %d records filling a batch to max.message.bytes+1 = %d bytes were refused, the first: %v", len(errs), len(over), limit+1, errs[0])
+
+					// On v8 the cap costs nothing: records filling a batch to
+					// exactly max.message.bytes go in one batch. On a flexible
+					// version a batch ends 1 or 2 bytes short of it.
+					exact := batchOfSize(t, limit, base, 0, values[codec])
+					if errs := produce(exact); len(errs) > 0 {
+						t.Fatalf("%d of %d records filling a batch to max.message.bytes were refused, the first: %v", len(errs), len(exact), errs[0])
 					}
-					for _, b := range hook.take(t, len(over)-len(errs)) {
+					got := hook.take(t, len(exact))
+					if v8 && (len(got) != 1 || got[0] != [2]int{len(exact), limit}) {
+						t.Errorf("records of one %d-byte batch were written as %v ([records bytes] per batch), want one batch of %d records", limit, got, len(exact))
+					}
+					for _, b := range got {
 						if b[1] > limit {
 							t.Errorf("a batch of %d records and %d bytes was written to a topic with max.message.bytes %d", b[0], b[1], limit)
 						}
 					}
-				}
-
-				// On v8 the cap costs nothing: records filling a batch to
-				// exactly max.message.bytes go in one batch. On a flexible
-				// version a batch ends 1 or 2 bytes short of it.
-				exact := batchOfSize(t, limit, base, 0)
-				if errs := produce(exact); len(errs) > 0 {
-					t.Fatalf("%d of %d records filling a batch to max.message.bytes were refused, the first: %v", len(errs), len(exact), errs[0])
-				}
-				got := hook.take(t, len(exact))
-				if v8 && (len(got) != 1 || got[0] != [2]int{len(exact), limit}) {
-					t.Errorf("records of one %d-byte batch were written as %v ([records bytes] per batch), want one batch of %d records", limit, got, len(exact))
-				}
-				for _, b := range got {
-					if b[1] > limit {
-						t.Errorf("a batch of %d records and %d bytes was written to a topic with max.message.bytes %d", b[0], b[1], limit)
-					}
-				}
-			})
+				})
+			}
 		}
 	}
 }
