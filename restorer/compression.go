@@ -44,8 +44,9 @@ const (
 	// met on a compacted topic: that was the batch cap, not the codec
 	// (batches filled to 1 byte past max.message.bytes on flexible
 	// produce requests; snappy sends incompressible batches
-	// uncompressed, and they failed too), fixed by maxProduceVersion
-	// for every codec (TestRestoreFullBatchesFitMaxMessageBytes).
+	// uncompressed, and they failed too), fixed for every codec in the
+	// batch cap (batchLimits, maxProduceVersion;
+	// TestBatchCapFitsMaxMessageBytes).
 	DefaultCompression Compression = "snappy"
 )
 
