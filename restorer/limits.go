@@ -405,6 +405,9 @@ type batchLimits struct {
 	// max.message.bytes + v8BatchExtra; else they send the version
 	// franz-go negotiates and the caps are + flexibleBatchExtra.
 	v8 bool
+	// oneByOne holds the topics whose records go one batch each
+	// (oneAtATime).
+	oneByOne map[string]bool
 }
 
 // defaultBatchMax is the cap for a topic preflight did not plan: franz-go's
@@ -457,7 +460,27 @@ func (b *batchLimits) set(topic string, kafkaLimit int64) {
 		extra = v8BatchExtra
 	}
 	// franz-go accepts [512, 1 GiB] and caps at its BrokerMaxWriteBytes.
-	b.max[topic] = int32(min(max(kafkaLimit+extra, 512), 1<<30))
+	b.max[topic] = int32(min(max(kafkaLimit+extra, franzMinBatchMax), 1<<30))
+	if kafkaLimit+extra < franzMinBatchMax {
+		if b.oneByOne == nil {
+			b.oneByOne = map[string]bool{}
+		}
+		b.oneByOne[topic] = true
+	}
+}
+
+// franzMinBatchMax is the smallest batch cap franz-go accepts
+// (ProducerBatchMaxBytesFn: [512, 1 GiB]).
+const franzMinBatchMax = 512
+
+// oneAtATime says whether topic's max.message.bytes is below franz-go's
+// smallest cap (franzMinBatchMax): franz-go would put records that fit
+// alone into batches the broker refuses, so the restore produces them one
+// at a time, each after the one before is acknowledged (restorePartition).
+func (b *batchLimits) oneAtATime(topic string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.oneByOne[topic]
 }
 
 func (b *batchLimits) get(topic string) int32 {
@@ -533,6 +556,10 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 		l := limitsOf(cfg, bd)
 		tp.MaxMessageBytes = l.maxMessage.v
 		r.batches.set(tp.Topic, l.maxMessage.v)
+		if r.batches.oneAtATime(tp.Topic) {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q: %s %d is below the smallest record batch the restore's producer can cap (franz-go, %d bytes): its records are produced one at a time, one round trip each",
+				tp.Topic, l.maxMessage.source, l.maxMessage.v, franzMinBatchMax))
+		}
 		produceMax := min(l.maxMessage.v, produceMaxCap)
 		var pastN int64
 		oldest := int64(math.MaxInt64)

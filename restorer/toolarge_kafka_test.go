@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +78,38 @@ func TestRestoreFullBatchesFitMaxMessageBytes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRestoreIntoATopicBelowFranzGosSmallestCap restores into a real
+// Kafka 4.4 topic with max.message.bytes 300: every record fits alone (a
+// 178-byte batch), but franz-go caps batches at 512 bytes at the least
+// (ProducerBatchMaxBytes), so two or more records went into one batch the
+// broker refused with MESSAGE_TOO_LARGE. Such a topic's records are
+// produced one at a time, each after the one before is acknowledged.
+func TestRestoreIntoATopicBelowFranzGosSmallestCap(t *testing.T) {
+	t.Parallel()
+	k := testkit.StartKafka(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	records := make([]format.Record, 300)
+	for i := range records {
+		records[i] = format.Record{Offset: int64(i), Timestamp: time.Now().UnixMilli() - int64(i%2), Key: fmt.Appendf(nil, "key-%05d", i), Value: bytes.Repeat([]byte("v"), 100)}
+	}
+	store := writeBackup(t, testTopic{name: "tiny-limit", configs: map[string]string{"max.message.bytes": "300"}, records: records})
+	rep, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(k.Addrs()...)}, Store: store, ReplicationFactor: 1, Compression: "none"})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+		return strings.Contains(w, `topic "tiny-limit": topic max.message.bytes 300 is below`) && strings.Contains(w, "one at a time")
+	}) {
+		t.Errorf("no warning that the records go one at a time: %q", rep.Warnings)
+	}
+	got := consumeAll(t, k.Addrs(), "tiny-limit", len(records))
+	for i, r := range got {
+		if r.Offset != int64(i) || string(r.Key) != fmt.Sprintf("key-%05d", i) {
+			t.Fatalf("record %d restored as offset %d key %q", i, r.Offset, r.Key)
+		}
 	}
 }
