@@ -36,13 +36,17 @@ const (
 	CompressionSource Compression = "source"
 	// DefaultCompression is the codec of a topic whose source codec is
 	// not known under CompressionSource: snappy, franz-go's default and
-	// what restores used before per-topic codecs. Not none, although
-	// none was measured fastest: uncompressed batches filled to the
-	// topic's max.message.bytes were refused by Kafka 4.4 as one byte
-	// over it (MESSAGE_TOO_LARGE, seen in make bench on a compacted
-	// topic; franz-go's batch size estimate and its encoding differed by
-	// one byte, not reproduced on smaller data), and compressed batches
-	// stay well under the cap.
+	// what restores used before per-topic codecs. none was faster into
+	// an in-process broker (snappy took 0.9-1.45x its time) but not
+	// reliably into a real one (docs/OPERATIONS.md, "Restore
+	// throughput"), and snappy sends less over the network. It was
+	// also chosen over none to avoid the MESSAGE_TOO_LARGE make bench
+	// met on a compacted topic: that was the batch cap, not the codec
+	// (batches filled to 1 byte past max.message.bytes on flexible
+	// produce requests; snappy sends incompressible batches
+	// uncompressed, and they failed too), fixed for every codec in the
+	// batch cap (batchLimits, maxProduceVersion;
+	// TestBatchCapFitsMaxMessageBytes).
 	DefaultCompression Compression = "snappy"
 )
 
@@ -126,7 +130,11 @@ func (r *restore) producerFor(tp *TopicPlan) (*kgo.Client, error) {
 			buffered = max(buffered, int(min(t.MaxMessageBytes, 1<<30)))
 		}
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(r.clientOpts),
+	opts := slices.Clone(r.clientOpts)
+	if v := r.batches.producerVersions(); v != nil {
+		opts = append(opts, v)
+	}
+	cl, err := kgo.NewClient(append(opts,
 		kgo.ProducerBatchCompression(kgoCodec(codec)),
 		// No linger (franz-go's default is 10ms): a partition's last
 		// batch is sent at once, not after 10ms, which 2,000 partitions

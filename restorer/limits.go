@@ -11,7 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
@@ -62,10 +64,35 @@ const (
 	// recordBatchOverhead is DefaultRecordBatch.RECORD_BATCH_OVERHEAD: the
 	// batch header, base offset and length included, in bytes.
 	recordBatchOverhead = 61
-	// franzBatchExtra is what franz-go counts on top of Kafka's batch size
-	// when it caps batches (ProducerBatchMaxBytes): the 4-byte length of
-	// the produce request's records field.
-	franzBatchExtra = 4
+	// v8BatchExtra is what franz-go counts on top of Kafka's batch size
+	// when it caps batches (ProducerBatchMaxBytes) on Produce v3 to v8:
+	// the produce request's records field's length, an int32.
+	v8BatchExtra = 4
+	// flexibleBatchExtra is the cap's margin over Kafka's batch size on
+	// the flexible versions (v9+, KIP-482), where the records field's
+	// length is a compact uvarint(size+1) of 1 to 5 bytes: the only
+	// margin that never lets a batch pass the limit (see maxProduceVersion).
+	flexibleBatchExtra = 1
+	// maxProduceVersion is the newest Produce request version the
+	// restore's producers send when every target broker offers it
+	// (batchLimits.v8): 8, the last before the flexible versions, on
+	// which a cap of max.message.bytes + v8BatchExtra is exact both
+	// ways. On a flexible version no cap is: franz-go counts the batch
+	// with the width of its uvarint before the record is added (kgo
+	// sink.go recBatch.tryBuffer, flexibleWireLength), 1 byte below 127
+	// bytes of batch, 2 below 16,383, 3 below 2 MiB. A record that takes
+	// a batch of less than 127 bytes to max.message.bytes + 1 is counted
+	// 1 byte short of that, so only a margin of 1 refuses it; but before
+	// its broker's first produce response franz-go counts the 4-byte
+	// length of v3-v8, so with a margin of 1 it refuses itself a record
+	// within 3 bytes of the limit, which the broker would take. The
+	// margin of 4 let full batches be 1 byte over the default 1048588
+	// and over 16384, 2 over 8000, refused with MESSAGE_TOO_LARGE (make
+	// bench's restore of a compacted topic). Kafka 4 accepts v3 to v13
+	// (ProduceRequest.json; KIP-896 removed v0-v2); v9-v13 add nothing
+	// the restore uses (tagged fields, KIP-951's leader hints, KIP-890's
+	// transaction errors, KIP-516's topic ids).
+	maxProduceVersion = 8
 	// defaultSocketRequestMaxBytes is socket.request.max.bytes, also
 	// franz-go's BrokerMaxWriteBytes default: no produce request is larger.
 	defaultSocketRequestMaxBytes = 100 << 20
@@ -373,20 +400,87 @@ func (r *restore) scanLimits(ctx context.Context, topic string, p *format.Partit
 type batchLimits struct {
 	mu  sync.Mutex
 	max map[string]int32
+	// v8 says every target broker offers Produce v8 (targetOffersV8): the
+	// producers send v8 at most (producerVersions) and the caps are
+	// max.message.bytes + v8BatchExtra; else they send the version
+	// franz-go negotiates and the caps are + flexibleBatchExtra.
+	v8 bool
+	// oneByOne holds the topics whose records go one batch each
+	// (oneAtATime).
+	oneByOne map[string]bool
 }
 
 // defaultBatchMax is the cap for a topic preflight did not plan: franz-go's
 // own default (Kafka's message.max.bytes default).
 const defaultBatchMax = 1000012
 
+// producerVersions is the kgo.MaxVersions option of the restore's
+// producers, nil for franz-go's own: Produce v8 at most when every target
+// broker offers it (b.v8), on which franz-go counts a batch exactly
+// (maxProduceVersion).
+func (b *batchLimits) producerVersions() kgo.Opt {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.v8 {
+		return nil
+	}
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(kmsg.Produce.Int16(), maxProduceVersion)
+	return kgo.MaxVersions(versions)
+}
+
+// targetOffersV8 says whether every target broker answers ApiVersions with
+// Produce v8 among its versions; false too when one cannot be asked (the
+// restore then uses the cap that is safe on any version).
+func (r *restore) targetOffersV8(ctx context.Context) bool {
+	vs, err := r.adm.ApiVersions(ctx)
+	if err != nil || len(vs) == 0 {
+		return false
+	}
+	for _, v := range vs.Sorted() {
+		lo, hi, ok := v.KeyVersions(kmsg.Produce.Int16())
+		if v.Err != nil || !ok || lo > maxProduceVersion || hi < maxProduceVersion {
+			return false
+		}
+	}
+	return true
+}
+
+// set caps topic's batches at kafkaLimit, its max.message.bytes, as
+// franz-go counts the batch on the Produce versions b.v8 picks. Call it
+// after setting b.v8.
 func (b *batchLimits) set(topic string, kafkaLimit int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.max == nil {
 		b.max = map[string]int32{}
 	}
+	extra := int64(flexibleBatchExtra)
+	if b.v8 {
+		extra = v8BatchExtra
+	}
 	// franz-go accepts [512, 1 GiB] and caps at its BrokerMaxWriteBytes.
-	b.max[topic] = int32(min(max(kafkaLimit+franzBatchExtra, 512), 1<<30))
+	b.max[topic] = int32(min(max(kafkaLimit+extra, franzMinBatchMax), 1<<30))
+	if kafkaLimit+extra < franzMinBatchMax {
+		if b.oneByOne == nil {
+			b.oneByOne = map[string]bool{}
+		}
+		b.oneByOne[topic] = true
+	}
+}
+
+// franzMinBatchMax is the smallest batch cap franz-go accepts
+// (ProducerBatchMaxBytesFn: [512, 1 GiB]).
+const franzMinBatchMax = 512
+
+// oneAtATime says whether topic's max.message.bytes is below franz-go's
+// smallest cap (franzMinBatchMax): franz-go would put records that fit
+// alone into batches the broker refuses, so the restore produces them one
+// at a time, each after the one before is acknowledged (restorePartition).
+func (b *batchLimits) oneAtATime(topic string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.oneByOne[topic]
 }
 
 func (b *batchLimits) get(topic string) int32 {
@@ -425,6 +519,10 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 		plan.Warnings = append(plan.Warnings, fmt.Sprintf("the target broker's configs could not be read (%v): its limits are checked with Kafka's defaults", bd.describeFailed))
 	}
 	produceMaxCap := min(bd.socketRequestMax, defaultSocketRequestMaxBytes) - produceRequestSlack
+	offersV8 := r.targetOffersV8(ctx)
+	r.batches.mu.Lock()
+	r.batches.v8 = offersV8
+	r.batches.mu.Unlock()
 	type pastTopic struct {
 		topic         string
 		n, oldest, ms int64
@@ -458,6 +556,10 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 		l := limitsOf(cfg, bd)
 		tp.MaxMessageBytes = l.maxMessage.v
 		r.batches.set(tp.Topic, l.maxMessage.v)
+		if r.batches.oneAtATime(tp.Topic) {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("topic %q: %s %d is below the smallest record batch the restore's producer can cap (franz-go, %d bytes): its records are produced one at a time, one round trip each",
+				tp.Topic, l.maxMessage.source, l.maxMessage.v, franzMinBatchMax))
+		}
 		produceMax := min(l.maxMessage.v, produceMaxCap)
 		var pastN int64
 		oldest := int64(math.MaxInt64)

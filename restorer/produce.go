@@ -396,6 +396,7 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		}
 		return nil
 	}
+	oneAtATime := r.batches.oneAtATime(tp.Topic)
 	r.o.Observer.RestoreStart(tp.Topic, pp.Partition, pp.Records-pp.AlreadyThere)
 	defer func() { r.o.Observer.RestoreEnd(tp.Topic, pp.Partition, pr.Records) }()
 	err = eachRecord(pctx, r.store, tp.Topic, p, cut, func(rec *format.Record) error {
@@ -417,6 +418,13 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		batch = append(batch, kr)
 		origs = append(origs, rec.Offset)
 		bytesN += int(recordBytes(rec))
+		if oneAtATime {
+			// One record in the partition's buffer at a time: franz-go
+			// sends it alone (batchLimits.oneAtATime).
+			err := flush()
+			wg.Wait()
+			return err
+		}
 		if len(batch) >= produceChunk || bytesN >= produceBytes {
 			return flush()
 		}
