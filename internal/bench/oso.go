@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // OSO kafka-backup (github.com/osodevops/kafka-backup) is the Rust tool
@@ -104,20 +106,27 @@ func (b *bench) osoConfig(mode string, round int) (string, error) {
 	return f, os.WriteFile(f, []byte(sb.String()), 0o644)
 }
 
-// runOSO runs `kafka-backup MODE --config FILE` for round's backup.
-func (b *bench) runOSO(ctx context.Context, mode string, round int) (Sample, error) {
+// runOSO runs `kafka-backup MODE --config FILE` for round's backup and
+// returns the end of its log (stdout and stderr) too, for the errors.
+func (b *bench) runOSO(ctx context.Context, mode string, round int) (Sample, string, error) {
 	cfg, err := b.osoConfig(mode, round)
 	if err != nil {
-		return Sample{}, err
+		return Sample{}, "", err
 	}
 	cmd := exec.CommandContext(ctx, b.e.oso, mode, "--config", cfg)
 	// Its offset database, when it makes one, goes to $TMPDIR.
 	cmd.Env = append(os.Environ(), "TMPDIR="+b.osoDir(round))
-	return Measure(ctx, b.e.o.Wrapper, cmd)
+	var log tailBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	s, err := Measure(ctx, b.e.o.Wrapper, cmd)
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w; its log ends:\n%s", err, log.String())
+	}
+	return s, log.String(), err
 }
 
 func (b *bench) osoBackup(ctx context.Context, round int) (Sample, int64, map[string]float64, error) {
-	s, err := b.runOSO(ctx, "backup", round)
+	s, _, err := b.runOSO(ctx, "backup", round)
 	if err != nil {
 		return Sample{}, 0, nil, err
 	}
@@ -132,12 +141,12 @@ func (b *bench) osoRestore(ctx context.Context, round int) (Sample, int64, map[s
 	if err := b.e.reset(ctx, b.ds); err != nil {
 		return Sample{}, 0, nil, err
 	}
-	s, err := b.runOSO(ctx, "restore", round)
+	s, log, err := b.runOSO(ctx, "restore", round)
 	if err != nil {
 		return Sample{}, 0, nil, err
 	}
 	if err := checkRecordCount(ctx, b.e.adm, b.ds, b.c.Records); err != nil {
-		return Sample{}, 0, nil, fmt.Errorf("after %s of round %d's backup: %w", osoRestoreTool, round+1, err)
+		return Sample{}, 0, nil, fmt.Errorf("after %s of round %d's backup: %w; its log ends:\n%s", osoRestoreTool, round+1, err, log)
 	}
 	return s, 0, nil, nil
 }
@@ -145,6 +154,9 @@ func (b *bench) osoRestore(ctx context.Context, round int) (Sample, int64, map[s
 // checkRecordCount checks that ds's topics have their partitions and hold
 // want records: the sum over partitions of high watermark minus log start
 // offset (records produced without transactions take one offset each).
+// Listing the offsets is retried for at most 30 s while it fails with a
+// retriable error: the topics were just created by another client, and
+// the harness's client may still know the deleted ones.
 func checkRecordCount(ctx context.Context, adm *kadm.Client, ds Dataset, want int64) error {
 	var names []string
 	parts := map[string]int32{}
@@ -152,19 +164,36 @@ func checkRecordCount(ctx context.Context, adm *kadm.Client, ds Dataset, want in
 		names = append(names, t.Name)
 		parts[t.Name] = t.Partitions
 	}
-	starts, err := adm.ListStartOffsets(ctx, names...)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("list the log start offsets of %v: %w", names, err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, names...)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("list the high watermarks of %v: %w", names, err)
+	var starts, ends kadm.ListedOffsets
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		starts, err = adm.ListStartOffsets(ctx, names...)
+		if err == nil {
+			err = starts.Error()
+		}
+		if err != nil {
+			err = fmt.Errorf("list the log start offsets of %v: %w", names, err)
+		} else {
+			ends, err = adm.ListEndOffsets(ctx, names...)
+			if err == nil {
+				err = ends.Error()
+			}
+			if err != nil {
+				err = fmt.Errorf("list the high watermarks of %v: %w", names, err)
+			}
+		}
+		if err == nil {
+			break
+		}
+		if !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	var got int64
 	var errs []error

@@ -87,6 +87,28 @@ func TestJudgeWithoutOSO(t *testing.T) {
 	}
 }
 
+// A measured OSO with case (c) left out (BENCH_CASES=a) does not send
+// the reader to a Baselines section the document does not have.
+func TestJudgeOSOWithoutCaseC(t *testing.T) {
+	var cs []*Case
+	for _, c := range withOSO(3*time.Second, time.Second) {
+		if c.ID == "a" {
+			cs = append(cs, c)
+		}
+	}
+	ts := Judge(cs)
+	if ts[2].Status != statusMet {
+		t.Errorf("%q: %s (%s), want met", ts[2].Text, ts[2].Status, ts[2].Evidence)
+	}
+	if ts[4].Status != statusNotMeasured || ts[4].Evidence != "case (c) was not run" {
+		t.Errorf("%q: %s (%s), want not measured: case (c) was not run", ts[4].Text, ts[4].Status, ts[4].Evidence)
+	}
+	ts = Judge(nil)
+	if ts[2].Evidence != "case (a) was not run" {
+		t.Errorf("%q without cases: %s, want case (a) was not run", ts[2].Text, ts[2].Evidence)
+	}
+}
+
 // A measured OSO has its version in the machine table, its bullet under
 // How it measures, its rows with ours' ratios over them, and no
 // "Baselines not measured" section; an unmeasured one has the section,
@@ -225,5 +247,61 @@ func TestCheckRecordCount(t *testing.T) {
 	err = checkRecordCount(ctx, adm, wrong, 25)
 	if err == nil || !strings.Contains(err.Error(), "topic t1 has 3 partitions, the source 4") {
 		t.Errorf("t1 with 3 partitions, 4 wanted: %v; want an error naming them", err)
+	}
+}
+
+// OSO's restore creates the topics with a client of its own right after
+// the harness deleted them: the harness's client, which knew the deleted
+// topics, must still count the new ones (make bench failed with
+// UNKNOWN_TOPIC_OR_PARTITION listing their log start offsets).
+func TestCheckRecordCountAfterRecreation(t *testing.T) {
+	k := testkit.StartKafka(t)
+	adm := testkit.Admin(t, k.Addrs())
+	ctx := context.Background()
+	ds := Dataset{Topics: []TopicSpec{{Name: "re1", Partitions: 3}, {Name: "re2", Partitions: 2}}}
+	produce := func(n int) {
+		t.Helper()
+		cl := testkit.Client(t, k.Addrs())
+		var recs []*kgo.Record
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: ds.Topics[i%2].Name, Value: []byte("v")})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := createTopics(ctx, adm, ds.Topics); err != nil {
+		t.Fatal(err)
+	}
+	produce(10)
+	if err := checkRecordCount(ctx, adm, ds, 10); err != nil {
+		t.Fatalf("before the deletion: %v", err)
+	}
+	if _, err := adm.DeleteTopics(ctx, "re1", "re2"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ { // as env.reset: until the broker lists neither
+		td, err := adm.ListTopics(ctx, "re1", "re2")
+		left := 0
+		for _, d := range td {
+			if d.Err == nil {
+				left++
+			}
+		}
+		if err == nil && left == 0 {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("%d topics still listed 20 s after their deletion (%v)", left, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	other := testkit.Admin(t, k.Addrs())
+	if err := createTopics(ctx, other, ds.Topics); err != nil {
+		t.Fatal(err)
+	}
+	produce(7)
+	if err := checkRecordCount(ctx, adm, ds, 7); err != nil {
+		t.Errorf("after the topics were created again by another client: %v", err)
 	}
 }

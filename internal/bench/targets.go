@@ -119,16 +119,20 @@ func Judge(cs []*Case) []Target {
 }
 
 // osoNotMeasured is the evidence of a target that compares with OSO
-// kafka-backup when no case has its rows.
+// kafka-backup when its case ran without OSO's rows.
 const osoNotMeasured = "OSO kafka-backup was not measured in this run (see Baselines)"
 
 // osoRestoreTarget is "restore >= 2x OSO kafka-backup": ours' restore over
 // OSO's in case (a), round by round, for every variant.
 func osoRestoreTarget(cs []*Case) Target {
-	for _, c := range findCase(cs, "a") {
+	as := findCase(cs, "a")
+	for _, c := range as {
 		if c.find(osoRestoreTool) != nil {
 			return ratioTarget(TargetTexts[2], cs, "a", "restore", osoRestoreTool, 2.0)
 		}
+	}
+	if len(as) == 0 {
+		return Target{Text: TargetTexts[2], Status: statusNotMeasured, Evidence: "case (a) was not run"}
 	}
 	return Target{Text: TargetTexts[2], Status: statusNotMeasured, Evidence: osoNotMeasured}
 }
@@ -139,6 +143,9 @@ func osoRestoreTarget(cs []*Case) Target {
 // least 1.
 func osoManyPartitionsTarget(cs []*Case, v string) Target {
 	t := Target{Text: TargetTexts[4], Status: statusNotMeasured, Evidence: osoNotMeasured + manyPartitionsContext(cs, v)}
+	if len(findCase(cs, "c")) == 0 {
+		t.Evidence = "case (c) was not run"
+	}
 	var ev []string
 	for _, c := range findCase(cs, "c") {
 		for _, vr := range Variants {
