@@ -136,7 +136,7 @@ func commandLine(o bench.Options, variants, out string) string {
 	}
 	if o.OSO != "" && os.Getenv(bench.OSOEnv) != "" {
 		// Not the machine's path: where the binary is built is the reader's.
-		env += " " + bench.OSOEnv + "=.../" + filepath.Base(o.OSO)
+		env = bench.OSOEnv + "=.../" + filepath.Base(o.OSO) + " " + env
 	}
 	return env + " go run ./internal/bench/kdrbench -out " + out
 }
