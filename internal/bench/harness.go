@@ -449,7 +449,10 @@ type op struct {
 	tool     string
 	kind     string // backup, restore
 	baseline bool
-	run      func(ctx context.Context, round int) (Sample, int64, map[string]float64, error)
+	// retry runs it once more when it fails: the restores, ours and OSO's
+	// (each starts by deleting the topics and the group).
+	retry bool
+	run   func(ctx context.Context, round int) (Sample, int64, map[string]float64, error)
 }
 
 // runRounds runs every round: the backups and kcat reads in an order that
@@ -468,17 +471,25 @@ func (b *bench) runRounds(ctx context.Context) error {
 	if b.oso {
 		reads = append(reads, op{tool: osoBackupTool, kind: "backup", baseline: true, run: b.osoBackup})
 		if b.restore {
-			writes = append(writes, op{tool: osoRestoreTool, kind: "restore", baseline: true, run: b.osoRestore})
+			writes = append(writes, op{tool: osoRestoreTool, kind: "restore", baseline: true, retry: true, run: b.osoRestore})
 		}
 	}
 	for _, v := range Variants {
 		for _, st := range b.stores {
 			reads = append(reads, op{tool: variantName(v) + " backup" + storeSuffix(st), kind: "backup", run: b.oursBackup(v, st, false)})
 			if b.restore {
-				writes = append(writes, op{tool: variantName(v) + " restore" + storeSuffix(st), kind: "restore", run: b.oursRestore(v, st, false)})
+				writes = append(writes, op{tool: variantName(v) + " restore" + storeSuffix(st), kind: "restore", retry: true, run: b.oursRestore(v, st, false)})
 			}
 		}
 	}
+	return b.runOps(ctx, reads, writes)
+}
+
+// runOps runs b.rounds rounds of reads, rotated by one each round, then
+// writes, into b.c's rows. A failed op with retry runs once more, noted
+// in the document; a second failure, or any failure of another op, is the
+// error.
+func (b *bench) runOps(ctx context.Context, reads, writes []op) error {
 	for r := range b.rounds {
 		order := slices.Clone(reads)
 		if len(order) > 0 {
@@ -488,10 +499,11 @@ func (b *bench) runRounds(ctx context.Context) error {
 		for _, o := range append(order, writes...) {
 			b.e.logf("case %s round %d/%d: %s", b.c.ID, r+1, b.rounds, o.tool)
 			s, stored, phases, err := o.run(ctx, r)
-			if err != nil && !o.baseline && o.kind == "restore" && ctx.Err() == nil {
+			if err != nil && o.retry && !errors.Is(err, errWrongCount) && ctx.Err() == nil {
 				// A restore starts by deleting the topics and the group, so a
 				// second run is as fresh as the first: run it once more, and
-				// say so in the document.
+				// say so in the document. A restore that left the wrong
+				// number of records is not run again.
 				b.c.Notes = append(b.c.Notes, fmt.Sprintf("round %d: %s failed and was run again from the start (its figures are the second run's): %s",
 					r+1, o.tool, lastLine(err.Error())))
 				b.e.logf("case %s round %d: %s failed, running it again: %v", b.c.ID, r+1, o.tool, err)
