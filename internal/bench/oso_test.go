@@ -366,3 +366,14 @@ func TestRunOpsRetriesFailedRestores(t *testing.T) {
 		})
 	}
 }
+
+// Both of (c)'s ratios under 1 without profiles (-no-profile) say so
+// once, not once per op.
+func TestJudgeOSOBothSlowerSaysNoProfileOnce(t *testing.T) {
+	cs := withOSO(3*time.Second, 500*time.Millisecond)
+	cs[3].find(osoBackupTool).Samples = []Sample{{Wall: 500 * time.Millisecond}, {Wall: 550 * time.Millisecond}, {Wall: 600 * time.Millisecond}}
+	tg := Judge(cs)[4]
+	if tg.Status != statusNotMet || strings.Count(tg.Evidence, "no profile of this run") != 1 || !strings.Contains(tg.Evidence, "backup at 0.50x") {
+		t.Errorf("%q: %s (%s), want not met, backup at 0.50x, 'no profile of this run' once", tg.Text, tg.Status, tg.Evidence)
+	}
+}
