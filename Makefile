@@ -148,7 +148,9 @@ test-short:
 # kafkastreams-dr against the kcat baselines, interleaved, written to
 # docs/PERFORMANCE.md. BENCH_CASES (a,b,c,d,e), BENCH_ROUNDS (3),
 # BENCH_MEMORY_ROUNDS (1) and BENCH_SCALE (1; 0.05 for a quick look) pick
-# what runs; about 20 minutes on 2 cores at scale 1.
+# what runs; about 20 minutes on 2 cores at scale 1. KDR_OSO_KAFKA_BACKUP=PATH
+# (from the environment or the make command line) adds OSO kafka-backup,
+# built with cargo from github.com/osodevops/kafka-backup, beside them.
 # The variants of issue 13 beside the default (record segments, zstd's
 # default level): batch pass-through segments, and the fastest zstd level.
 BENCH_VARIANTS ?= batch:backup.segment_kind=batch;fastest:backup.compression_level=fastest

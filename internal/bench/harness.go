@@ -72,6 +72,10 @@ type Options struct {
 	// Wrapper is the rusage wrapper (kdrbench's own path, see Measure);
 	// "" reads the rusage directly, the harness's own peak RSS a floor.
 	Wrapper string
+	// OSO is OSO kafka-backup's binary (FindOSO), measured beside ours in
+	// cases (a) and (c); "" leaves it out (the targets that compare with it
+	// say "not measured").
+	OSO string
 	// WorkDir is where the temporary directory goes ("" for os.TempDir()).
 	WorkDir string
 	// Log receives progress lines (nil: discarded).
@@ -112,6 +116,7 @@ type env struct {
 	bin     string
 	kcat    string
 	zstd    string
+	oso     string
 	kafka   *testkit.Kafka
 	adm     *kadm.Client
 	cl      *kgo.Client
@@ -151,6 +156,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if e.zstd, err = exec.LookPath("zstd"); err != nil {
 		return nil, fmt.Errorf("zstd not found on $PATH (the naive backup baseline): apt-get install zstd")
 	}
+	var osoVer string
+	if o.OSO != "" {
+		if osoVer, err = osoVersion(ctx, o.OSO); err != nil {
+			return nil, err
+		}
+		e.oso = o.OSO
+	}
 	e.logf("starting Apache Kafka %s", testkit.KafkaVersion)
 	e.kafka, err = testkit.LaunchKafka(e.dir,
 		testkit.KafkaProperty("num.io.threads", "4"),
@@ -176,6 +188,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer e.pushes.Close()
 
 	rep := &Report{Machine: machineInfo(ctx, e.kcat, e.zstd), Started: e.started, Rounds: o.Rounds, Scale: o.Scale}
+	rep.Machine.OSO = osoVer
 	sel := func(id string) bool { return slices.Contains(o.Cases, id) }
 	steps := []struct {
 		on  bool
@@ -196,11 +209,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Cases = append(rep.Cases, cs...)
 	}
-	rep.OSO = "the harness has no driver for it (`cargo search kafka-backup` could not reach a crate index from the machine it was written on)"
-	if _, err := exec.LookPath("kafka-backup"); err == nil {
-		rep.OSO = "a kafka-backup binary is on $PATH, but " + rep.OSO
-	} else {
-		rep.OSO = "no kafka-backup binary on $PATH, and " + rep.OSO
+	switch {
+	case e.oso == "":
+		rep.OSO = "neither " + OSOEnv + " nor $PATH names its kafka-backup binary"
+	case !sel("a") && !sel("c"):
+		rep.OSO = "it runs in cases (a) and (c) only, and neither was selected (BENCH_CASES)"
 	}
 	rep.Elapsed = time.Since(e.started)
 	rep.Targets = Judge(rep.Cases)
@@ -238,9 +251,10 @@ type bench struct {
 	ds     Dataset
 	dumps  map[string]string // topic -> kcat dump (key TAB value lines) for kcat -P
 	stores []string          // "dir", "s3"
-	// baselines runs the kcat rows; restore runs the restores.
-	baselines, restore bool
-	rounds             int
+	// baselines runs the kcat rows; restore runs the restores; oso runs
+	// OSO kafka-backup's backup and restore (to a directory) too.
+	baselines, restore, oso bool
+	rounds                  int
 }
 
 func (e *env) caseA(ctx context.Context) ([]*Case, error) {
@@ -251,6 +265,7 @@ func (e *env) caseA(ctx context.Context) ([]*Case, error) {
 	}}
 	b := &bench{e: e, ds: ds, stores: e.storesOf("a"), baselines: true, restore: true, rounds: e.o.Rounds,
 		c: &Case{ID: "a"}}
+	b.oso = e.oso != "" && slices.Contains(b.stores, "dir")
 	if err := b.generate(ctx); err != nil {
 		return nil, err
 	}
@@ -281,7 +296,8 @@ func (e *env) storesOf(id string) []string {
 
 // splitByStore makes one case of the runs per store: the directory's rows
 // under the case's own letter, S3's under (d) with titleD; both keep the
-// baselines (the same data, the same rounds).
+// kcat baselines (the same data, the same rounds), and a baseline of a
+// store (OSO's → dir) stays with its store.
 func (b *bench) splitByStore(titleD string) []*Case {
 	var out []*Case
 	for _, st := range b.stores {
@@ -291,7 +307,8 @@ func (b *bench) splitByStore(titleD string) []*Case {
 			c.ID, c.Title = "d", titleD
 		}
 		for _, r := range b.c.Rows {
-			if r.Baseline || strings.HasSuffix(r.Tool, storeSuffix(st)) {
+			ofStore := strings.HasSuffix(r.Tool, storeSuffix("dir")) || strings.HasSuffix(r.Tool, storeSuffix("s3"))
+			if r.Baseline && !ofStore || strings.HasSuffix(r.Tool, storeSuffix(st)) {
 				c.Rows = append(c.Rows, r)
 			}
 		}
@@ -342,6 +359,7 @@ func (e *env) caseCD(ctx context.Context) ([]*Case, error) {
 	b := &bench{e: e, ds: ds, baselines: true, restore: true, rounds: e.o.Rounds,
 		c: &Case{ID: "c", Title: fmt.Sprintf("%d partitions of small data", n)}}
 	b.stores = e.storesOf("c")
+	b.oso = e.oso != "" && slices.Contains(b.stores, "dir")
 	if err := b.generate(ctx); err != nil {
 		return nil, err
 	}
@@ -431,12 +449,16 @@ type op struct {
 	tool     string
 	kind     string // backup, restore
 	baseline bool
-	run      func(ctx context.Context, round int) (Sample, int64, map[string]float64, error)
+	// retry runs it once more when it fails: the restores, ours and OSO's
+	// (each starts by deleting the topics and the group).
+	retry bool
+	run   func(ctx context.Context, round int) (Sample, int64, map[string]float64, error)
 }
 
 // runRounds runs every round: the backups and kcat reads in an order that
-// rotates each round, then the restores (kcat -P first, ours last, so the
-// topics hold ours' byte-exact copy for the next round's reads).
+// rotates each round, then the restores (kcat -P first, then OSO's, ours
+// last, so the topics hold ours' byte-exact copy for the next round's
+// reads).
 func (b *bench) runRounds(ctx context.Context) error {
 	var reads, writes []op
 	if b.baselines {
@@ -446,14 +468,28 @@ func (b *bench) runRounds(ctx context.Context) error {
 			writes = append(writes, op{tool: "kcat -P", kind: "restore", baseline: true, run: b.kcatProduce})
 		}
 	}
+	if b.oso {
+		reads = append(reads, op{tool: osoBackupTool, kind: "backup", baseline: true, run: b.osoBackup})
+		if b.restore {
+			writes = append(writes, op{tool: osoRestoreTool, kind: "restore", baseline: true, retry: true, run: b.osoRestore})
+		}
+	}
 	for _, v := range Variants {
 		for _, st := range b.stores {
 			reads = append(reads, op{tool: variantName(v) + " backup" + storeSuffix(st), kind: "backup", run: b.oursBackup(v, st, false)})
 			if b.restore {
-				writes = append(writes, op{tool: variantName(v) + " restore" + storeSuffix(st), kind: "restore", run: b.oursRestore(v, st, false)})
+				writes = append(writes, op{tool: variantName(v) + " restore" + storeSuffix(st), kind: "restore", retry: true, run: b.oursRestore(v, st, false)})
 			}
 		}
 	}
+	return b.runOps(ctx, reads, writes)
+}
+
+// runOps runs b.rounds rounds of reads, rotated by one each round, then
+// writes, into b.c's rows. A failed op with retry runs once more, noted
+// in the document; a second failure, or any failure of another op, is the
+// error.
+func (b *bench) runOps(ctx context.Context, reads, writes []op) error {
 	for r := range b.rounds {
 		order := slices.Clone(reads)
 		if len(order) > 0 {
@@ -463,10 +499,11 @@ func (b *bench) runRounds(ctx context.Context) error {
 		for _, o := range append(order, writes...) {
 			b.e.logf("case %s round %d/%d: %s", b.c.ID, r+1, b.rounds, o.tool)
 			s, stored, phases, err := o.run(ctx, r)
-			if err != nil && !o.baseline && o.kind == "restore" && ctx.Err() == nil {
+			if err != nil && o.retry && !errors.Is(err, errWrongCount) && ctx.Err() == nil {
 				// A restore starts by deleting the topics and the group, so a
 				// second run is as fresh as the first: run it once more, and
-				// say so in the document.
+				// say so in the document. A restore that left the wrong
+				// number of records is not run again.
 				b.c.Notes = append(b.c.Notes, fmt.Sprintf("round %d: %s failed and was run again from the start (its figures are the second run's): %s",
 					r+1, o.tool, lastLine(err.Error())))
 				b.e.logf("case %s round %d: %s failed, running it again: %v", b.c.ID, r+1, o.tool, err)

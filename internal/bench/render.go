@@ -23,7 +23,8 @@ type Report struct {
 	Elapsed time.Duration
 	Cases   []*Case
 	Targets []Target
-	// OSO says why OSO kafka-backup was not measured.
+	// OSO says why OSO kafka-backup was not measured; it was when
+	// Machine.OSO (its version) is set and OSO is "" (osoMeasured).
 	OSO string
 	// Rounds and Scale are the run's settings.
 	Rounds int
@@ -40,6 +41,8 @@ type Machine struct {
 	Go       string
 	Kcat     string
 	Zstd     string
+	// OSO is OSO kafka-backup's `--version` line, "" when not measured.
+	OSO string
 }
 
 // machineInfo reads the machine's description from /proc and the tools.
@@ -135,7 +138,11 @@ func (r *Report) Markdown() string {
 	w("| Kafka | Apache Kafka %s, one KRaft broker (broker and controller in one JVM, -Xmx512m), data on the local disk |\n", m.Kafka)
 	w("| Go | %s |\n", m.Go)
 	w("| kcat | %s |\n", orUnknown(m.Kcat))
-	w("| zstd | %s |\n\n", orUnknown(m.Zstd))
+	w("| zstd | %s |\n", orUnknown(m.Zstd))
+	if m.OSO != "" {
+		w("| OSO kafka-backup | %s |\n", m.OSO)
+	}
+	w("\n")
 
 	w("## Command\n\n```\n%s\n```\n\n", r.Command)
 	w("Rounds per case: %d (case (b): as many as BENCH_MEMORY_ROUNDS, 1 by default); scale %g (BENCH_SCALE: 1 is the issue's sizes).\n\n", r.Rounds, r.Scale)
@@ -148,6 +155,9 @@ func (r *Report) Markdown() string {
 	w("- `kcat -C > /dev/null`: `kcat -C -e -o beginning` of every partition: the broker's fetch limit.\n")
 	w("- `kcat -C | zstd -3 > file`: the naive backup, partition, offset, timestamp, key, headers and value of each record as a line, compressed with zstd -3.\n")
 	w("- `kcat -P`: the naive restore: the keys and values (no headers, no timestamps) produced again, %s, into the recreated topics.\n", ProducerCompression)
+	if r.osoMeasured() {
+		w("- `%s` (github.com/osodevops/kafka-backup, %s) with its own defaults, in cases (a) and (c): backup (one-shot, zstd segments) of the case's topics into a new local directory each round; restore of that round's backup after the topics and the group were deleted, with `create_topics: true` (partition counts from its backup, the broker's default topic configs), keys, values, headers and timestamps at new offsets, no group offsets; its metrics server off. A failed backup, a restore after which the topics hold another number of records than the source, or a restore that fails twice in a row stops the harness (a restore that fails once runs again from the start, as ours does, and the case's notes say so).\n", osoName, orUnknown(r.Machine.OSO))
+	}
 	w("- kafkastreams-dr backup: into a new local directory (or a new S3 prefix on versitygw) each round; restore: of that round's backup, after the topics and the group were deleted.\n\n")
 
 	w("## Targets\n\n")
@@ -161,10 +171,15 @@ func (r *Report) Markdown() string {
 		r.renderCase(&b, c)
 	}
 
-	w("## Baselines not measured\n\n")
-	w("OSO kafka-backup was not measured in this run: %s; the targets that compare with it say \"not measured\".\n", orUnknown(r.OSO))
+	if !r.osoMeasured() {
+		w("## Baselines not measured\n\n")
+		w("OSO kafka-backup was not measured in this run: %s; the targets that compare with it say \"not measured\". To measure it, %s.\n", orUnknown(r.OSO), OSOHowTo)
+	}
 	return b.String()
 }
+
+// osoMeasured is whether the run measured OSO kafka-backup.
+func (r *Report) osoMeasured() bool { return r.Machine.OSO != "" && r.OSO == "" }
 
 func (r *Report) renderCase(b *strings.Builder, c *Case) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,6 +59,20 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("document lacks %q:\n%s", want, md)
 		}
 	}
+	// OSO kafka-backup runs when KDR_OSO_KAFKA_BACKUP (or $PATH) names it:
+	// its rows in (a) and (c), checked by the harness; else the document
+	// says how to measure it.
+	osoWants := []string{"To measure it, build it from its repository with cargo"}
+	if oso, err := FindOSO(context.Background(), os.Getenv(OSOEnv)); err != nil {
+		t.Fatal(err)
+	} else if oso != "" {
+		osoWants = []string{"| OSO kafka-backup backup → dir | 1 |", "| OSO kafka-backup restore → dir | 1 |", "x OSO kafka-backup restore → dir |"}
+	}
+	for _, want := range osoWants {
+		if !strings.Contains(md, want) {
+			t.Errorf("document lacks %q:\n%s", want, md)
+		}
+	}
 	if n := strings.Count(md, "### (b) "); n != 2 {
 		t.Errorf("%d sections of case (b), want 2 (2 GiB and 4 GiB)", n)
 	}
@@ -69,6 +84,33 @@ func TestSmoke(t *testing.T) {
 		if !found {
 			t.Errorf("document lacks the target %q", text)
 		}
+	}
+	assertNothingLeft(t, work)
+}
+
+// A KDR_OSO_KAFKA_BACKUP that names no binary is a bad setting: exit 2,
+// the variable and how to build OSO named, before any broker starts, and
+// no document written.
+func TestOSOBinaryMissing(t *testing.T) {
+	kdrbench, cli := buildTools(t)
+	work := t.TempDir()
+	out := filepath.Join(t.TempDir(), "PERFORMANCE.md")
+	cmd := exec.Command(kdrbench, "-out", out, "-bin", cli)
+	cmd.Env = append(os.Environ(), "TMPDIR="+work, OSOEnv+"="+filepath.Join(work, "no-such-kafka-backup"))
+	b, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 {
+		t.Fatalf("exit code %d (%v), want 2:\n%s", code, err, b)
+	}
+	for _, want := range []string{"kdrbench: KDR_OSO_KAFKA_BACKUP=", "is not an executable file", "cargo build --release"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "starting Apache Kafka") {
+		t.Errorf("a broker was started for a bad setting:\n%s", b)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a bad setting wrote %s (stat: %v)", out, err)
 	}
 	assertNothingLeft(t, work)
 }

@@ -107,16 +107,85 @@ func ratioTarget(text string, cs []*Case, caseID, op, base string, atLeast float
 // Judge checks each target of TargetTexts against the cases measured.
 func Judge(cs []*Case) []Target {
 	v := variantName(Variants[0])
-	oso := "OSO kafka-backup was not measured in this run (see Baselines)"
 	ts := []Target{
 		ratioTarget(TargetTexts[0], cs, "a", "backup", "kcat -C > /dev/null", 0.9),
 		ratioTarget(TargetTexts[1], cs, "a", "restore", "kcat -P", 1.0),
-		{Text: TargetTexts[2], Status: statusNotMeasured, Evidence: oso},
+		osoRestoreTarget(cs),
 		rssTarget(cs, v),
-		{Text: TargetTexts[4], Status: statusNotMeasured, Evidence: oso + manyPartitionsContext(cs, v)},
+		osoManyPartitionsTarget(cs, v),
 		offsetsTarget(cs, v),
 	}
 	return ts
+}
+
+// osoNotMeasured is the evidence of a target that compares with OSO
+// kafka-backup when its case ran without OSO's rows.
+const osoNotMeasured = "OSO kafka-backup was not measured in this run (see Baselines)"
+
+// osoRestoreTarget is "restore >= 2x OSO kafka-backup": ours' restore over
+// OSO's in case (a), round by round, for every variant.
+func osoRestoreTarget(cs []*Case) Target {
+	as := findCase(cs, "a")
+	for _, c := range as {
+		if c.find(osoRestoreTool) != nil {
+			return ratioTarget(TargetTexts[2], cs, "a", "restore", osoRestoreTool, 2.0)
+		}
+	}
+	if len(as) == 0 {
+		return Target{Text: TargetTexts[2], Status: statusNotMeasured, Evidence: "case (a) was not run"}
+	}
+	return Target{Text: TargetTexts[2], Status: statusNotMeasured, Evidence: osoNotMeasured}
+}
+
+// osoManyPartitionsTarget is "backup and restore of 2,000 partitions at
+// least as fast as OSO kafka-backup" in case (c): met when one variant's
+// backup and restore both have a median throughput ratio over OSO's of at
+// least 1.
+func osoManyPartitionsTarget(cs []*Case, v string) Target {
+	t := Target{Text: TargetTexts[4], Status: statusNotMeasured, Evidence: osoNotMeasured + manyPartitionsContext(cs, v)}
+	if len(findCase(cs, "c")) == 0 {
+		t.Evidence = "case (c) was not run"
+	}
+	var ev []string
+	for _, c := range findCase(cs, "c") {
+		for _, vr := range Variants {
+			var parts, bounds []string
+			both := true
+			for _, op := range []string{"backup", "restore"} {
+				base := osoBackupTool
+				if op == "restore" {
+					base = osoRestoreTool
+				}
+				o, b := c.find(variantName(vr)+" "+op+" → dir"), c.find(base)
+				if o == nil || b == nil {
+					both = false
+					continue
+				}
+				r := Summarize(ThroughputRatios(o, b))
+				parts = append(parts, fmt.Sprintf("%s at %s the throughput of %s (median of %d rounds, range %.2f-%.2f)",
+					op, fmtRatio(r.Median), base, r.N, r.Min, r.Max))
+				if r.Median < 1 {
+					both = false
+					bounds = append(bounds, c.bound(op+" of case c → dir"+variantTag(vr)))
+				}
+			}
+			if len(parts) == 0 {
+				continue
+			}
+			if t.Status != statusMet {
+				t.Status = statusNotMet
+			}
+			if both {
+				t.Status = statusMet
+			}
+			// Without profiles both ops say "no profile of this run": once.
+			ev = append(ev, fmt.Sprintf("case (c), %d partitions, %s: %s%s", c.Partitions, variantName(vr), strings.Join(parts, ", "), strings.Join(slices.Compact(bounds), "")))
+		}
+	}
+	if len(ev) > 0 {
+		t.Evidence = strings.Join(ev, "; ")
+	}
+	return t
 }
 
 func rssTarget(cs []*Case, v string) Target {

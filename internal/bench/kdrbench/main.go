@@ -10,7 +10,10 @@
 // BENCH_ROUNDS (default 3), BENCH_MEMORY_ROUNDS (case b, default 1) and
 // BENCH_SCALE (default 1: the sizes; 0.05 for a quick look) pick
 // what runs, and BENCH_VARIANTS adds kafkastreams-dr variants by config
-// key (bench.ParseVariants); the flags of the same names win. Exit 0 with the document
+// key (bench.ParseVariants); the flags of the same names win.
+// KDR_OSO_KAFKA_BACKUP names OSO kafka-backup's binary (else kafka-backup
+// on $PATH, if any), measured beside ours in cases a and c (bench.FindOSO);
+// without it the targets that compare with OSO say "not measured". Exit 0 with the document
 // written, 1 when a run failed (nothing written), 2 for a bad setting,
 // 130 when interrupted; the broker, versitygw and the temporary data are
 // removed on every path.
@@ -68,7 +71,11 @@ func run(args []string) int {
 		return 1
 	}
 	o := bench.Options{Binary: *bin, Wrapper: self, S3Case: *s3Case, ManyPartitions: *manyParts, OffsetPartitions: *offsetParts, Profile: !*noProfile, Log: os.Stderr}
-	if o.Rounds, err = positiveInt("BENCH_ROUNDS", *rounds); err == nil {
+	o.OSO, err = bench.FindOSO(context.Background(), os.Getenv(bench.OSOEnv))
+	if err == nil {
+		o.Rounds, err = positiveInt("BENCH_ROUNDS", *rounds)
+	}
+	if err == nil {
 		o.MemoryRounds, err = positiveInt("BENCH_MEMORY_ROUNDS", *memRounds)
 	}
 	if err == nil {
@@ -126,6 +133,10 @@ func commandLine(o bench.Options, variants, out string) string {
 		strings.Join(o.Cases, ","), o.Rounds, o.MemoryRounds, o.Scale, o.S3Case)
 	if variants != "" {
 		env += fmt.Sprintf(" BENCH_VARIANTS='%s'", variants)
+	}
+	if o.OSO != "" && os.Getenv(bench.OSOEnv) != "" {
+		// Not the machine's path: where the binary is built is the reader's.
+		env = bench.OSOEnv + "=.../" + filepath.Base(o.OSO) + " " + env
 	}
 	return env + " go run ./internal/bench/kdrbench -out " + out
 }
