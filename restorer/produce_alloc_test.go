@@ -52,7 +52,6 @@ func TestRestoreAllocationsPerRecord(t *testing.T) {
 	}
 	cl.Close()
 	src.Close()
-	recs = nil
 	dst := testkit.StartKafka(t)
 
 	var before, after runtime.MemStats
