@@ -251,7 +251,7 @@ func CheckSegment(ctx context.Context, store storage.Backend, topic string, part
 	case CheckHeader:
 		c.DecodeErr = c.decodeHeader(tee)
 	case CheckRecords:
-		c.DecodeErr = c.decode(tee, nil)
+		c.DecodeErr = c.decode(tee, false, nil)
 	}
 	if _, err := io.Copy(io.Discard, tee); err != nil && src.Err == nil {
 		src.Err = err
@@ -287,16 +287,19 @@ func (c *SegmentCheck) decodeHeader(r io.Reader) error {
 
 // decode decodes the segment on r into c, calling fn (when not nil) for
 // each record after the header was found to name c's topic and partition.
-// It returns the decoder's error, nil after the trailer, or fn's error
-// (c.DecodeErr is then not set by the caller: see ReadSegment).
-func (c *SegmentCheck) decode(r io.Reader, fn func(*format.Record) error) error {
+// With offsetsOnly, fn's records have no key, value or headers, and one
+// record is reused for every call (fn must not keep it). It returns the
+// decoder's error, nil after the trailer, or fn's error (c.DecodeErr is
+// then not set by the caller: see ReadSegment).
+func (c *SegmentCheck) decode(r io.Reader, offsetsOnly bool, fn func(*format.Record) error) error {
 	sr, err := format.NewSegmentReader(r)
 	if err != nil {
 		return err
 	}
 	defer sr.Close()
-	if fn == nil {
-		sr.SkipContents() // a check: nothing needs the keys, values and headers
+	reuse := fn == nil || offsetsOnly
+	if reuse {
+		sr.SkipContents() // a check or a count: nothing needs the keys, values and headers
 	}
 	c.Decoded, c.HeaderTopic, c.HeaderPartition, c.HeaderKind = true, sr.Topic, sr.Partition, sr.Kind()
 	if fn != nil && c.OtherPartition() {
@@ -305,7 +308,7 @@ func (c *SegmentCheck) decode(r io.Reader, fn func(*format.Record) error) error 
 	var checked format.Record // a check's one record, reused: nothing keeps it
 	for {
 		rec := &checked
-		if fn != nil {
+		if !reuse {
 			rec = new(format.Record) // fn may keep it
 		}
 		err := sr.Next(rec)
@@ -354,6 +357,13 @@ func (e *callerError) Error() string { return e.err.Error() }
 // as "read segment <key>: ..." (storage.IsTransient when a re-run may
 // pass); fn's own error is returned as it is.
 func ReadSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment, end int64, fn func(*format.Record) error) error {
+	return readSegment(ctx, store, topic, partition, s, end, false, fn)
+}
+
+// readSegment is ReadSegment; with offsetsOnly, fn's records have their
+// partition, offset and timestamps only (no key, value or headers) and
+// are one record reused: for readers that count (CountBelow).
+func readSegment(ctx context.Context, store storage.Backend, topic string, partition int32, s format.Segment, end int64, offsetsOnly bool, fn func(*format.Record) error) error {
 	c := &SegmentCheck{Key: s.Key, Topic: topic, Partition: partition, FirstOffset: -1, LastOffset: -1}
 	damaged := func(problem string) error {
 		return &SegmentError{Key: s.Key, Topic: topic, Partition: partition, Problem: problem, Check: c}
@@ -382,7 +392,7 @@ func ReadSegment(ctx context.Context, store storage.Backend, topic string, parti
 		return nil
 	}
 	stopped := false
-	err = c.decode(tee, func(r *format.Record) error {
+	err = c.decode(tee, offsetsOnly, func(r *format.Record) error {
 		if end >= 0 && r.Offset >= end {
 			return ErrStopReading
 		}
@@ -464,7 +474,10 @@ func ReadPartition(ctx context.Context, store storage.Backend, topic string, p *
 // CountBelow returns the number of p's records with an original offset
 // below o and below end (-1: no end), from the manifest's segment record
 // counts, decoding (with ReadSegment's checks) at most the one segment
-// that straddles the bound.
+// that straddles the bound, its records' offsets only: no key, value or
+// header is copied (SegmentReader.SkipContents). A straddling segment
+// without gaps (s.Records is LastOffset-FirstOffset+1) that end does not
+// cut is counted from the manifest, not read.
 func CountBelow(ctx context.Context, store storage.Backend, topic string, p *format.Partition, o, end int64) (int64, error) {
 	bound := o
 	if end >= 0 && end < bound {
@@ -477,8 +490,16 @@ func CountBelow(ctx context.Context, store storage.Backend, topic string, p *for
 			n += s.Records
 		case s.FirstOffset >= bound:
 			return n, nil
+		case s.Records == s.LastOffset-s.FirstOffset+1 && (end < 0 || end > s.LastOffset):
+			// As many records as offsets from the first to the last,
+			// and a segment's offsets increase: every offset between
+			// is a record (no compaction, marker or aborted record
+			// left a gap). The restore reads the whole segment (no cut
+			// inside it), and ReadSegment checks its counts and
+			// offsets at the trailer.
+			return n + bound - s.FirstOffset, nil
 		default:
-			err := ReadSegment(ctx, store, topic, p.Partition, s, bound, func(*format.Record) error {
+			err := readSegment(ctx, store, topic, p.Partition, s, bound, true, func(*format.Record) error {
 				n++
 				return nil
 			})

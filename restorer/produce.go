@@ -359,35 +359,41 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 			}
 			wg.Done()
 		}
-		left := len(chunk)
+		// One promise for the chunk, not a closure per record: franz-go
+		// calls a partition's promises in produce order (kgo.Client.Produce),
+		// so the k-th call is the chunk's k-th record.
+		left, acked := len(chunk), 0
+		promise := func(rec *kgo.Record, err error) {
+			mu.Lock()
+			k := acked
+			acked++
+			switch {
+			case first != nil || produceErr != nil:
+			case err != nil:
+				produceErr = err
+			case rec.Offset != pr.Map.NewEnd:
+				first = foreignWriter(tp.Topic, pp.Partition, rec.Offset, pr.Map.NewEnd)
+			default:
+				if err := pr.Map.Add(chunkOrigs[k], rec.Offset); err != nil {
+					first = fmt.Errorf("topic %q partition %d: %w", tp.Topic, pp.Partition, err)
+				}
+			}
+			left--
+			last, failed := left == 0, first != nil || produceErr != nil
+			if last && !failed {
+				pr.Records += int64(len(chunk))
+			}
+			mu.Unlock()
+			if failed {
+				pcancel()
+			}
+			if last {
+				done(failed)
+			}
+		}
 		wg.Add(1)
-		for k, kr := range chunk {
-			cl.Produce(cctx, kr, func(rec *kgo.Record, err error) {
-				mu.Lock()
-				switch {
-				case first != nil || produceErr != nil:
-				case err != nil:
-					produceErr = err
-				case rec.Offset != pr.Map.NewEnd:
-					first = foreignWriter(tp.Topic, pp.Partition, rec.Offset, pr.Map.NewEnd)
-				default:
-					if err := pr.Map.Add(chunkOrigs[k], rec.Offset); err != nil {
-						first = fmt.Errorf("topic %q partition %d: %w", tp.Topic, pp.Partition, err)
-					}
-				}
-				left--
-				last, failed := left == 0, first != nil || produceErr != nil
-				if last && !failed {
-					pr.Records += int64(len(chunk))
-				}
-				mu.Unlock()
-				if failed {
-					pcancel()
-				}
-				if last {
-					done(failed)
-				}
-			})
+		for _, kr := range chunk {
+			cl.Produce(cctx, kr, promise)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -408,14 +414,10 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 			}
 			return pr.Map.Add(rec.Offset, start+i)
 		}
-		kr := &kgo.Record{Topic: tp.Topic, Partition: pp.Partition, Key: rec.Key, Value: rec.Value, Timestamp: time.UnixMilli(rec.Timestamp)}
-		if len(rec.Headers) > 0 {
-			kr.Headers = make([]kgo.RecordHeader, len(rec.Headers))
-			for h, hd := range rec.Headers {
-				kr.Headers[h] = kgo.RecordHeader{Key: hd.Key, Value: hd.Value}
-			}
+		if batch == nil {
+			batch, origs = make([]*kgo.Record, 0, produceChunk), make([]int64, 0, produceChunk)
 		}
-		batch = append(batch, kr)
+		batch = append(batch, produceRecord(rec, tp.Topic, pp.Partition))
 		origs = append(origs, rec.Offset)
 		bytesN += int(recordBytes(rec))
 		if oneAtATime {
@@ -448,6 +450,40 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		return pr, fmt.Errorf("topic %q partition %d: restored %d records, the plan says %d", tp.Topic, pp.Partition, got, pp.Records)
 	}
 	return pr, nil
+}
+
+// inlineHeaders is how many headers a produced record carries in its own
+// allocation (produceRecord): Kafka Streams and most producers add a few.
+const inlineHeaders = 4
+
+// recordWithHeaders is a kgo.Record and room for its headers, allocated
+// together.
+type recordWithHeaders struct {
+	kgo.Record
+	headers [inlineHeaders]kgo.RecordHeader
+}
+
+// produceRecord is the kgo.Record producing rec to partition of topic: its
+// key, value and header values shared with rec (not copied), its timestamp
+// in milliseconds. A record of at most inlineHeaders headers is one heap
+// object with them (the restore allocated the header slice apart).
+func produceRecord(rec *format.Record, topic string, partition int32) *kgo.Record {
+	var kr *kgo.Record
+	switch n := len(rec.Headers); {
+	case n == 0:
+		kr = new(kgo.Record)
+	case n <= inlineHeaders:
+		rh := new(recordWithHeaders)
+		rh.Headers = rh.headers[:0:n]
+		kr = &rh.Record
+	default:
+		kr = &kgo.Record{Headers: make([]kgo.RecordHeader, 0, n)}
+	}
+	kr.Topic, kr.Partition, kr.Key, kr.Value, kr.Timestamp = topic, partition, rec.Key, rec.Value, time.UnixMilli(rec.Timestamp)
+	for _, h := range rec.Headers {
+		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return kr
 }
 
 // produceTimeout bounds the produce of one chunk of records: the target's
