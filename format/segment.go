@@ -246,9 +246,11 @@ type SegmentReader struct {
 	last      int64
 	done      bool
 	scratch   [8]byte
-	kind      string   // KindRecord or KindBatch, from the magic
-	pending   []Record // a batch segment's records of the current batch not yet returned
-	skip      bool     // SkipContents: keys, values and headers are read past, not copied
+	kind      string       // KindRecord or KindBatch, from the magic
+	batch     batchRecords // a batch segment's walk of the current batch, at the next record to return
+	batchLeft int64        // records of the current batch's frame not yet returned
+	raw, data []byte       // a batch segment's current batch and its decompressed records, reused
+	skip      bool         // SkipContents: keys, values and headers are read past, not copied
 }
 
 // SkipContents makes Next of a record segment check every record as it
@@ -496,13 +498,16 @@ func (s *SegmentReader) trailer() error {
 // nextFromBatch returns the next record of a batch segment, reading the
 // next batch when the current one is used up.
 func (s *SegmentReader) nextFromBatch(r *Record) error {
-	for len(s.pending) == 0 {
+	for s.batchLeft == 0 {
 		if err := s.nextBatchFrame(); err != nil {
 			return err
 		}
 	}
-	rec := s.pending[0]
-	s.pending = s.pending[1:]
+	var rec Record
+	if err := s.batch.next(&rec, true); err != nil {
+		return err
+	}
+	s.batchLeft--
 	if s.count == 0 {
 		s.first = rec.Offset
 	}
