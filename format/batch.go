@@ -349,6 +349,30 @@ func decompressBatch(dst, src []byte, codec uint16) ([]byte, error) {
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
 
+// rawBuffers and dataBuffers pool the batch buffers and decompression
+// buffers of batch segment readers (SegmentReader.Close returns them;
+// apart, as they grow to different sizes): a restore opens a reader per
+// segment, and each would grow its own to the largest batch again. A
+// buffer above maxPooledBatchBuffer (a batch of a topic with a large
+// max.message.bytes) is left to the GC.
+var rawBuffers, dataBuffers sync.Pool
+
+const maxPooledBatchBuffer = 16 << 20
+
+func getBatchBuffer(pool *sync.Pool) []byte {
+	if p, ok := pool.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+func putBatchBuffer(pool *sync.Pool, b []byte) {
+	if cap(b) > 0 && cap(b) <= maxPooledBatchBuffer {
+		b = b[:0]
+		pool.Put(&b)
+	}
+}
+
 // batchZstd and batchGzip pool the decoders of batches (a streaming zstd
 // decoder of concurrency 1 starts no goroutine; its window is bounded as a
 // record segment's).
@@ -702,6 +726,12 @@ func (s *SegmentReader) nextBatchFrame() error {
 	}
 	if from <= s.last || to < from {
 		return fmt.Errorf("%w: batch of offsets %d..%d after offset %d", ErrCorrupt, from, to, s.last)
+	}
+	if s.raw == nil {
+		s.raw = getBatchBuffer(&rawBuffers)
+	}
+	if s.data == nil {
+		s.data = getBatchBuffer(&dataBuffers)
 	}
 	// Grow with the bytes that arrive, never by the length field alone.
 	buf := bytes.NewBuffer(s.raw[:0])

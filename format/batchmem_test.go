@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"unsafe"
@@ -79,9 +80,12 @@ func TestBatchSegmentAllocatesByTheRecords(t *testing.T) {
 					}
 				}
 			}
-			read() // the pooled decoders are made once per process
-			var before, after runtime.MemStats
+			// No GC while measuring: it would empty the pools of decoders
+			// and buffers, made once per process, not per segment.
 			runtime.GC()
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			read()
+			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			read()
 			runtime.ReadMemStats(&after)
@@ -90,7 +94,8 @@ func TestBatchSegmentAllocatesByTheRecords(t *testing.T) {
 			// up by at most 1/8), its header key and its []Header (64
 			// bytes). Once per segment: its buffered reader, one batch and
 			// one batch decompressed (each at most twice their size, as
-			// they grow) and 1 MiB for the rest.
+			// they grow; reused from the last reader here) and 1 MiB for
+			// the rest.
 			bound := logical + logical/8 + 64*n + 64<<10 + 2*int64(largest) + 2*(logical/int64(len(batches))) + 1<<20
 			t.Logf("%d records of %d bytes in %d batches (the largest %d bytes): %d bytes allocated, %.0f per record, bound %d", n, logical, len(batches), largest, allocated, float64(allocated)/float64(n), bound)
 			if allocated > bound {
@@ -227,4 +232,66 @@ func TestLz4FramesOfEveryShape(t *testing.T) {
 			t.Fatal("a damaged block decoded to the original")
 		}
 	})
+}
+
+// TestBatchSegmentSkipContentsDoesNotCopy: a check's reader
+// (SkipContents) of a batch segment decodes every record, offsets and
+// timestamps as without it, but copies no key, value or header: it
+// allocates a small part of the records' bytes (it copied them all, as a
+// restore's read does, so a deep pre-check of batch segments allocated the
+// backup's bytes once more).
+func TestBatchSegmentSkipContentsDoesNotCopy(t *testing.T) {
+	batches, logical := manyBatches(30, 1000)
+	var raws [][]byte
+	var want []Record
+	for _, recs := range batches {
+		raws = append(raws, testBatch(t, recs[0].Offset, recs, codecLz4, 0, 0))
+		for _, r := range recs {
+			r.Key, r.Value, r.Headers = nil, nil, nil
+			want = append(want, r)
+		}
+	}
+	seg, _ := writeBatchSegment(t, "orders", 3, raws, batches)
+	read := func(keep bool) []Record {
+		sr, err := NewSegmentReader(bytes.NewReader(seg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sr.Close()
+		sr.SkipContents()
+		var rec Record
+		var got []Record
+		for {
+			if err := sr.Next(&rec); err == io.EOF {
+				return got
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if keep {
+				got = append(got, rec)
+			}
+		}
+	}
+	if got := read(true); !reflect.DeepEqual(got, want) {
+		t.Fatalf("SkipContents read %d records unlike those written without their contents (%d)", len(got), len(want))
+	}
+	largest := 0
+	for _, b := range raws {
+		largest = max(largest, len(b))
+	}
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	read(false)
+	runtime.ReadMemStats(&after)
+	allocated := int64(after.TotalAlloc - before.TotalAlloc)
+	// At most a new batch buffer and decompression buffer (twice the
+	// largest batch, decompressed, each), the buffered reader, 1 MiB
+	// for the rest: nothing per record.
+	bound := 4*(int64(largest)+logical/int64(len(raws))) + 64<<10 + 1<<20
+	t.Logf("%d bytes of records in batches of up to %d bytes: %d bytes allocated, bound %d", logical, largest, allocated, bound)
+	if allocated > bound {
+		t.Errorf("a SkipContents read of %d bytes of records allocated %d bytes, more than %d: it copies the records", logical, allocated, bound)
+	}
 }

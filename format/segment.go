@@ -258,8 +258,9 @@ type SegmentReader struct {
 // the records it returns have nil Key, Value and Headers, and the same
 // partition, offset and timestamps. For readers that only check a
 // segment (repository.CheckSegment): every length field, the record
-// sequence and the trailer are checked as without it. Batch segments are
-// read as without it (their records must be decompressed to be counted).
+// sequence and the trailer are checked as without it. A batch segment's
+// batches are still read, CRC-checked and decompressed (their records must
+// be decoded to be counted), but their records are not copied out.
 func (s *SegmentReader) SkipContents() { s.skip = true }
 
 // Kind returns the segment's kind as its magic says: KindRecord or
@@ -504,7 +505,7 @@ func (s *SegmentReader) nextFromBatch(r *Record) error {
 		}
 	}
 	var rec Record
-	if err := s.batch.next(&rec, true); err != nil {
+	if err := s.batch.next(&rec, !s.skip); err != nil {
 		return err
 	}
 	s.batchLeft--
@@ -517,11 +518,16 @@ func (s *SegmentReader) nextFromBatch(r *Record) error {
 	return nil
 }
 
-// Close releases the decoder.
+// Close releases the decoder and a batch segment's buffers (for the next
+// reader: the records returned own their bytes). The reader must not be
+// used after.
 func (s *SegmentReader) Close() {
 	if s.zr != nil {
 		s.zr.Close()
 	}
+	putBatchBuffer(&rawBuffers, s.raw)
+	putBatchBuffer(&dataBuffers, s.data)
+	s.raw, s.data, s.batch, s.batchLeft = nil, nil, batchRecords{}, 0
 }
 
 // ReadSegment decodes a whole segment, calling fn for each record, and
