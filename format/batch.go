@@ -115,7 +115,7 @@ func DecodeBatch(b []byte, partition int32) ([]Record, error) {
 	}
 	recs := make([]Record, it.count)
 	for i := range recs {
-		if err := it.next(&recs[i], true); err != nil {
+		if err := it.next(&recs[i], outCopy, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -123,6 +123,62 @@ func DecodeBatch(b []byte, partition int32) ([]Record, error) {
 		return nil, err
 	}
 	return recs, nil
+}
+
+// BatchDecoder decodes record batches as DecodeBatch does, for a caller
+// that is done with a batch's records before it decodes the next (the
+// backup's statistics and state digest): the records it returns alias
+// the batch and a decompression buffer the decoder reuses, their header
+// arrays come from one array the decoder reuses, and their header keys
+// are interned. They are valid until the next Decode; keep nothing of
+// them without copying it. Decoding allocates per batch, not per record.
+// The zero value is ready to use; not safe for concurrent use.
+type BatchDecoder struct {
+	data []byte            // the last batch decompressed
+	recs []Record          // the last batch's records
+	hdrs []Header          // their headers
+	keys map[string]string // header keys seen, at most maxInternedKeys
+}
+
+// maxInternedKeys bounds BatchDecoder's interned header keys: records of
+// keys beyond it get keys of their own.
+const maxInternedKeys = 1024
+
+// Decode checks batch b (a RecordBatch v2, as DecodeBatch) and returns its
+// records of partition, valid until the next Decode. Errors wrap
+// ErrCorrupt.
+func (v *BatchDecoder) Decode(b []byte, partition int32) ([]Record, error) {
+	it, data, err := openBatch(b, partition, v.data)
+	v.data = data
+	if err != nil {
+		return nil, err
+	}
+	v.recs, v.hdrs = slices.Grow(v.recs[:0], int(it.count))[:it.count], v.hdrs[:0]
+	for i := range v.recs {
+		if err := it.next(&v.recs[i], outView, v); err != nil {
+			return nil, err
+		}
+	}
+	if err := it.end(); err != nil {
+		return nil, err
+	}
+	return v.recs, nil
+}
+
+// headerKey returns k as a string, interned (no allocation for a key
+// seen before).
+func (v *BatchDecoder) headerKey(k []byte) string {
+	if s, ok := v.keys[string(k)]; ok {
+		return s
+	}
+	s := string(k)
+	if v.keys == nil {
+		v.keys = map[string]string{}
+	}
+	if len(v.keys) < maxInternedKeys {
+		v.keys[s] = s
+	}
+	return s
 }
 
 // batchRecords walks the records of one decompressed RecordBatch v2, one
@@ -189,11 +245,19 @@ func openBatch(b []byte, partition int32, scratch []byte) (batchRecords, []byte,
 	return it, scratch, nil
 }
 
-// next reads the next record into r. With keep, r's key, value and header
-// values are copied into one new allocation (r aliases nothing of the
-// batch); without, they are left nil and only checked (r's offset and
-// timestamp are set). The caller reads at most count records.
-func (it *batchRecords) next(r *Record, keep bool) error {
+// What batchRecords.next does with a record's key, value and headers.
+type recordOut int
+
+const (
+	outSkip recordOut = iota // checked, left nil
+	outCopy                  // copied into one allocation of the record's own
+	outView                  // aliasing the batch (BatchDecoder)
+)
+
+// next reads the next record into r, its key, value and headers as out
+// says (outView takes header arrays and keys from v); r's offset and
+// timestamp are always set. The caller reads at most count records.
+func (it *batchRecords) next(r *Record, out recordOut, v *BatchDecoder) error {
 	d := &it.d
 	length := d.varint()
 	start := d.i
@@ -208,18 +272,26 @@ func (it *batchRecords) next(r *Record, keep bool) error {
 	}
 	var hs []Header
 	size := len(key) + len(value)
-	if nh > 0 && keep {
+	switch {
+	case nh > 0 && out == outCopy:
 		hs = make([]Header, nh)
+	case nh > 0 && out == outView:
+		from := len(v.hdrs)
+		v.hdrs = slices.Grow(v.hdrs, int(nh))[:from+int(nh)]
+		hs = v.hdrs[from : from+int(nh) : from+int(nh)]
 	}
 	for j := range nh {
 		k := d.nbytes()
 		if k == nil && d.err == nil {
 			d.err = errors.New("null header key")
 		}
-		v := d.nbytes()
-		if hs != nil {
-			hs[j] = Header{Key: string(k), Value: v}
-			size += len(v)
+		val := d.nbytes()
+		switch {
+		case out == outCopy:
+			hs[j] = Header{Key: string(k), Value: val}
+			size += len(val)
+		case out == outView:
+			hs[j] = Header{Key: v.headerKey(k), Value: val}
 		}
 	}
 	if d.err != nil || int64(d.i-start) != length || offDelta <= it.prev || offDelta > it.lastDelta {
@@ -231,7 +303,11 @@ func (it *batchRecords) next(r *Record, keep bool) error {
 	if it.tt == LogAppendTime {
 		r.Timestamp = it.maxTS
 	}
-	if !keep {
+	switch out {
+	case outSkip:
+		return nil
+	case outView:
+		r.Key, r.Value, r.Headers = key, value, hs
 		return nil
 	}
 	// One allocation per record: what the record keeps alive is its own
@@ -757,7 +833,7 @@ func (s *SegmentReader) nextBatchFrame() error {
 	)
 	for range it.count {
 		pos := it
-		if err := it.next(&rec, false); err != nil {
+		if err := it.next(&rec, outSkip, nil); err != nil {
 			return err
 		}
 		if rec.Offset < from || rec.Offset > to {

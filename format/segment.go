@@ -505,7 +505,11 @@ func (s *SegmentReader) nextFromBatch(r *Record) error {
 		}
 	}
 	var rec Record
-	if err := s.batch.next(&rec, !s.skip); err != nil {
+	out := outCopy
+	if s.skip {
+		out = outSkip
+	}
+	if err := s.batch.next(&rec, out, nil); err != nil {
 		return err
 	}
 	s.batchLeft--
