@@ -286,11 +286,11 @@ func (it *batchRecords) next(r *Record, out recordOut, v *BatchDecoder) error {
 			d.err = errors.New("null header key")
 		}
 		val := d.nbytes()
-		switch {
-		case out == outCopy:
+		switch out {
+		case outCopy:
 			hs[j] = Header{Key: string(k), Value: val}
 			size += len(val)
-		case out == outView:
+		case outView:
 			hs[j] = Header{Key: v.headerKey(k), Value: val}
 		}
 	}
