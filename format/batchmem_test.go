@@ -295,3 +295,29 @@ func TestBatchSegmentSkipContentsDoesNotCopy(t *testing.T) {
 		t.Errorf("a SkipContents read of %d bytes of records allocated %d bytes, more than %d: it copies the records", logical, allocated, bound)
 	}
 }
+
+// FuzzLz4Frame: no input panics unlz4 (a batch's CRC-32C keeps
+// FuzzBatchSegment's mutations away from it), and what it decodes from a
+// frame pierrec/lz4 reads it decodes alike.
+func FuzzLz4Frame(f *testing.F) {
+	for _, opts := range [][]lz4.Option{nil, {lz4.BlockSizeOption(lz4.Block64Kb), lz4.BlockChecksumOption(true)}, {lz4.SizeOption(300)}} {
+		var buf bytes.Buffer
+		zw := lz4.NewWriter(&buf)
+		if err := zw.Apply(opts...); err != nil {
+			f.Fatal(err)
+		}
+		zw.Write(bytes.Repeat([]byte("key=value;"), 30))
+		zw.Close()
+		f.Add(buf.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		got, err := unlz4(nil, src)
+		if err != nil {
+			return
+		}
+		want, rerr := io.ReadAll(lz4.NewReader(bytes.NewReader(src)))
+		if rerr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("unlz4 decoded %d bytes, lz4.Reader %d", len(got), len(want))
+		}
+	})
+}
