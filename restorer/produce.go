@@ -360,34 +360,45 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 			wg.Done()
 		}
 		left := len(chunk)
+		// One promise for the chunk, not a closure per record (a few
+		// dozen bytes each, beside every record in flight): franz-go
+		// calls a partition's promises serially and its successes in
+		// the order produced, so the k-th callback before any failure is
+		// chunk[k]'s (checked; after a failure the rest are skipped).
+		k := 0
+		promise := func(rec *kgo.Record, err error) {
+			mu.Lock()
+			at := k
+			k++
+			switch {
+			case first != nil || produceErr != nil:
+			case err != nil:
+				produceErr = err
+			case chunk[at] != rec:
+				first = fmt.Errorf("topic %q partition %d: the producer acknowledged the records out of order (record %d of a chunk of %d)", tp.Topic, pp.Partition, at, len(chunk))
+			case rec.Offset != pr.Map.NewEnd:
+				first = foreignWriter(tp.Topic, pp.Partition, rec.Offset, pr.Map.NewEnd)
+			default:
+				if err := pr.Map.Add(chunkOrigs[at], rec.Offset); err != nil {
+					first = fmt.Errorf("topic %q partition %d: %w", tp.Topic, pp.Partition, err)
+				}
+			}
+			left--
+			last, failed := left == 0, first != nil || produceErr != nil
+			if last && !failed {
+				pr.Records += int64(len(chunk))
+			}
+			mu.Unlock()
+			if failed {
+				pcancel()
+			}
+			if last {
+				done(failed)
+			}
+		}
 		wg.Add(1)
-		for k, kr := range chunk {
-			cl.Produce(cctx, kr, func(rec *kgo.Record, err error) {
-				mu.Lock()
-				switch {
-				case first != nil || produceErr != nil:
-				case err != nil:
-					produceErr = err
-				case rec.Offset != pr.Map.NewEnd:
-					first = foreignWriter(tp.Topic, pp.Partition, rec.Offset, pr.Map.NewEnd)
-				default:
-					if err := pr.Map.Add(chunkOrigs[k], rec.Offset); err != nil {
-						first = fmt.Errorf("topic %q partition %d: %w", tp.Topic, pp.Partition, err)
-					}
-				}
-				left--
-				last, failed := left == 0, first != nil || produceErr != nil
-				if last && !failed {
-					pr.Records += int64(len(chunk))
-				}
-				mu.Unlock()
-				if failed {
-					pcancel()
-				}
-				if last {
-					done(failed)
-				}
-			})
+		for _, kr := range chunk {
+			cl.Produce(cctx, kr, promise)
 		}
 		mu.Lock()
 		defer mu.Unlock()
