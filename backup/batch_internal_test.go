@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 )
 
 // TestKeepBatchesFallsBackForOldMessageSets: a fetch answer holding a
@@ -24,8 +26,10 @@ func TestKeepBatchesFallsBackForOldMessageSets(t *testing.T) {
 	msg = append(msg, body...)
 	rp := kmsg.NewFetchResponseTopicPartition()
 	rp.RecordBatches = msg
-	kept, next, ok, err := keepBatches(&rp, 0, 5, 10)
-	if err != nil || ok || len(kept) != 0 || next != 5 {
-		t.Fatalf("keepBatches of a magic 1 message set: kept %d, next %d, ok %v, err %v; want ok false", len(kept), next, ok, err)
+	var dec format.BatchDecoder
+	kept := 0
+	next, ok, err := keepBatches(&rp, 0, 5, 10, &dec, func(keptBatch) error { kept++; return nil })
+	if err != nil || ok || kept != 0 || next != 5 {
+		t.Fatalf("keepBatches of a magic 1 message set: kept %d, next %d, ok %v, err %v; want ok false", kept, next, ok, err)
 	}
 }

@@ -212,6 +212,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	// A batch backup stores the broker's batches, except for an in-flight
 	// tail, whose records tailFilter picks one by one.
 	batchKind := r.o.SegmentKind == format.KindBatch && !w.inFlight
+	var dec format.BatchDecoder // the batch kind's, its buffers reused from batch to batch
 	oldFormatLogged := false
 	// An in-flight tail is read with read_uncommitted to the high
 	// watermark at the cut and keeps the transactions committed then
@@ -265,16 +266,14 @@ copy:
 			return fmt.Errorf("fetch topic %q partition %d at offset %d from %s: %w", w.topic, w.partition, pos, r.brokerName(leader), ferr)
 		case ferr == nil:
 			if batchKind {
-				kept, next, ok, err := keepBatches(rp, w.partition, pos, w.end)
+				next, ok, err := keepBatches(rp, w.partition, pos, w.end, &dec, writeBatch)
+				if ke, isKeep := err.(*keepError); isKeep {
+					return ke.err
+				}
 				if err != nil {
 					return fmt.Errorf("decode fetch of topic %q partition %d at offset %d: %w", w.topic, w.partition, pos, err)
 				}
 				if ok {
-					for _, b := range kept {
-						if err := writeBatch(b); err != nil {
-							return err
-						}
-					}
 					if advance(next) {
 						continue
 					}
@@ -493,7 +492,8 @@ func (f fetchTimes) millis(rec *kgo.Record) int64 {
 }
 
 // keptBatch is one record batch a batch segment stores: its bytes as
-// fetched and its records the backup holds.
+// fetched and its records the backup holds (aliasing the batch and the
+// decoder's buffers: valid only during keepBatches' callback).
 type keptBatch struct {
 	raw  []byte
 	recs []format.Record
@@ -503,7 +503,10 @@ type keptBatch struct {
 // the record batches a batch segment stores and the records of each it
 // holds: data batches that are not transactional or whose transaction
 // committed, their records in [pos, end) (a batch straddling pos or end is
-// stored whole, its frame naming the records held). Control batches
+// stored whole, its frame naming the records held), each handed to keep in
+// offset order as soon as it is decoded with dec (its records alias the
+// batch and dec's buffers, valid until keep returns: a batch's records
+// are not copied, only looked at and written). Control batches
 // (transaction markers) and the batches of aborted transactions are
 // dropped by the response's aborted_transactions the way Kafka's consumer
 // drops them (franz-go's source.go aborter; Java's CompletedFetch): a
@@ -511,14 +514,15 @@ type keptBatch struct {
 // offset is at or below the batch's base offset is aborted, until that
 // producer's ABORT marker. next is the offset after the last whole batch
 // (kept or dropped), pos when none. ok is false when the response holds a
-// message set older than magic 2: the caller then copies its records into
-// record segments. A batch that fails its CRC-32C or does not decode is an
-// error.
-func keepBatches(rp *kmsg.FetchResponseTopicPartition, partition int32, pos, end int64) (kept []keptBatch, next int64, ok bool, err error) {
+// message set older than magic 2 (keep is then never called): the caller
+// copies its records into record segments. A batch that fails its CRC-32C
+// or does not decode is an error, after keep has seen the batches before
+// it; keep's own error is returned as it is.
+func keepBatches(rp *kmsg.FetchResponseTopicPartition, partition int32, pos, end int64, dec *format.BatchDecoder, keep func(keptBatch) error) (next int64, ok bool, err error) {
 	batches := format.SplitBatches(rp.RecordBatches)
 	for _, b := range batches {
 		if b.Magic != 2 {
-			return nil, pos, false, nil
+			return pos, false, nil
 		}
 	}
 	aborted := map[int64][]int64{} // producer id -> first offsets of its aborted transactions, ascending
@@ -534,9 +538,9 @@ func keepBatches(rp *kmsg.FetchResponseTopicPartition, partition int32, pos, end
 		abortedTxn := b.Transactional && len(aborted[b.ProducerID]) > 0 && aborted[b.ProducerID][0] <= b.BaseOffset
 		if b.Control {
 			if abortedTxn {
-				recs, err := format.DecodeBatch(b.Bytes, partition)
+				recs, err := dec.Decode(b.Bytes, partition)
 				if err != nil {
-					return nil, pos, true, err
+					return pos, true, err
 				}
 				// A control record's key is version int16, type int16;
 				// type 0 is ABORT (ControlRecordType).
@@ -549,9 +553,9 @@ func keepBatches(rp *kmsg.FetchResponseTopicPartition, partition int32, pos, end
 		if abortedTxn || b.LastOffset < pos || b.BaseOffset >= end {
 			continue
 		}
-		recs, err := format.DecodeBatch(b.Bytes, partition)
+		recs, err := dec.Decode(b.Bytes, partition)
 		if err != nil {
-			return nil, pos, true, err
+			return pos, true, err
 		}
 		i, j := 0, len(recs)
 		for i < j && recs[i].Offset < pos {
@@ -561,8 +565,16 @@ func keepBatches(rp *kmsg.FetchResponseTopicPartition, partition int32, pos, end
 			j--
 		}
 		if i < j {
-			kept = append(kept, keptBatch{raw: b.Bytes, recs: recs[i:j]})
+			if err := keep(keptBatch{raw: b.Bytes, recs: recs[i:j]}); err != nil {
+				return pos, true, &keepError{err}
+			}
 		}
 	}
-	return kept, next, true, nil
+	return next, true, nil
 }
+
+// keepError carries keepBatches' callback error out apart from its own.
+type keepError struct{ err error }
+
+func (e *keepError) Error() string { return e.err.Error() }
+func (e *keepError) Unwrap() error { return e.err }

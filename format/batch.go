@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -104,79 +105,236 @@ const maxBatchBytes = maxFieldBytes
 // the broker holds them: baseTimestamp plus each record's delta, or the
 // batch's maxTimestamp for every record of a LogAppendTime batch
 // (DefaultRecordBatch). A control batch decodes like any other (its record
-// key is the control type). Errors wrap ErrCorrupt.
+// key is the control type). The records alias neither b nor the
+// decompressed bytes: each record's key, value and header values are one
+// allocation of their own. Errors wrap ErrCorrupt.
 func DecodeBatch(b []byte, partition int32) ([]Record, error) {
+	it, _, err := openBatch(b, partition, nil)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]Record, it.count)
+	for i := range recs {
+		if err := it.next(&recs[i], outCopy, nil); err != nil {
+			return nil, err
+		}
+	}
+	if err := it.end(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// BatchDecoder decodes record batches as DecodeBatch does, for a caller
+// that is done with a batch's records before it decodes the next (the
+// backup's statistics and state digest): the records it returns alias
+// the batch and a decompression buffer the decoder reuses, their header
+// arrays come from one array the decoder reuses, and their header keys
+// are interned. They are valid until the next Decode; keep nothing of
+// them without copying it. Decoding allocates per batch, not per record.
+// The zero value is ready to use; not safe for concurrent use.
+type BatchDecoder struct {
+	data []byte            // the last batch decompressed
+	recs []Record          // the last batch's records
+	hdrs []Header          // their headers
+	keys map[string]string // header keys seen, at most maxInternedKeys
+}
+
+// maxInternedKeys bounds BatchDecoder's interned header keys: records of
+// keys beyond it get keys of their own.
+const maxInternedKeys = 1024
+
+// Decode checks batch b (a RecordBatch v2, as DecodeBatch) and returns its
+// records of partition, valid until the next Decode. Errors wrap
+// ErrCorrupt.
+func (v *BatchDecoder) Decode(b []byte, partition int32) ([]Record, error) {
+	it, data, err := openBatch(b, partition, v.data)
+	v.data = data
+	if err != nil {
+		return nil, err
+	}
+	v.recs, v.hdrs = slices.Grow(v.recs[:0], int(it.count))[:it.count], v.hdrs[:0]
+	for i := range v.recs {
+		if err := it.next(&v.recs[i], outView, v); err != nil {
+			return nil, err
+		}
+	}
+	if err := it.end(); err != nil {
+		return nil, err
+	}
+	return v.recs, nil
+}
+
+// headerKey returns k as a string, interned (no allocation for a key
+// seen before).
+func (v *BatchDecoder) headerKey(k []byte) string {
+	if s, ok := v.keys[string(k)]; ok {
+		return s
+	}
+	s := string(k)
+	if v.keys == nil {
+		v.keys = map[string]string{}
+	}
+	if len(v.keys) < maxInternedKeys {
+		v.keys[s] = s
+	}
+	return s
+}
+
+// batchRecords walks the records of one decompressed RecordBatch v2, one
+// at a time: what DecodeBatch returns, without holding them all.
+type batchRecords struct {
+	d         varDecoder // over the decompressed records
+	partition int32
+	base      int64 // baseOffset
+	baseTS    int64
+	maxTS     int64
+	lastDelta int64
+	tt        TimestampType
+	count     int64 // recordsCount
+	i         int64 // records read so far
+	prev      int64 // the offset delta of the last record read, -1 before the first
+}
+
+// openBatch checks batch b's header and CRC-32C and decompresses its
+// records into scratch (reused when large enough; returned for the next
+// batch; codec none decodes from b itself). The walk it returns reads
+// from b or scratch: neither may change while it is used.
+func openBatch(b []byte, partition int32, scratch []byte) (batchRecords, []byte, error) {
 	if len(b) < batchHeaderBytes {
-		return nil, fmt.Errorf("%w: record batch of %d bytes, shorter than its header", ErrCorrupt, len(b))
+		return batchRecords{}, scratch, fmt.Errorf("%w: record batch of %d bytes, shorter than its header", ErrCorrupt, len(b))
 	}
 	base := int64(binary.BigEndian.Uint64(b[0:8]))
 	if length := int64(int32(binary.BigEndian.Uint32(b[8:12]))); length != int64(len(b)-12) {
-		return nil, fmt.Errorf("%w: record batch at offset %d says %d bytes, holds %d", ErrCorrupt, base, length, len(b)-12)
+		return batchRecords{}, scratch, fmt.Errorf("%w: record batch at offset %d says %d bytes, holds %d", ErrCorrupt, base, length, len(b)-12)
 	}
 	if b[16] != 2 {
-		return nil, fmt.Errorf("%w: record batch at offset %d has magic %d, not 2", ErrCorrupt, base, b[16])
+		return batchRecords{}, scratch, fmt.Errorf("%w: record batch at offset %d has magic %d, not 2", ErrCorrupt, base, b[16])
 	}
 	if want, got := binary.BigEndian.Uint32(b[17:21]), crc32.Checksum(b[batchCRCFrom:], crc32c); want != got {
-		return nil, fmt.Errorf("%w: record batch at offset %d fails its CRC-32C (says %08x, is %08x)", ErrCorrupt, base, want, got)
+		return batchRecords{}, scratch, fmt.Errorf("%w: record batch at offset %d fails its CRC-32C (says %08x, is %08x)", ErrCorrupt, base, want, got)
 	}
 	attrs := binary.BigEndian.Uint16(b[21:23])
-	lastDelta := int64(int32(binary.BigEndian.Uint32(b[23:27])))
-	baseTS := int64(binary.BigEndian.Uint64(b[27:35]))
-	maxTS := int64(binary.BigEndian.Uint64(b[35:43]))
-	count := int64(int32(binary.BigEndian.Uint32(b[57:61])))
-	data, err := decompressBatch(b[batchHeaderBytes:], attrs&attrCompression)
-	if err != nil {
-		return nil, fmt.Errorf("%w: record batch at offset %d does not decompress: %v", ErrCorrupt, base, err)
+	it := batchRecords{
+		partition: partition,
+		base:      base,
+		lastDelta: int64(int32(binary.BigEndian.Uint32(b[23:27]))),
+		baseTS:    int64(binary.BigEndian.Uint64(b[27:35])),
+		maxTS:     int64(binary.BigEndian.Uint64(b[35:43])),
+		count:     int64(int32(binary.BigEndian.Uint32(b[57:61]))),
+		tt:        CreateTime,
+		prev:      -1,
+	}
+	if attrs&attrLogAppend != 0 {
+		it.tt = LogAppendTime
+	}
+	data := b[batchHeaderBytes:]
+	if codec := attrs & attrCompression; codec != 0 {
+		var err error
+		if data, err = decompressBatch(scratch[:0], data, codec); err != nil {
+			return batchRecords{}, scratch, fmt.Errorf("%w: record batch at offset %d does not decompress: %v", ErrCorrupt, base, err)
+		}
+		scratch = data
 	}
 	// Every record takes at least 7 bytes: the count never allocates more
 	// than the data holds.
-	if count < 0 || count > int64(len(data))/7+1 {
-		return nil, fmt.Errorf("%w: record batch at offset %d says %d records in %d bytes", ErrCorrupt, base, count, len(data))
+	if it.count < 0 || it.count > int64(len(data))/7+1 {
+		return batchRecords{}, scratch, fmt.Errorf("%w: record batch at offset %d says %d records in %d bytes", ErrCorrupt, base, it.count, len(data))
 	}
-	tt := CreateTime
-	if attrs&attrLogAppend != 0 {
-		tt = LogAppendTime
+	it.d = varDecoder{b: data}
+	return it, scratch, nil
+}
+
+// What batchRecords.next does with a record's key, value and headers.
+type recordOut int
+
+const (
+	outSkip recordOut = iota // checked, left nil
+	outCopy                  // copied into one allocation of the record's own
+	outView                  // aliasing the batch (BatchDecoder)
+)
+
+// next reads the next record into r, its key, value and headers as out
+// says (outView takes header arrays and keys from v); r's offset and
+// timestamp are always set. The caller reads at most count records.
+func (it *batchRecords) next(r *Record, out recordOut, v *BatchDecoder) error {
+	d := &it.d
+	length := d.varint()
+	start := d.i
+	d.i++ // attributes, unused (Kafka writes 0)
+	tsDelta := d.varint()
+	offDelta := d.varint()
+	key := d.nbytes()
+	value := d.nbytes()
+	nh := d.varint()
+	if d.err != nil || nh < 0 || nh > int64(len(d.b)-d.i)/2+1 {
+		return fmt.Errorf("%w: record %d of the batch at offset %d is damaged", ErrCorrupt, it.i, it.base)
 	}
-	recs := make([]Record, 0, count)
-	d := varDecoder{b: data}
-	prev := int64(-1)
-	for i := int64(0); i < count; i++ {
-		length := d.varint()
-		start := d.i
-		d.i++ // attributes, unused (Kafka writes 0)
-		tsDelta := d.varint()
-		offDelta := d.varint()
-		key := d.nbytes()
-		value := d.nbytes()
-		nh := d.varint()
-		if d.err != nil || nh < 0 || nh > int64(len(data)-d.i)/2+1 {
-			return nil, fmt.Errorf("%w: record %d of the batch at offset %d is damaged", ErrCorrupt, i, base)
-		}
-		var hs []Header
-		if nh > 0 {
-			hs = make([]Header, nh)
-			for j := range hs {
-				k := d.nbytes()
-				if k == nil && d.err == nil {
-					d.err = errors.New("null header key")
-				}
-				hs[j] = Header{Key: string(k), Value: d.nbytes()}
-			}
-		}
-		if d.err != nil || int64(d.i-start) != length || offDelta <= prev || offDelta > lastDelta {
-			return nil, fmt.Errorf("%w: record %d of the batch at offset %d is damaged", ErrCorrupt, i, base)
-		}
-		prev = offDelta
-		r := Record{Partition: partition, Offset: base + offDelta, Timestamp: baseTS + tsDelta, TimestampType: tt, Key: key, Value: value, Headers: hs}
-		if tt == LogAppendTime {
-			r.Timestamp = maxTS
-		}
-		recs = append(recs, r)
+	var hs []Header
+	size := len(key) + len(value)
+	switch {
+	case nh > 0 && out == outCopy:
+		hs = make([]Header, nh)
+	case nh > 0 && out == outView:
+		from := len(v.hdrs)
+		v.hdrs = slices.Grow(v.hdrs, int(nh))[:from+int(nh)]
+		hs = v.hdrs[from : from+int(nh) : from+int(nh)]
 	}
-	if d.i != len(data) {
-		return nil, fmt.Errorf("%w: %d bytes after the last record of the batch at offset %d", ErrCorrupt, len(data)-d.i, base)
+	for j := range nh {
+		k := d.nbytes()
+		if k == nil && d.err == nil {
+			d.err = errors.New("null header key")
+		}
+		val := d.nbytes()
+		switch out {
+		case outCopy:
+			hs[j] = Header{Key: string(k), Value: val}
+			size += len(val)
+		case outView:
+			hs[j] = Header{Key: v.headerKey(k), Value: val}
+		}
 	}
-	return recs, nil
+	if d.err != nil || int64(d.i-start) != length || offDelta <= it.prev || offDelta > it.lastDelta {
+		return fmt.Errorf("%w: record %d of the batch at offset %d is damaged", ErrCorrupt, it.i, it.base)
+	}
+	it.prev = offDelta
+	it.i++
+	*r = Record{Partition: it.partition, Offset: it.base + offDelta, Timestamp: it.baseTS + tsDelta, TimestampType: it.tt}
+	if it.tt == LogAppendTime {
+		r.Timestamp = it.maxTS
+	}
+	switch out {
+	case outSkip:
+		return nil
+	case outView:
+		r.Key, r.Value, r.Headers = key, value, hs
+		return nil
+	}
+	// One allocation per record: what the record keeps alive is its own
+	// bytes, never the batch it came from.
+	buf := make([]byte, 0, size)
+	own := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		n := len(buf)
+		buf = append(buf, b...)
+		return buf[n:len(buf):len(buf)]
+	}
+	r.Key, r.Value = own(key), own(value)
+	for j := range hs {
+		hs[j].Value = own(hs[j].Value)
+	}
+	r.Headers = hs
+	return nil
+}
+
+// end checks that nothing follows the batch's last record.
+func (it *batchRecords) end() error {
+	if it.d.i != len(it.d.b) {
+		return fmt.Errorf("%w: %d bytes after the last record of the batch at offset %d", ErrCorrupt, len(it.d.b)-it.d.i, it.base)
+	}
+	return nil
 }
 
 // varDecoder reads Kafka's zigzag varints (ByteUtils.readVarint) and
@@ -205,7 +363,8 @@ func (d *varDecoder) varint() int64 {
 }
 
 // nbytes reads a varint length and that many bytes: nil for -1 (null),
-// empty and non-nil for 0. The bytes are copied: records outlive the batch.
+// empty and non-nil for 0. The bytes alias d.b: batchRecords.next copies
+// what a record keeps.
 func (d *varDecoder) nbytes() []byte {
 	n := d.varint()
 	if d.err != nil || n == -1 {
@@ -215,10 +374,7 @@ func (d *varDecoder) nbytes() []byte {
 		d.err = io.ErrUnexpectedEOF
 		return nil
 	}
-	out := bytes.Clone(d.b[d.i : d.i+int(n)])
-	if out == nil {
-		out = []byte{}
-	}
+	out := d.b[d.i : d.i+int(n) : d.i+int(n)]
 	d.i += int(n)
 	return out
 }
@@ -230,22 +386,26 @@ func (d *varDecoder) nbytes() []byte {
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // decompressBatch undoes a batch's compression codec (attributes bits 0-2:
-// 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd; Kafka's CompressionType),
-// producing at most maxBatchBytes.
-func decompressBatch(src []byte, codec uint16) ([]byte, error) {
+// 1 gzip, 2 snappy, 3 lz4, 4 zstd; Kafka's CompressionType), appending at
+// most maxBatchBytes to dst (its capacity is reused: a reader passes the
+// previous batch's buffer) and growing it with the bytes decompressed,
+// never by a length field alone.
+func decompressBatch(dst, src []byte, codec uint16) ([]byte, error) {
 	switch codec {
-	case 0:
-		return src, nil
 	case 1:
-		zr, err := gzip.NewReader(bytes.NewReader(src))
-		if err != nil {
+		zr, _ := batchGzip.Get().(*gzip.Reader)
+		if zr == nil {
+			zr = new(gzip.Reader)
+		}
+		defer batchGzip.Put(zr)
+		if err := zr.Reset(bytes.NewReader(src)); err != nil {
 			return nil, err
 		}
-		return readBounded(zr)
+		return readBounded(dst, zr)
 	case 2:
-		return unsnappy(src)
+		return unsnappy(dst, src)
 	case 3:
-		return readBounded(lz4.NewReader(bytes.NewReader(src)))
+		return unlz4(dst, src)
 	case 4:
 		// Streamed, not DecodeAll: DecodeAll sizes its output by the
 		// frame header's content size, a length field.
@@ -260,18 +420,43 @@ func decompressBatch(src []byte, codec uint16) ([]byte, error) {
 		if err := zr.Reset(bytes.NewReader(src)); err != nil {
 			return nil, err
 		}
-		return readBounded(zr)
+		return readBounded(dst, zr)
 	}
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
 
-// batchZstd pools the zstd decoders of batches (a streaming decoder of
-// concurrency 1 starts no goroutine; its window is bounded as a record
-// segment's).
-var batchZstd sync.Pool
+// rawBuffers and dataBuffers pool the batch buffers and decompression
+// buffers of batch segment readers (SegmentReader.Close returns them;
+// apart, as they grow to different sizes): a restore opens a reader per
+// segment, and each would grow its own to the largest batch again. A
+// buffer above maxPooledBatchBuffer (a batch of a topic with a large
+// max.message.bytes) is left to the GC.
+var rawBuffers, dataBuffers sync.Pool
 
-func readBounded(r io.Reader) ([]byte, error) {
-	var buf bytes.Buffer
+const maxPooledBatchBuffer = 16 << 20
+
+func getBatchBuffer(pool *sync.Pool) []byte {
+	if p, ok := pool.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+func putBatchBuffer(pool *sync.Pool, b []byte) {
+	if cap(b) > 0 && cap(b) <= maxPooledBatchBuffer {
+		b = b[:0]
+		pool.Put(&b)
+	}
+}
+
+// batchZstd and batchGzip pool the decoders of batches (a streaming zstd
+// decoder of concurrency 1 starts no goroutine; its window is bounded as a
+// record segment's).
+var batchZstd, batchGzip sync.Pool
+
+// readBounded appends what r yields to dst, at most maxBatchBytes.
+func readBounded(dst []byte, r io.Reader) ([]byte, error) {
+	buf := bytes.NewBuffer(dst[:0])
 	n, err := buf.ReadFrom(io.LimitReader(r, maxBatchBytes+1))
 	if err != nil {
 		return nil, err
@@ -282,14 +467,14 @@ func readBounded(r io.Reader) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func unsnappy(src []byte) ([]byte, error) {
+func unsnappy(dst, src []byte) ([]byte, error) {
 	if !bytes.HasPrefix(src, xerialMagic) {
-		return snappyBlock(nil, src)
+		return snappyBlock(dst[:0], src)
 	}
 	if len(src) < 16 {
 		return nil, errors.New("snappy xerial header cut short")
 	}
-	var out []byte
+	out := dst[:0]
 	for rem := src[16:]; len(rem) > 0; {
 		if len(rem) < 4 {
 			return nil, errors.New("snappy xerial block length cut short")
@@ -323,11 +508,150 @@ func snappyBlock(dst, src []byte) ([]byte, error) {
 	if int64(len(dst))+int64(l) > maxBatchBytes {
 		return nil, fmt.Errorf("more than %d bytes decompressed", maxBatchBytes)
 	}
-	block, err := s2.Decode(nil, src)
+	n := len(dst)
+	dst = slices.Grow(dst, l)[:n+l]
+	block, err := s2.Decode(dst[n:], src)
 	if err != nil {
 		return nil, err
 	}
-	return append(dst, block...), nil
+	if len(block) != l {
+		return nil, fmt.Errorf("snappy block decoded to %d bytes, says %d", len(block), l)
+	}
+	return dst, nil
+}
+
+// LZ4 frame format (lz4 Frame Format Description 1.6.x, what Kafka's
+// KafkaLZ4BlockOutputStream and franz-go write for a batch): magic,
+// FLG, BD, an optional content size and dictionary id, a header checksum,
+// blocks (a little-endian uint32 size, its high bit set for a stored
+// block; 0 ends the frame), each with an optional checksum, then an
+// optional content checksum.
+const (
+	lz4Magic        = 0x184D2204
+	lz4FlagVersion  = 0xC0
+	lz4FlagIndep    = 0x20
+	lz4FlagBlockSum = 0x10
+	lz4FlagSize     = 0x08
+	lz4FlagContSum  = 0x04
+	lz4FlagDictID   = 0x01
+	lz4Stored       = 0x80000000
+	lz4DictBytes    = 64 << 10 // a dependent block refers back at most 64 KiB
+)
+
+// unlz4 appends the LZ4 frames of src, decompressed, to dst[:0]. Its
+// blocks decompress straight into dst (lz4.UncompressBlock), which grows
+// as they need: a frame's declared block size (up to 4 MiB, franz-go's)
+// is no allocation of its own, as lz4.Reader's block buffer is. The
+// frame's xxHash32 checksums are not checked: the batch's CRC-32C,
+// checked before, covers the compressed bytes.
+func unlz4(dst, src []byte) ([]byte, error) {
+	out := dst[:0]
+	for len(src) > 0 {
+		if len(src) < 7 || binary.LittleEndian.Uint32(src) != lz4Magic {
+			return nil, errors.New("not an lz4 frame")
+		}
+		flg, bd := src[4], src[5]
+		if flg&lz4FlagVersion != 0x40 {
+			return nil, fmt.Errorf("lz4 frame version %d", flg>>6)
+		}
+		var blockMax int
+		switch (bd >> 4) & 0x07 {
+		case 4:
+			blockMax = 64 << 10
+		case 5:
+			blockMax = 256 << 10
+		case 6:
+			blockMax = 1 << 20
+		case 7:
+			blockMax = 4 << 20
+		default:
+			return nil, fmt.Errorf("lz4 frame block size code %d", (bd>>4)&0x07)
+		}
+		head := 7
+		if flg&lz4FlagSize != 0 {
+			head += 8
+		}
+		if flg&lz4FlagDictID != 0 {
+			return nil, errors.New("lz4 frame with a dictionary")
+		}
+		if len(src) < head {
+			return nil, errors.New("lz4 frame header cut short")
+		}
+		src = src[head:]
+		frameStart := len(out)
+		for {
+			if len(src) < 4 {
+				return nil, errors.New("lz4 block size cut short")
+			}
+			size := binary.LittleEndian.Uint32(src)
+			src = src[4:]
+			if size == 0 {
+				break
+			}
+			stored := size&lz4Stored != 0
+			n := int(size &^ lz4Stored)
+			if n > len(src) || n > blockMax {
+				return nil, fmt.Errorf("lz4 block of %d bytes, %d left in a frame of %d-byte blocks", n, len(src), blockMax)
+			}
+			block := src[:n]
+			if src = src[n:]; flg&lz4FlagBlockSum != 0 {
+				if len(src) < 4 {
+					return nil, errors.New("lz4 block checksum cut short")
+				}
+				src = src[4:]
+			}
+			if stored {
+				if len(out)+n > maxBatchBytes {
+					return nil, fmt.Errorf("more than %d bytes decompressed", maxBatchBytes)
+				}
+				out = append(out, block...)
+				continue
+			}
+			var err error
+			if out, err = lz4Block(out, block, frameStart, blockMax, flg&lz4FlagIndep == 0); err != nil {
+				return nil, err
+			}
+		}
+		if flg&lz4FlagContSum != 0 {
+			if len(src) < 4 {
+				return nil, errors.New("lz4 content checksum cut short")
+			}
+			src = src[4:]
+		}
+	}
+	return out, nil
+}
+
+// lz4Block appends compressed block src, decompressed, to out: into out's
+// spare capacity, doubled (up to blockMax spare bytes) while it is too
+// small. A dependent block (linked) refers back to the frame's output so
+// far (out[frameStart:]).
+func lz4Block(out, src []byte, frameStart, blockMax int, linked bool) ([]byte, error) {
+	spare := min(max(4*len(src), 64<<10), blockMax)
+	for {
+		if len(out)+spare > maxBatchBytes+blockMax {
+			return nil, fmt.Errorf("more than %d bytes decompressed", maxBatchBytes)
+		}
+		out = slices.Grow(out, spare)
+		dst := out[len(out):cap(out)]
+		var n int
+		var err error
+		if linked {
+			n, err = lz4.UncompressBlockWithDict(src, dst, out[max(frameStart, len(out)-lz4DictBytes):])
+		} else {
+			n, err = lz4.UncompressBlock(src, dst)
+		}
+		if err == nil {
+			if len(out)+n > maxBatchBytes {
+				return nil, fmt.Errorf("more than %d bytes decompressed", maxBatchBytes)
+			}
+			return out[:len(out)+n], nil
+		}
+		if len(dst) >= blockMax {
+			return nil, err // room for a whole block: the block is damaged
+		}
+		spare = min(2*len(dst), blockMax)
+	}
 }
 
 // BatchSegmentWriter writes a batch segment: the record batches of one
@@ -446,8 +770,12 @@ func (s *BatchSegmentWriter) Close() (SegmentStats, error) {
 	return s.stats, nil
 }
 
-// nextBatchFrame reads the next frame of a batch segment into s.pending
-// (the records of the batch in the frame's range) or reads the trailer.
+// nextBatchFrame reads the next frame of a batch segment, checks its batch
+// and leaves s.batch at the first record of the frame's range with
+// s.batchLeft records to return, or reads the trailer. The batch's bytes
+// and its decompressed records go into s.raw and s.data, reused from
+// frame to frame: the records Next returns are copies, so a reader holds
+// one batch, not one per record still in use.
 func (s *SegmentReader) nextBatchFrame() error {
 	tag, err := s.br.ReadByte()
 	if err != nil {
@@ -475,26 +803,54 @@ func (s *SegmentReader) nextBatchFrame() error {
 	if from <= s.last || to < from {
 		return fmt.Errorf("%w: batch of offsets %d..%d after offset %d", ErrCorrupt, from, to, s.last)
 	}
+	if s.raw == nil {
+		s.raw = getBatchBuffer(&rawBuffers)
+	}
+	if s.data == nil {
+		s.data = getBatchBuffer(&dataBuffers)
+	}
 	// Grow with the bytes that arrive, never by the length field alone.
-	var buf bytes.Buffer
-	if _, err := io.CopyN(&buf, s.br, int64(n)); err != nil {
+	buf := bytes.NewBuffer(s.raw[:0])
+	_, err = io.CopyN(buf, s.br, int64(n))
+	s.raw = buf.Bytes()
+	if err != nil {
 		return corrupt(fmt.Sprintf("reading the batch of offset %d", from), err)
 	}
-	recs, err := DecodeBatch(buf.Bytes(), s.Partition)
+	it, data, err := openBatch(s.raw, s.Partition, s.data)
+	s.data = data
 	if err != nil {
 		return err
 	}
-	i := 0
-	for i < len(recs) && recs[i].Offset < from {
-		i++
+	// A first pass checks every record and finds the frame's range
+	// before any record is returned (as DecodeBatch would); the records
+	// are copied out one by one as Next asks for them.
+	var (
+		rec      Record
+		at       batchRecords // the walk at the record of offset from
+		held     int64        // records of the range
+		first    = int64(-1)
+		lastHeld int64
+	)
+	for range it.count {
+		pos := it
+		if err := it.next(&rec, outSkip, nil); err != nil {
+			return err
+		}
+		if rec.Offset < from || rec.Offset > to {
+			continue
+		}
+		if held == 0 {
+			at, first = pos, rec.Offset
+		}
+		held++
+		lastHeld = rec.Offset
 	}
-	j := i
-	for j < len(recs) && recs[j].Offset <= to {
-		j++
+	if err := it.end(); err != nil {
+		return err
 	}
-	if i == j || recs[i].Offset != from || recs[j-1].Offset != to {
+	if held == 0 || first != from || lastHeld != to {
 		return fmt.Errorf("%w: batch frame says offsets %d..%d, its batch holds no record at one of them", ErrCorrupt, from, to)
 	}
-	s.pending = recs[i:j]
+	s.batch, s.batchLeft = at, held
 	return nil
 }

@@ -316,7 +316,7 @@ func TestBatchLengthFieldsDoNotAllocate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := decompressBatch(tc.data, tc.codec)
+			_, err := decompressBatch(nil, tc.data, tc.codec)
 			runtime.ReadMemStats(&after)
 			if err == nil {
 				t.Fatal("accepted")

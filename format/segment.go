@@ -246,9 +246,11 @@ type SegmentReader struct {
 	last      int64
 	done      bool
 	scratch   [8]byte
-	kind      string   // KindRecord or KindBatch, from the magic
-	pending   []Record // a batch segment's records of the current batch not yet returned
-	skip      bool     // SkipContents: keys, values and headers are read past, not copied
+	kind      string       // KindRecord or KindBatch, from the magic
+	batch     batchRecords // a batch segment's walk of the current batch, at the next record to return
+	batchLeft int64        // records of the current batch's frame not yet returned
+	raw, data []byte       // a batch segment's current batch and its decompressed records, reused
+	skip      bool         // SkipContents: keys, values and headers are read past, not copied
 }
 
 // SkipContents makes Next of a record segment check every record as it
@@ -256,8 +258,9 @@ type SegmentReader struct {
 // the records it returns have nil Key, Value and Headers, and the same
 // partition, offset and timestamps. For readers that only check a
 // segment (repository.CheckSegment): every length field, the record
-// sequence and the trailer are checked as without it. Batch segments are
-// read as without it (their records must be decompressed to be counted).
+// sequence and the trailer are checked as without it. A batch segment's
+// batches are still read, CRC-checked and decompressed (their records must
+// be decoded to be counted), but their records are not copied out.
 func (s *SegmentReader) SkipContents() { s.skip = true }
 
 // Kind returns the segment's kind as its magic says: KindRecord or
@@ -496,13 +499,20 @@ func (s *SegmentReader) trailer() error {
 // nextFromBatch returns the next record of a batch segment, reading the
 // next batch when the current one is used up.
 func (s *SegmentReader) nextFromBatch(r *Record) error {
-	for len(s.pending) == 0 {
+	for s.batchLeft == 0 {
 		if err := s.nextBatchFrame(); err != nil {
 			return err
 		}
 	}
-	rec := s.pending[0]
-	s.pending = s.pending[1:]
+	var rec Record
+	out := outCopy
+	if s.skip {
+		out = outSkip
+	}
+	if err := s.batch.next(&rec, out, nil); err != nil {
+		return err
+	}
+	s.batchLeft--
 	if s.count == 0 {
 		s.first = rec.Offset
 	}
@@ -512,11 +522,16 @@ func (s *SegmentReader) nextFromBatch(r *Record) error {
 	return nil
 }
 
-// Close releases the decoder.
+// Close releases the decoder and a batch segment's buffers (for the next
+// reader: the records returned own their bytes). The reader must not be
+// used after.
 func (s *SegmentReader) Close() {
 	if s.zr != nil {
 		s.zr.Close()
 	}
+	putBatchBuffer(&rawBuffers, s.raw)
+	putBatchBuffer(&dataBuffers, s.data)
+	s.raw, s.data, s.batch, s.batchLeft = nil, nil, batchRecords{}, 0
 }
 
 // ReadSegment decodes a whole segment, calling fn for each record, and

@@ -359,22 +359,27 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 			}
 			wg.Done()
 		}
-		// One promise for the chunk, not a closure per record: franz-go
-		// calls a partition's promises in produce order (kgo.Client.Produce),
-		// so the k-th call is the chunk's k-th record.
-		left, acked := len(chunk), 0
+		left := len(chunk)
+		// One promise for the chunk, not a closure per record (a few
+		// dozen bytes each, beside every record in flight): franz-go
+		// calls a partition's promises serially and its successes in
+		// the order produced, so the k-th callback before any failure is
+		// chunk[k]'s (checked; after a failure the rest are skipped).
+		k := 0
 		promise := func(rec *kgo.Record, err error) {
 			mu.Lock()
-			k := acked
-			acked++
+			at := k
+			k++
 			switch {
 			case first != nil || produceErr != nil:
 			case err != nil:
 				produceErr = err
+			case chunk[at] != rec:
+				first = fmt.Errorf("topic %q partition %d: the producer acknowledged the records out of order (record %d of a chunk of %d)", tp.Topic, pp.Partition, at, len(chunk))
 			case rec.Offset != pr.Map.NewEnd:
 				first = foreignWriter(tp.Topic, pp.Partition, rec.Offset, pr.Map.NewEnd)
 			default:
-				if err := pr.Map.Add(chunkOrigs[k], rec.Offset); err != nil {
+				if err := pr.Map.Add(chunkOrigs[at], rec.Offset); err != nil {
 					first = fmt.Errorf("topic %q partition %d: %w", tp.Topic, pp.Partition, err)
 				}
 			}

@@ -71,6 +71,12 @@ type globalOptions struct {
 	// written when it ends; cpuProfile is the open file while it runs.
 	CPUProfile string
 	cpuProfile *os.File
+
+	// MemProfile is the hidden --memprofile FILE, for benchmarking: a Go
+	// heap profile of the command at its largest heap in use
+	// (memProfiler); memProfile is its sampler while it runs.
+	MemProfile string
+	memProfile *memProfiler
 }
 
 // startCPUProfile starts --cpuprofile's profile: a file that cannot be
@@ -193,6 +199,9 @@ func newRootCmd(s *iostreams) (*cobra.Command, *globalOptions) {
 			if err := g.startCPUProfile(); err != nil {
 				return err
 			}
+			if err := g.startMemProfile(); err != nil {
+				return err
+			}
 			if s.ErrTTY {
 				// Bars are drawn only on a terminal, where the logs are
 				// text: they go above the bars through logWriter.
@@ -219,6 +228,8 @@ func newRootCmd(s *iostreams) (*cobra.Command, *globalOptions) {
 	pf.StringVar(&g.PushJob, "push-job", "kafkastreams-dr", "the job `NAME` of metrics pushed with --push-gateway (grouped by command and application_id)")
 	pf.StringVar(&g.CPUProfile, "cpuprofile", "", "for benchmarking (make bench): write a Go CPU profile (runtime/pprof) of the whole command to `FILE` when it ends")
 	_ = pf.MarkHidden("cpuprofile")
+	pf.StringVar(&g.MemProfile, "memprofile", "", "for benchmarking: write a Go heap profile (runtime/pprof) of the command at its largest heap in use to `FILE` when it ends")
+	_ = pf.MarkHidden("memprofile")
 	root.SetVersionTemplate("kafkastreams-dr {{.Version}}\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 
@@ -258,6 +269,7 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 func run(ctx context.Context, args []string, s *iostreams) error {
 	root, g := newRootCmd(s)
 	defer g.stopCPUProfile()
+	defer g.stopMemProfile()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
