@@ -27,13 +27,7 @@ func TestDeepCheckDoesNotCopyRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 5000
-	recs := make([]format.Record, n)
-	val := bytes.Repeat([]byte("v"), 1000)
-	for i := range recs {
-		recs[i] = format.Record{Partition: 0, Offset: int64(i), Timestamp: 1, Key: []byte("key"), Value: val,
-			Headers: []format.Header{{Key: "h", Value: []byte("x")}}}
-	}
-	seg := putSegment(t, store, readerTopic, 0, recs)
+	seg := putSegment(t, store, readerTopic, 0, headeredRecords(n, 0, 1))
 	ctx := context.Background()
 	var check *repository.SegmentCheck
 	allocs := testing.AllocsPerRun(3, func() {
@@ -109,4 +103,17 @@ func getSegment(t *testing.T, store storage.Backend, key string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// headeredRecords returns n records of partition 0 from offset first,
+// step apart, each with a key, a 1000-byte value and one header: what the
+// allocation tests decode.
+func headeredRecords(n int, first, step int64) []format.Record {
+	recs := make([]format.Record, n)
+	val := bytes.Repeat([]byte("v"), 1000)
+	for i := range recs {
+		recs[i] = format.Record{Partition: 0, Offset: first + step*int64(i), Timestamp: 1, Key: []byte("key"), Value: val,
+			Headers: []format.Header{{Key: "h", Value: []byte("x")}}}
+	}
+	return recs
 }

@@ -1,7 +1,6 @@
 package repository_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"testing"
@@ -26,13 +25,7 @@ func TestCountBelowDoesNotCopyRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 5000
-	recs := make([]format.Record, n)
-	val := bytes.Repeat([]byte("v"), 1000)
-	for i := range recs {
-		recs[i] = format.Record{Partition: 0, Offset: 10 + 2*int64(i), Timestamp: 1, Key: []byte("key"), Value: val,
-			Headers: []format.Header{{Key: "h", Value: []byte("x")}}}
-	}
-	p := &format.Partition{Partition: 0, Segments: []format.Segment{putSegment(t, store, readerTopic, 0, recs)}}
+	p := &format.Partition{Partition: 0, Segments: []format.Segment{putSegment(t, store, readerTopic, 0, headeredRecords(n, 10, 2))}}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		o, end, want int64
