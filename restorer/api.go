@@ -64,6 +64,13 @@ type Options struct {
 	// factor of every created topic (and caps min.insync.replicas at it).
 	ReplicationFactor int
 	DryRun            bool // plan and check only; write nothing
+	// DryRunPrecheck makes a DryRun also run the pre-check a restore runs
+	// before its first write (Precheck's mode), so that a dry run can
+	// prove the backup restorable (restore --dry-run --precheck MODE);
+	// damage is returned as a restore returns it (*DamageError wrapped
+	// with ErrNothingWritten). Without it a dry run decodes only the
+	// segments its limit and retention checks need.
+	DryRunPrecheck bool
 	// SkipInFlight leaves the backup's in-flight tails out of a changelog
 	// restore (restore --skip-in-flight): the repartition topics are not
 	// created, the group's offsets on them are dropped, and the records

@@ -177,7 +177,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
 	}
 	started := time.Now().UTC()
-	if o.DryRun || r.plan.Complete {
+	if r.plan.Complete || (o.DryRun && !o.DryRunPrecheck) {
 		return &Report{Plan: *r.plan, StartedAt: started}, nil
 	}
 	// Every object the restore reads is checked before the first write
@@ -189,6 +189,9 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	o.Observer.PhaseDone("precheck", time.Since(precheckStarted))
 	if err != nil {
 		return nil, fmt.Errorf("check the backup's segments before the first write: %w (%w)", err, ErrNothingWritten)
+	}
+	if o.DryRun {
+		return &Report{Plan: *r.plan, StartedAt: started}, nil
 	}
 	var rep *Report
 	if o.Shard != nil {

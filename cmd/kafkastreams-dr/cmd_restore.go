@@ -46,6 +46,7 @@ type restoreOptions struct {
 	Retention         restorer.RetentionChoice // --retention: keep, accept-loss or unset
 	Compression       restorer.Compression     // --compression: none, gzip, snappy, lz4, zstd or source
 	Precheck          restorer.Precheck        // --precheck: digest or deep
+	precheckGiven     bool                     // --precheck was given: a --dry-run runs the pre-check too
 	JSON              bool
 	Embedded          bool   // restore into a new in-process cluster
 	From              string // repository directory of --embedded
@@ -83,7 +84,8 @@ record before the first write too, refusing those as well (exit 2), at the cost 
 more decode of all the data. A restore journal that does not decode
 (restores/journals/<backup-id>/<cluster-id>.json) exits 2 naming it, with --dry-run
 too: delete it, and the restore treats the topics it created as not its own (delete
-them on the target, or restore into an empty cluster). --dry-run runs no such pre-check: it decodes only the segments whose
+them on the target, or restore into an empty cluster). --dry-run runs no such pre-check unless --precheck is given (then it runs it, and refuses
+damage as the restore would, exit 2); without it, it decodes only the segments whose
 statistics say a record may break a target limit or be past retention.ms (when one of
 those is damaged, it checks every segment to name them all); verify --deep checks every
 segment. --dry-run shows the plan (topics, records per
@@ -316,6 +318,7 @@ func (o *restoreOptions) complete(cmd *cobra.Command, strategy, toTime string, t
 		return &usageError{fmt.Errorf("invalid --compression: %w", err)}
 	}
 	o.Compression = c
+	o.precheckGiven = changed("precheck")
 	if changed("precheck") && strings.TrimSpace(o.Precheck) == "" {
 		// An empty value is a mistake (an unset variable), not the default.
 		return &usageError{errors.New("invalid --precheck: no value: use digest (size, SHA-256 and header of every segment) or deep (every record decoded too)")}
@@ -520,6 +523,7 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 	location := ro.Store.Location()
 	if o.DryRun || !o.Yes {
 		ro.DryRun = true
+		ro.DryRunPrecheck = o.DryRun && o.precheckGiven
 		o.Logger.Info("restore planning", "repository", location, "backup_id", ro.BackupID, "target", targetName)
 		rep, err := restore(ctx, ro)
 		if err != nil {
@@ -530,8 +534,9 @@ func restoreAndReport(ctx context.Context, o *restoreOptions, s *iostreams, ro r
 			o.tel.line = dryRunSummary(&rep.Plan)
 		}
 		if o.DryRun {
-			return writeDryRun(s.Out, o.JSON, &rep.Plan, targetName)
+			return writeDryRun(s.Out, o.JSON, &rep.Plan, targetName, ro)
 		}
+		ro.DryRunPrecheck = false
 		printPlan(s.ErrOut, &rep.Plan, targetName)
 		ok, err := confirm(s, fmt.Sprintf("\nrestore into %s? [y/N] ", targetName))
 		if err != nil {

@@ -43,7 +43,7 @@ func TestRestoreFlagParsing(t *testing.T) {
 		{"--allow-kafka-4-2", []string{"-c", "app.yaml", "--allow-kafka-4-2"},
 			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, AllowKafka42: true, From: "./kdr-quickstart"}},
 		{"--precheck deep", []string{"-c", "app.yaml", "--precheck", "DEEP"},
-			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Precheck: restorer.PrecheckDeep, From: "./kdr-quickstart"}},
+			restoreOptions{ConfigFile: "app.yaml", BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Precheck: restorer.PrecheckDeep, precheckGiven: true, From: "./kdr-quickstart"}},
 		{"embedded", []string{"--embedded", "--from", "/tmp/repo", "--json"},
 			restoreOptions{BackupID: "latest", Strategy: restorer.StrategyChangelog, Compression: restorer.CompressionSource, Embedded: true, From: "/tmp/repo", JSON: true}},
 	}

@@ -75,12 +75,12 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 		restore = restorer.Run
 	}
 	if o.DryRun {
-		ro.DryRun = true
+		ro.DryRun, ro.DryRunPrecheck = true, o.precheckGiven
 		rep, err := restore(ctx, ro)
 		if err != nil {
 			return embeddedRestoreError(err, o.From, true)
 		}
-		return writeDryRun(s.Out, o.JSON, &rep.Plan, target)
+		return writeDryRun(s.Out, o.JSON, &rep.Plan, target, ro)
 	}
 	rep, err := restore(ctx, ro)
 	if sde, ok := errors.AsType[*restorer.StateDigestError](err); ok && rep != nil {

@@ -79,13 +79,19 @@ func restoreStatus(r *restorer.Report) string {
 }
 
 // writeDryRun prints the plan of restore --dry-run into target: as JSON, or
-// the plan and the line saying that nothing was written.
-func writeDryRun(w io.Writer, asJSON bool, p *restorer.Plan, target string) error {
+// the plan, whether its segments passed the pre-check (ro.DryRunPrecheck)
+// or were not checked, and the line saying that nothing was written.
+func writeDryRun(w io.Writer, asJSON bool, p *restorer.Plan, target string, ro restorer.Options) error {
 	if asJSON {
 		return writeJSON(w, p)
 	}
 	printPlan(w, p, target)
-	fmt.Fprintf(w, "\ndry run: nothing was written to %s\n", target)
+	if ro.DryRunPrecheck {
+		fmt.Fprintf(w, "\nsegments: every one this restore reads passed the pre-check (--precheck %s)\n", ro.Precheck)
+	} else {
+		fmt.Fprintln(w, "\nsegments: not checked (add --precheck digest or deep to check them as a restore does; verify --deep checks every segment)")
+	}
+	fmt.Fprintf(w, "dry run: nothing was written to %s\n", target)
 	return nil
 }
 

@@ -78,15 +78,15 @@ func TestOutputFunctions(t *testing.T) {
 		}, "backup B1 (cut 2024-05-01T12:00:00Z, 1m30s ago)\nrestore throughput: 20000 records/s, a default (no readable restore or drill report: 1 unreadable, skipped)\n\n" +
 			"STRATEGY  TOPICS  RECORDS  BYTES  RESTORE TIME  THEN\nstandby   -       -        -      -             n\n"},
 		{"restore: dry run", func(w *strings.Builder) error {
-			return writeDryRun(w, false, &restorer.Plan{BackupID: "B1", Strategy: restorer.StrategyChangelog}, "k:9092")
+			return writeDryRun(w, false, &restorer.Plan{BackupID: "B1", Strategy: restorer.StrategyChangelog}, "k:9092", restorer.Options{})
 		}, "restore plan for backup B1\n  strategy     changelog (topics and state; group offsets translated)\n  target       k:9092\n" +
-			"  restores     0 records in 0 topics (0 partitions)\n\nno group offsets: the backup holds none (was application_id set when it was taken?)\n\ndry run: nothing was written to k:9092\n"},
+			"  restores     0 records in 0 topics (0 partitions)\n\nno group offsets: the backup holds none (was application_id set when it was taken?)\n\nsegments: not checked (add --precheck digest or deep to check them as a restore does; verify --deep checks every segment)\ndry run: nothing was written to k:9092\n"},
 		// New-user pass, issue 12: a share group's plan asked whether
 		// application_id was set, under the share-group warning.
 		{"restore: dry run of a share group's backup", func(w *strings.Builder) error {
-			return writeDryRun(w, false, &restorer.Plan{BackupID: "B1", Strategy: restorer.StrategyChangelog, ShareGroup: "app"}, "k:9092")
+			return writeDryRun(w, false, &restorer.Plan{BackupID: "B1", Strategy: restorer.StrategyChangelog, ShareGroup: "app"}, "k:9092", restorer.Options{})
 		}, "restore plan for backup B1\n  strategy     changelog (topics and state; group offsets translated)\n  target       k:9092\n" +
-			"  restores     0 records in 0 topics (0 partitions)\n\nno group offsets: group \"app\" was a share group (KIP-932) on the source; the restore leaves the target's group alone\n\ndry run: nothing was written to k:9092\n"},
+			"  restores     0 records in 0 topics (0 partitions)\n\nno group offsets: group \"app\" was a share group (KIP-932) on the source; the restore leaves the target's group alone\n\nsegments: not checked (add --precheck digest or deep to check them as a restore does; verify --deep checks every segment)\ndry run: nothing was written to k:9092\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

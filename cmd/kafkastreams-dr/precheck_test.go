@@ -49,6 +49,43 @@ func TestRestorePrecheckModesOfAWritersFault(t *testing.T) {
 	}
 }
 
+// A dry run given --precheck runs that pre-check and refuses damage as the
+// restore would (a new user's `restore --dry-run --precheck deep` of a
+// damaged backup exited 0: --precheck was ignored); without it, the plan
+// says the segments were not checked.
+func TestRestoreDryRunRunsTheGivenPrecheck(t *testing.T) {
+	repo := embeddedRepository(t)
+	key := rewriteWithOneRecordLess(t, repo)
+	for _, tt := range []struct {
+		name   string
+		flags  []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{"no --precheck", nil, 0, "segments: not checked (add --precheck digest or deep", nil},
+		{"--precheck digest", []string{"--precheck", "digest"}, 0, "segments: every one this restore reads passed the pre-check (--precheck digest)", nil},
+		{"--precheck deep", []string{"--precheck", "deep"}, damageExitCode, "", []string{key, "records, the manifest says", "nothing was written"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"--log-level", "error", "restore", "--embedded", "--from", repo, "--dry-run"}, tt.flags...)
+			code, stdout, stderr := runBounded(t, args...)
+			t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d", code, tt.code)
+			}
+			if !strings.Contains(stdout, tt.stdout) {
+				t.Errorf("stdout does not say %q", tt.stdout)
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q", w)
+				}
+			}
+		})
+	}
+}
+
 // rewriteWithOneRecordLess rewrites the first segment of 2 records or more
 // of the latest backup in the directory repository repo without its last
 // record, sets its manifest entry's size and SHA-256 to the new bytes
