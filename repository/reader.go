@@ -476,8 +476,8 @@ func ReadPartition(ctx context.Context, store storage.Backend, topic string, p *
 // counts, decoding (with ReadSegment's checks) at most the one segment
 // that straddles the bound, its records' offsets only: no key, value or
 // header is copied (SegmentReader.SkipContents). A straddling segment
-// without gaps (s.Records is LastOffset-FirstOffset+1) that end does not
-// cut is counted from the manifest, not read.
+// without gaps (s.Records is LastOffset-FirstOffset+1) is counted from
+// the manifest, not read.
 func CountBelow(ctx context.Context, store storage.Backend, topic string, p *format.Partition, o, end int64) (int64, error) {
 	bound := o
 	if end >= 0 && end < bound {
@@ -490,13 +490,12 @@ func CountBelow(ctx context.Context, store storage.Backend, topic string, p *for
 			n += s.Records
 		case s.FirstOffset >= bound:
 			return n, nil
-		case s.Records == s.LastOffset-s.FirstOffset+1 && (end < 0 || end > s.LastOffset):
+		case s.Records == s.LastOffset-s.FirstOffset+1:
 			// As many records as offsets from the first to the last,
 			// and a segment's offsets increase: every offset between
 			// is a record (no compaction, marker or aborted record
-			// left a gap). The restore reads the whole segment (no cut
-			// inside it), and ReadSegment checks its counts and
-			// offsets at the trailer.
+			// left a gap). ReadSegment of the restore checks the
+			// counts and offsets at the trailer.
 			return n + bound - s.FirstOffset, nil
 		default:
 			err := readSegment(ctx, store, topic, p.Partition, s, bound, true, func(*format.Record) error {
