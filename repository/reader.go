@@ -475,9 +475,7 @@ func ReadPartition(ctx context.Context, store storage.Backend, topic string, p *
 // below o and below end (-1: no end), from the manifest's segment record
 // counts, decoding (with ReadSegment's checks) at most the one segment
 // that straddles the bound, its records' offsets only: no key, value or
-// header is copied (SegmentReader.SkipContents). A straddling segment
-// without gaps (s.Records is LastOffset-FirstOffset+1) is counted from
-// the manifest, not read.
+// header is copied (SegmentReader.SkipContents).
 func CountBelow(ctx context.Context, store storage.Backend, topic string, p *format.Partition, o, end int64) (int64, error) {
 	bound := o
 	if end >= 0 && end < bound {
@@ -490,13 +488,6 @@ func CountBelow(ctx context.Context, store storage.Backend, topic string, p *for
 			n += s.Records
 		case s.FirstOffset >= bound:
 			return n, nil
-		case s.Records == s.LastOffset-s.FirstOffset+1:
-			// As many records as offsets from the first to the last,
-			// and a segment's offsets increase: every offset between
-			// is a record (no compaction, marker or aborted record
-			// left a gap). ReadSegment of the restore checks the
-			// counts and offsets at the trailer.
-			return n + bound - s.FirstOffset, nil
 		default:
 			err := readSegment(ctx, store, topic, p.Partition, s, bound, true, func(*format.Record) error {
 				n++
