@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -62,7 +63,16 @@ func readJSON(ctx context.Context, store storage.Backend, key string, v any) err
 	}
 	defer rc.Close()
 	if err := json.NewDecoder(rc).Decode(v); err != nil {
-		return fmt.Errorf("read %s: %w (delete it to start the sharded restore's run again)", key, err)
+		if storage.IsTransient(err) {
+			return fmt.Errorf("read %s: %w", key, err)
+		}
+		// The same bytes are read again by every shard and every re-run.
+		run := path.Dir(key)
+		return &RefusedError{
+			Reasons: []string{fmt.Sprintf("the sharded restore's object %s does not decode: %v", key, format.JSONError(err))},
+			Hint: fmt.Sprintf("no shard can continue this run: start the sharded restore again with a new --shard-run (the objects under %s/ can be deleted); "+
+				"the target may hold what this run's shards restored: delete its restored topics first (or restore into an empty cluster)", run),
+		}
 	}
 	return nil
 }

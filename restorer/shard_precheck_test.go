@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -112,5 +113,40 @@ func TestShardPrechecksItsOwnPartitions(t *testing.T) {
 	rep, err = restorer.Run(ctx, shard(1))
 	if err != nil || !rep.Committed || len(rep.ShardsPending) != 0 {
 		t.Fatalf("shard 1: %v, report %+v; want the restore completed", err, rep)
+	}
+}
+
+// A sharded restore's run object that does not decode is refused (exit 2
+// in the CLI: running again reads the same bytes), naming the object, what
+// is wrong with its JSON and the way out; it was an error of the retryable
+// kind quoting encoding/json ("invalid character 'x' looking for
+// beginning of value").
+func TestDamagedShardRunObjectIsRefused(t *testing.T) {
+	_, store, _ := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	ctx := context.Background()
+	const run = "run-1"
+	shard := func(i int) restorer.Options {
+		return restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, ApplicationID: sample.AppID,
+			Shard: &restorer.Shard{Index: i, Count: 2, Run: run}}
+	}
+	if _, err := restorer.Run(ctx, shard(0)); err != nil {
+		t.Fatal(err)
+	}
+	putObject(t, store, format.RestoreShardRunKey(run), []byte("xx\n"))
+	_, err := restorer.Run(ctx, shard(1))
+	re, ok := errors.AsType[*restorer.RefusedError](err)
+	if !ok {
+		t.Fatalf("shard 1 with a damaged run object: %v; want a *restorer.RefusedError", err)
+	}
+	for _, want := range []string{format.RestoreShardRunKey(run), "not valid JSON at byte"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	for _, want := range []string{"new --shard-run", "delete its restored topics"} {
+		if !strings.Contains(re.Hint, want) {
+			t.Errorf("hint %q does not say %q", re.Hint, want)
+		}
 	}
 }
