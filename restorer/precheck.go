@@ -89,6 +89,10 @@ type DamageError struct {
 	// under PrecheckDigest, records that differ from the manifest in a
 	// segment whose bytes match it (found at the segment's trailer).
 	Written bool
+	// RunWritten is true for a shard of a sharded restore refused before
+	// its own first write whose run had written already: shard 0 created
+	// every topic, and other shards may have restored their partitions.
+	RunWritten bool
 }
 
 func (e *DamageError) Error() string {

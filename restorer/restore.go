@@ -188,6 +188,9 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	err = precheck(ctx, r.store, sel, o.Precheck, shardOwns(o.Shard, shardRun))
 	o.Observer.PhaseDone("precheck", time.Since(precheckStarted))
 	if err != nil {
+		if de, ok := errors.AsType[*DamageError](err); ok && shardRun != nil {
+			de.RunWritten = true // shard 0 created the topics
+		}
 		return nil, fmt.Errorf("check the backup's segments before the first write: %w (%w)", err, ErrNothingWritten)
 	}
 	if o.DryRun {

@@ -57,8 +57,8 @@ func TestShardPrechecksItsOwnPartitions(t *testing.T) {
 	// Shard 0 of a new run creates every topic: it prechecks every segment.
 	undo := flip(segs[len(segs)-1].s)
 	_, err := restorer.Run(ctx, shard(0))
-	if de, ok := errors.AsType[*restorer.DamageError](err); !ok || de.Written || !errors.Is(err, restorer.ErrNothingWritten) {
-		t.Fatalf("shard 0 of a new run: %v; want a *restorer.DamageError before the first write", err)
+	if de, ok := errors.AsType[*restorer.DamageError](err); !ok || de.Written || de.RunWritten || !errors.Is(err, restorer.ErrNothingWritten) {
+		t.Fatalf("shard 0 of a new run: %v; want a *restorer.DamageError before the first write of the run", err)
 	}
 	if topics, _ := testkit.Admin(t, dst.Addrs()).ListTopics(ctx); len(topics) != 0 {
 		t.Fatalf("shard 0 created topics with a damaged segment: %v", topics.Names())
@@ -95,6 +95,11 @@ func TestShardPrechecksItsOwnPartitions(t *testing.T) {
 	de, ok := errors.AsType[*restorer.DamageError](err)
 	if !ok || de.Written || !errors.Is(err, restorer.ErrNothingWritten) {
 		t.Fatalf("shard 1: %v; want a *restorer.DamageError before the first write", err)
+	}
+	if !de.RunWritten {
+		// The CLI said "nothing was written" with shard 0's topics and
+		// records on the target (new-user pass).
+		t.Errorf("shard 1's damage says its run wrote nothing to the target; shard 0 created every topic and restored its partitions")
 	}
 	if len(de.Damaged) != 1 || de.Damaged[0].Key != own1.Key {
 		t.Errorf("shard 1 names %+v; want only its own damaged segment %s (shard 0's %s is not its to read)", de.Damaged, own1.Key, own0.Key)

@@ -721,6 +721,8 @@ func damageHint(e *restorer.DamageError, file string) string {
 	}
 	if e.Written {
 		h += "; the target holds part of this restore: delete its restored topics first (or restore into an empty cluster); --precheck deep checks every record before the first write"
+	} else if e.RunWritten {
+		h += "; this shard wrote nothing, but its run did: shard 0 created every topic on the target and other shards may have restored their partitions: delete the restored topics first (or restore into an empty cluster)"
 	} else {
 		h += "; nothing was written"
 	}
