@@ -410,24 +410,55 @@ func incomplete(ctx context.Context, store storage.Backend, id string) error {
 	if err != nil {
 		return nil
 	}
-	msg := fmt.Sprintf("backup %s is not complete: it is running or interrupted (only %s; the next backup resumes it) and cannot be restored", id, format.ProgressKey(id))
-	var pe *ProgressError
-	switch {
-	case x.Abandoned(Backup{ID: id, HasProgress: true}):
-		msg = fmt.Sprintf("backup %s is not complete: it was interrupted and abandoned (only %s; a newer backup completed since, no backup resumes it) and cannot be restored", id, format.ProgressKey(id))
-	default:
-		pm, err := LoadManifest(ctx, store, format.ProgressKey(id))
-		switch {
-		case errors.Is(err, ErrDamaged) && !storage.IsTransient(err):
-			pe = &ProgressError{BackupID: id, Key: format.ProgressKey(id), Err: err}
-			msg = fmt.Sprintf("backup %s is not complete: it was interrupted and its %s does not decode (%v): no backup can resume it, and it cannot be restored", id, pe.Key, err)
-		case err == nil && pm.ShardRun != nil:
-			msg = shardedIncomplete(ctx, store, pm)
-		}
-	}
+	msg, pe := x.incompleteState(ctx, id)
 	latest := x.LatestCompleteID()
 	if latest == "" {
 		return &incompleteError{msg + "; the repository holds no complete backup yet", pe}
 	}
 	return &incompleteError{fmt.Sprintf("%s; the latest complete backup is %s (--backup-id %s, or latest)", msg, latest, latest), pe}
+}
+
+// incompleteState words the state of backup id, which has a progress.json
+// and no manifest.json: "backup <id> is not complete: ..." (running or
+// interrupted, abandoned, a progress.json that does not decode, with pe
+// set, or a sharded run's shards done and pending).
+func (x *Index) incompleteState(ctx context.Context, id string) (msg string, pe *ProgressError) {
+	msg = fmt.Sprintf("backup %s is not complete: it is running or interrupted (only %s; the next backup resumes it) and cannot be restored", id, format.ProgressKey(id))
+	if x.Abandoned(Backup{ID: id, HasProgress: true}) {
+		return fmt.Sprintf("backup %s is not complete: it was interrupted and abandoned (only %s; a newer backup completed since, no backup resumes it) and cannot be restored", id, format.ProgressKey(id)), nil
+	}
+	pm, err := LoadManifest(ctx, x.store, format.ProgressKey(id))
+	switch {
+	case errors.Is(err, ErrDamaged) && !storage.IsTransient(err):
+		pe = &ProgressError{BackupID: id, Key: format.ProgressKey(id), Err: err}
+		msg = fmt.Sprintf("backup %s is not complete: it was interrupted and its %s does not decode (%v): no backup can resume it, and it cannot be restored", id, pe.Key, err)
+	case err == nil && pm.ShardRun != nil:
+		msg = shardedIncomplete(ctx, x.store, pm)
+	}
+	return msg, pe
+}
+
+// NewerUnfinished returns a warning for a reader of "latest" that resolved
+// to the complete backup id while a newer backup has not completed (only a
+// progress.json: running, interrupted, or a sharded run with shards
+// pending; Manifest skips it): one sentence naming that backup, its state
+// (incomplete's wording, the shards done and pending for a sharded run)
+// and that id is what is read. It is "" when no backup newer than id lacks
+// its manifest.json, and when the repository cannot be listed (the read of
+// id stands on its own).
+func NewerUnfinished(ctx context.Context, store storage.Backend, id string) string {
+	x, err := ReadIndex(ctx, store)
+	if err != nil {
+		return ""
+	}
+	for _, b := range x.Backups { // newest first
+		if b.ID <= id {
+			break
+		}
+		if b.HasProgress && !b.HasManifest {
+			msg, _ := x.incompleteState(ctx, b.ID)
+			return fmt.Sprintf("latest is backup %s, the newest complete one; a newer %s", id, strings.TrimPrefix(msg, "backup "))
+		}
+	}
+	return ""
 }

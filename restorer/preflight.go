@@ -77,6 +77,9 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		plan.Topics = append(plan.Topics, tp)
 	}
 	plan.Warnings = f.warnings
+	if r.latestNote != "" {
+		plan.Warnings = append([]string{r.latestNote}, plan.Warnings...)
+	}
 
 	// The target accepts every topic as it will be created.
 	validated := map[string]map[string]kadm.Config{}

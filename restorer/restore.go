@@ -51,6 +51,9 @@ type restore struct {
 	// when not sharded; lock the restore lock held.
 	shardRun *format.RestoreShardRun
 	lock     interface{ Finish() }
+	// latestNote is the plan's first warning when "latest" resolved past
+	// a newer backup that did not complete (repository.NewerUnfinished).
+	latestNote string
 }
 
 // journal is the restore's journal in the repository
@@ -105,6 +108,10 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var latestNote string // a newer backup that did not complete, for "latest"
+	if o.BackupID == "" || o.BackupID == "latest" {
+		latestNote = repository.NewerUnfinished(ctx, o.Store, m.BackupID)
+	}
 	if o.ApplicationID != "" {
 		// A backup taken without an application_id ("") is of another
 		// application too (repository.SameApplication).
@@ -134,7 +141,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	if err := config.Reach(ctx, cl, "target cluster"); err != nil {
 		return nil, fmt.Errorf("%w (%w)", err, ErrNothingWritten)
 	}
-	r := &restore{o: o, log: log, store: o.Store, cl: cl, adm: kadm.NewClient(cl), sel: sel, batches: batches, clientOpts: clientOpts,
+	r := &restore{o: o, log: log, store: o.Store, cl: cl, adm: kadm.NewClient(cl), sel: sel, latestNote: latestNote, batches: batches, clientOpts: clientOpts,
 		targetStart: map[string]map[int32]int64{}, targetEnd: map[string]map[int32]int64{}}
 	defer r.closeProducers()
 	if r.bm, err = r.adm.BrokerMetadata(ctx); err != nil {
