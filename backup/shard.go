@@ -295,7 +295,8 @@ func (r *runner) commitShards(ctx context.Context) (pending []int, err error) {
 	if len(pending) > 0 {
 		return pending, nil
 	}
-	m := mergeShards(cut, parts)
+	m := format.MergeShards(cut, parts)
+	m.State = format.StateComplete
 	b, err := m.Marshal()
 	if err != nil {
 		return nil, err
@@ -314,58 +315,4 @@ func (r *runner) commitShards(ctx context.Context) (pending []int, err error) {
 		r.log.Warn("could not delete progress manifest", "key", format.ProgressKey(id), "err", err)
 	}
 	return nil, nil
-}
-
-// mergeShards is the complete manifest of a sharded backup: cut with each
-// partition (of topics and in_flight) taken from the shard that owns it,
-// the warnings of every shard (each once, in shard order), and the latest
-// finished_at.
-func mergeShards(cut *format.Manifest, parts []*format.Manifest) *format.Manifest {
-	m := *cut
-	m.State = format.StateComplete
-	run := *cut.ShardRun
-	run.Done = false
-	m.ShardRun = &run
-	m.Topics, m.InFlight = slices.Clone(cut.Topics), slices.Clone(cut.InFlight)
-	for _, ts := range [][]format.Topic{m.Topics, m.InFlight} {
-		for ti := range ts {
-			t := &ts[ti]
-			t.PartitionCuts = slices.Clone(t.PartitionCuts)
-			for pi := range t.PartitionCuts {
-				p := &t.PartitionCuts[pi]
-				for i, part := range parts {
-					if !run.Owns(i, t.Name, p.Partition) {
-						continue
-					}
-					if q := partOf(part, t.Name, p.Partition); q != nil {
-						*p = *q
-					}
-				}
-			}
-		}
-	}
-	m.Warnings = slices.Clone(cut.Warnings)
-	for _, part := range parts {
-		for _, w := range part.Warnings {
-			if !slices.Contains(m.Warnings, w) {
-				m.Warnings = append(m.Warnings, w)
-			}
-		}
-		if part.FinishedAt.After(m.FinishedAt) {
-			m.FinishedAt = part.FinishedAt
-		}
-	}
-	return &m
-}
-
-// partOf finds partition p of topic (in topics or in_flight) in m.
-func partOf(m *format.Manifest, topic string, p int32) *format.Partition {
-	for _, ts := range [][]format.Topic{m.Topics, m.InFlight} {
-		for ti := range ts {
-			if ts[ti].Name == topic {
-				return findPartition(&ts[ti], p)
-			}
-		}
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
+	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
@@ -62,6 +63,16 @@ func TestShardedRuns(t *testing.T) {
 	if x, _ := repository.ReadIndex(ctx, storeS); len(x.CompleteIDs()) != 0 {
 		t.Fatalf("half a sharded backup is complete: %v", x.CompleteIDs())
 	}
+	// list sums the shards' progress of a running sharded run: it showed
+	// RECORDS and STORED 0 (the cut names no segment; new-user pass).
+	sums, err := catalog.List(ctx, storeS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].State != catalog.StateRunning || sums[0].Shards != 2 || sums[0].ShardsDone != 1 || sums[0].Records == 0 || sums[0].StoredBytes == 0 {
+		t.Fatalf("list of half a sharded backup: %+v; want it running, 1 of 2 shards done, with shard 0's records and bytes", sums)
+	}
+	running := sums[0]
 	// Restoring it names the run and the pending shard and how to finish
 	// it (it said "only progress.json; the next backup resumes it", which
 	// an unsharded backup does not).
@@ -96,7 +107,23 @@ func TestShardedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameBackups(t, storeU, backupcheck.Latest(t, storeU, u1.BackupID), storeS, backupcheck.Latest(t, storeS, r0.BackupID))
+	m1 := backupcheck.Latest(t, storeS, r0.BackupID)
+	sameBackups(t, storeU, backupcheck.Latest(t, storeU, u1.BackupID), storeS, m1)
+	var shard0Records, shard0Segments int64
+	for _, tp := range m1.Topics { // list's figures are of topics, not of in-flight tails
+		for _, p := range tp.PartitionCuts {
+			if m1.ShardRun.Owns(0, tp.Name, p.Partition) {
+				shard0Records += p.Records
+				shard0Segments += int64(len(p.Segments))
+			}
+		}
+	}
+	if running.Records != shard0Records || int64(running.Segments) != shard0Segments {
+		t.Errorf("list of the running run: %d records in %d segments; want shard 0's %d in %d", running.Records, running.Segments, shard0Records, shard0Segments)
+	}
+	if sums, err := catalog.List(ctx, storeS); err != nil || sums[0].Shards != 0 || sums[0].State != catalog.StateComplete {
+		t.Errorf("list of the complete sharded backup: %+v, %v; want it complete, with no shards figure", sums, err)
+	}
 
 	// Incremental: a new run continues the chain of the sharded backup.
 	cl := manualClient(t, kf.Addrs())

@@ -82,6 +82,13 @@ type Summary struct {
 	// run died between the two writes); it is garbage, Prune deletes it.
 	LeftoverProgress bool   `json:"leftover_progress,omitempty"`
 	Error            string `json:"error,omitempty"` // why the manifest is unreadable
+	// Shards is N for a sharded run that is running (backup --shard I/N;
+	// format.ShardRun), 0 otherwise; ShardsDone counts its shards whose
+	// progress is done. A running sharded run's figures sum every shard's
+	// progress (format.MergeShards): the cut alone holds none of its
+	// partitions' segments.
+	Shards     int `json:"shards,omitempty"`
+	ShardsDone int `json:"shards_done,omitempty"`
 }
 
 // Time is when the backup is considered taken for retention: its
@@ -176,6 +183,16 @@ func scan(ctx context.Context, store storage.Backend) (*repository.Index, []*ent
 				return
 			}
 			e.m = m
+			if m.ShardRun != nil && e.State == StateRunning {
+				if err := shardedSummary(ctx, store, m, e); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+				return
+			}
 			e.Summary = summarize(m, e.Summary)
 		}()
 	}
@@ -184,6 +201,32 @@ func scan(ctx context.Context, store storage.Backend) (*repository.Index, []*ent
 		return nil, nil, firstErr
 	}
 	return x, es, nil
+}
+
+// shardedSummary fills e's summary for a sharded run that is running: cut
+// (its progress.json) merged with each shard's progress
+// (format.ShardProgressKey; a shard without one, or whose progress does
+// not decode, counts as pending with nothing copied). Only a store that
+// fails is an error.
+func shardedSummary(ctx context.Context, store storage.Backend, cut *format.Manifest, e *entry) error {
+	parts := make([]*format.Manifest, cut.ShardRun.Shards)
+	done := 0
+	for i := range parts {
+		sm, err := repository.LoadManifest(ctx, store, format.ShardProgressKey(cut.BackupID, i))
+		switch {
+		case err == nil:
+			parts[i] = sm
+			if sm.ShardRun != nil && sm.ShardRun.Done {
+				done++
+			}
+		case errors.Is(err, storage.ErrNotFound), errors.Is(err, repository.ErrDamaged) && !storage.IsTransient(err):
+		default:
+			return err
+		}
+	}
+	e.Summary = summarize(format.MergeShards(cut, parts), e.Summary)
+	e.Shards, e.ShardsDone = cut.ShardRun.Shards, done
+	return nil
 }
 
 // summarize fills s (whose id, state and keys are set) from m.

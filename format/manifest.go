@@ -113,6 +113,74 @@ func (r *ShardRun) Owns(shard int, topic string, p int32) bool {
 	return false
 }
 
+// MergeShards returns the manifest of sharded run cut (the progress
+// manifest shard 0 wrote: the cut and cut.ShardRun's assignment) with each
+// partition of topics and in_flight taken from the progress of the shard
+// that owns it: parts[i] is shard i's progress (ShardProgressKey), nil for
+// a shard that has none yet (its partitions stay as the cut has them). The
+// warnings are the cut's and every shard's, each once, in shard order;
+// finished_at is the latest. State and ShardRun (Done cleared) are the
+// cut's; neither cut nor parts is changed. The backup's commit step writes
+// it as the manifest, list sums a running run's progress with it.
+func MergeShards(cut *Manifest, parts []*Manifest) *Manifest {
+	m := *cut
+	run := *cut.ShardRun
+	run.Done = false
+	m.ShardRun = &run
+	m.Topics, m.InFlight = slices.Clone(cut.Topics), slices.Clone(cut.InFlight)
+	for _, ts := range [][]Topic{m.Topics, m.InFlight} {
+		for ti := range ts {
+			t := &ts[ti]
+			t.PartitionCuts = slices.Clone(t.PartitionCuts)
+			for pi := range t.PartitionCuts {
+				p := &t.PartitionCuts[pi]
+				for i, part := range parts {
+					if part == nil || !run.Owns(i, t.Name, p.Partition) {
+						continue
+					}
+					if q := part.partition(t.Name, p.Partition); q != nil {
+						*p = *q
+					}
+				}
+			}
+		}
+	}
+	m.Warnings = slices.Clone(cut.Warnings)
+	for _, part := range parts {
+		if part == nil {
+			continue
+		}
+		for _, w := range part.Warnings {
+			if !slices.Contains(m.Warnings, w) {
+				m.Warnings = append(m.Warnings, w)
+			}
+		}
+		if part.FinishedAt.After(m.FinishedAt) {
+			m.FinishedAt = part.FinishedAt
+		}
+	}
+	return &m
+}
+
+// partition finds partition p of topic (in topics or in_flight) in m, or
+// nil.
+func (m *Manifest) partition(topic string, p int32) *Partition {
+	for _, ts := range [][]Topic{m.Topics, m.InFlight} {
+		for ti := range ts {
+			if ts[ti].Name != topic {
+				continue
+			}
+			for i := range ts[ti].PartitionCuts {
+				if ts[ti].PartitionCuts[i].Partition == p {
+					return &ts[ti].PartitionCuts[i]
+				}
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 // InFlightRecords is the number of records m's in-flight tails hold
 // (Partition.Records summed over InFlight); 0 when it has none.
 func (m *Manifest) InFlightRecords() int64 {

@@ -43,7 +43,9 @@ answering some partitions' fetches with no records, and the offsets it did not r
 are not in this backup; the next backup reads them; --json: state "complete",
 partial true, unread_partitions and unread_offsets; describe names the ranges);
 running (a backup is running, or was interrupted and
-the next backup resumes it); abandoned (an interrupted backup no run will resume:
+the next backup resumes it; a sharded run says how many shards are done, e.g. "running
+(1/3 shards done)", and its figures sum what its shards copied so far; --json: shards and
+shards_done); abandoned (an interrupted backup no run will resume:
 garbage that prune removes); unreadable (the manifest does not decode). list exits 2
 when a manifest is unreadable (damage, as for restore), after listing every backup (run
 verify on it); "latest" in the summary is what --backup-id latest means: the newest

@@ -106,6 +106,9 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 			state = "partial"
 			partial++
 		}
+		if b.Shards > 0 {
+			state += fmt.Sprintf(" (%d/%d shards done)", b.ShardsDone, b.Shards)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", b.BackupID, state, app(b),
 			b.CutAt.UTC().Format("2006-01-02 15:04:05"), formatAge(now.Sub(b.CutAt)), dash(b.ParentBackupID),
 			b.Topics, b.Partitions, b.Records, formatBytes(b.StoredBytes), formatRatio(b.CompressionRatio))
