@@ -83,7 +83,16 @@ func restoreStatus(r *restorer.Report) string {
 // or were not checked, and the line saying that nothing was written.
 func writeDryRun(w io.Writer, asJSON bool, p *restorer.Plan, target string, ro restorer.Options) error {
 	if asJSON {
-		return writeJSON(w, p)
+		// segments_precheck: the --precheck mode every segment this
+		// restore reads passed, or "none" when they were not checked.
+		precheck := "none"
+		if ro.DryRunPrecheck {
+			precheck = string(ro.Precheck)
+		}
+		return writeJSON(w, struct {
+			*restorer.Plan
+			SegmentsPrecheck string `json:"segments_precheck"`
+		}{p, precheck})
 	}
 	printPlan(w, p, target)
 	if ro.DryRunPrecheck {

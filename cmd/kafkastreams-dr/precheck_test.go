@@ -66,6 +66,9 @@ func TestRestoreDryRunRunsTheGivenPrecheck(t *testing.T) {
 		{"no --precheck", nil, 0, "segments: not checked (add --precheck digest or deep", nil},
 		{"--precheck digest", []string{"--precheck", "digest"}, 0, "segments: every one this restore reads passed the pre-check (--precheck digest)", nil},
 		{"--precheck deep", []string{"--precheck", "deep"}, damageExitCode, "", []string{key, "records, the manifest says", "nothing was written"}},
+		// The JSON plan said nothing about the segments (new-user pass).
+		{"--json", []string{"--json"}, 0, `"segments_precheck": "none"`, nil},
+		{"--json --precheck digest", []string{"--json", "--precheck", "digest"}, 0, `"segments_precheck": "digest"`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"--log-level", "error", "restore", "--embedded", "--from", repo, "--dry-run"}, tt.flags...)
