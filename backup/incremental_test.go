@@ -198,10 +198,30 @@ func TestRepositoryLock(t *testing.T) {
 		t.Fatalf("stale lock (heartbeat an hour old) not taken over: %v", err)
 	}
 
-	// A dead process on this host: stale at once.
+	// A dead process on this host, boot and PID namespace: stale at once.
 	dead := exec.Command("true")
 	dead.Run()
-	put(fmt.Sprintf(`{"owner":"20260101T000000.000Z-00000000","hostname":%q,"pid":%d,"created_at":%q,"heartbeat_at":%q}`, host, dead.Process.Pid, now, now))
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadLock := func(boot, pidns string) string {
+		return fmt.Sprintf(`{"owner":"20260101T000000.000Z-00000000","hostname":%q,"pid":%d,"created_at":%q,"heartbeat_at":%q,"boot_id":%q,"pid_namespace":%q}`,
+			host, dead.Process.Pid, now, now, boot, pidns)
+	}
+	// Not when the lock is of another PID namespace or boot, or says
+	// neither (a version before them): its PID means another process.
+	for _, li := range []string{deadLock(strings.TrimSpace(string(boot)), "pid:[1]"), deadLock("another-boot", pidns), deadLock("", "")} {
+		put(li)
+		if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); !errors.Is(err, backup.ErrLocked) {
+			t.Fatalf("live lock %s of a PID that is not this namespace's: %v; want ErrLocked", li, err)
+		}
+	}
+	put(deadLock(strings.TrimSpace(string(boot)), pidns))
 	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store)); err != nil {
 		t.Fatalf("lock of a dead local process not taken over: %v", err)
 	}

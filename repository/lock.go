@@ -2,19 +2,26 @@ package repository
 
 // The repository lock: the lock a run takes in a backup repository before it
 // writes: an object created only if absent (storage.Backend.PutIfAbsent),
-// whose holder rewrites a heartbeat in it. A lock whose heartbeat is older
-// than StaleAfter, or that a process on this host that no longer exists
-// took, may be taken over (restic's rule). Backups lock the key "lock";
-// restores lock one key per target cluster.
+// whose holder rewrites a heartbeat in it. Its holder is named by a random
+// token of its own, never by host name and PID alone. A lock whose
+// heartbeat is older than StaleAfter may be taken over; so may one that a
+// process that no longer exists took on this machine in this PID namespace
+// (restic's rule, narrowed: same host name, boot id and PID namespace, so
+// that a container of the same pod, which shares the host name and not
+// the PIDs, never takes it). Backups lock the key "lock"; restores lock
+// one key per target cluster.
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,6 +41,39 @@ type lockInfo struct {
 	// it at once, any other run is kept out. PID is 0 then: the run is
 	// many processes, its lock goes stale only by its heartbeat.
 	Run string `json:"run,omitempty"`
+	// Token names the holder: 16 random bytes in hex, new for each
+	// AcquireLock. Check and Release compare it, not the owner, host
+	// name and PID (two containers of one pod share the host name, and
+	// their main processes are often both PID 1). Absent in locks of
+	// versions before it: such a lock is anyone else's.
+	Token string `json:"token,omitempty"`
+	// BootID (/proc/sys/kernel/random/boot_id) and PIDNamespace (the
+	// link /proc/self/ns/pid, e.g. "pid:[4026531836]") say where PID
+	// means a process: the "holder process is gone" rule applies only to
+	// a lock of the same host name, boot id and PID namespace. Empty when
+	// unreadable (not Linux, no /proc): then only the heartbeat makes the
+	// lock stale.
+	BootID       string `json:"boot_id,omitempty"`
+	PIDNamespace string `json:"pid_namespace,omitempty"`
+}
+
+// processPlace is this process's boot id and PID namespace (lockInfo),
+// "" for what cannot be read.
+func processPlace() (bootID, pidNamespace string) {
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		bootID = strings.TrimSpace(string(b))
+	}
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil {
+		pidNamespace = ns
+	}
+	return bootID, pidNamespace
+}
+
+// newToken is a lock holder's token: 16 random bytes in hex.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
 }
 
 // StaleAfter is how old a lock's heartbeat must be before another run may
@@ -82,15 +122,20 @@ func readLock(ctx context.Context, store storage.Backend, key string) (*lockInfo
 }
 
 // stale reports why a lock may be taken over, or "" when it is live. A lock
-// is stale when its heartbeat is older than LockStaleAfter, or when it was
-// taken on this host by a process that no longer exists (restic's rule).
-func (li *lockInfo) stale(now time.Time, host string) string {
+// is stale when its heartbeat is older than StaleAfter, or when it was
+// taken by a process that no longer exists on this host name, boot and
+// PID namespace (restic's rule, which looks at the host name and PID only:
+// a container of the same pod has the host name and not the PID, and
+// took a live lock over). here is this process's lockInfo.
+func (li *lockInfo) stale(now time.Time, here *lockInfo) string {
 	if now.Sub(li.HeartbeatAt) > StaleAfter {
 		return fmt.Sprintf("its heartbeat is %s old", now.Sub(li.HeartbeatAt).Round(time.Second))
 	}
-	if li.Hostname == host && li.PID > 0 && li.PID != os.Getpid() {
+	samePlace := li.Hostname == here.Hostname && li.BootID != "" && li.BootID == here.BootID &&
+		li.PIDNamespace != "" && li.PIDNamespace == here.PIDNamespace
+	if samePlace && li.PID > 0 && li.PID != os.Getpid() {
 		if err := syscall.Kill(li.PID, 0); errors.Is(err, syscall.ESRCH) {
-			return fmt.Sprintf("process %d on this host is gone", li.PID)
+			return fmt.Sprintf("process %d on this host (same boot, same PID namespace) is gone", li.PID)
 		}
 	}
 	return ""
@@ -107,7 +152,9 @@ func AcquireLock(ctx context.Context, store storage.Backend, key, owner string, 
 func acquire(ctx context.Context, store storage.Backend, key, owner, run string, logf func(string, ...any)) (*Lock, error) {
 	host, _ := os.Hostname()
 	now := time.Now().UTC()
-	l := &Lock{store: store, key: key, info: lockInfo{Owner: owner, Hostname: host, PID: os.Getpid(), CreatedAt: now, HeartbeatAt: now, Run: run}}
+	boot, pidns := processPlace()
+	l := &Lock{store: store, key: key, info: lockInfo{Owner: owner, Hostname: host, PID: os.Getpid(), CreatedAt: now, HeartbeatAt: now, Run: run,
+		Token: newToken(), BootID: boot, PIDNamespace: pidns}}
 	if run != "" {
 		l.info.PID = 0
 	}
@@ -137,7 +184,7 @@ func acquire(ctx context.Context, store storage.Backend, key, owner, run string,
 			go l.beat(ctx)
 			return l, nil
 		}
-		why := held.stale(time.Now().UTC(), host)
+		why := held.stale(time.Now().UTC(), &l.info)
 		if why == "" {
 			return nil, fmt.Errorf("%w: %s/%s is held by %s (host %s, pid %d, since %s, heartbeat %s): wait for it, or if it is dead, the lock becomes stale %s after its last heartbeat",
 				ErrLocked, store.Location(), key, held.Owner, held.Hostname, held.PID, held.CreatedAt.Format(time.RFC3339), held.HeartbeatAt.Format(time.RFC3339), StaleAfter)
@@ -199,8 +246,8 @@ func (l *Lock) Check(ctx context.Context) error {
 	if l.info.Run != "" && held.Run == l.info.Run {
 		return nil // one run's shards share it, each rewriting it
 	}
-	if held.Owner != l.info.Owner || held.PID != l.info.PID || held.Hostname != l.info.Hostname {
-		return fmt.Errorf("%w: repository lock was taken over by backup %s (host %s, pid %d)", ErrLocked, held.Owner, held.Hostname, held.PID)
+	if held.Token != l.info.Token {
+		return fmt.Errorf("%w: repository lock was taken over by %s (host %s, pid %d)", ErrLocked, held.Owner, held.Hostname, held.PID)
 	}
 	return nil
 }
