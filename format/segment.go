@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -374,10 +375,34 @@ func (s *SegmentReader) bytes(nullable bool) ([]byte, error) {
 		_, err = s.br.Discard(int(n))
 		return nil, err
 	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(s.br, b)
-	return b, err
+	if n <= fieldChunk {
+		b := make([]byte, n)
+		_, err = io.ReadFull(s.br, b)
+		return b, err
+	}
+	// A length field is not trusted with an allocation: the buffer grows
+	// with the bytes that arrive (a damaged length of 1 GiB in a segment
+	// of 43 bytes allocated 1 GiB).
+	b := make([]byte, 0, fieldChunk)
+	for int32(len(b)) < n {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(int(n)-len(b), len(b)))
+		}
+		m, err := s.br.Read(b[len(b):min(cap(b), int(n))])
+		b = b[:len(b)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return b, nil
 }
+
+// fieldChunk is the largest key, value or header a SegmentReader allocates
+// at once from its length field; a larger one grows as its bytes are read.
+const fieldChunk = 64 << 10
 
 // Next decodes the next record into r (reusing nothing: every slice is
 // freshly allocated). It returns io.EOF after the trailer has been read and
@@ -445,8 +470,10 @@ func (s *SegmentReader) Next(r *Record) error {
 			}
 		}
 	} else if nh > 0 {
-		rec.Headers = make([]Header, nh)
-		for i := range rec.Headers {
+		// At most 64 from the count alone; append grows it with the
+		// headers read (a damaged count said a million).
+		rec.Headers = make([]Header, 0, min(nh, 64))
+		for range nh {
 			k, err := s.bytes(false)
 			if err != nil {
 				return corrupt(fmt.Sprintf("reading header key of offset %d", rec.Offset), err)
@@ -455,7 +482,7 @@ func (s *SegmentReader) Next(r *Record) error {
 			if err != nil {
 				return corrupt(fmt.Sprintf("reading header value of offset %d", rec.Offset), err)
 			}
-			rec.Headers[i] = Header{Key: string(k), Value: v}
+			rec.Headers = append(rec.Headers, Header{Key: string(k), Value: v})
 		}
 	}
 	if s.count == 0 {

@@ -1,0 +1,87 @@
+package format
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"runtime"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// craftedSegment is a record segment (zstd) of topic "t" partition 0 whose
+// one record has the given lengths: key key, value value and a header count
+// nh (a length of -1 is null), followed by tail bytes only, as if a length
+// field had been damaged (or forged) in a segment of a few dozen bytes.
+func craftedSegment(t *testing.T, key, value, nh int32, tail int) []byte {
+	t.Helper()
+	var raw bytes.Buffer
+	raw.Write(segmentMagic[:])
+	be := func(v any) { _ = binary.Write(&raw, binary.BigEndian, v) }
+	be(int16(1))
+	raw.WriteString("t")
+	be(int32(0))
+	raw.WriteByte(tagRecord)
+	be(int32(0))          // partition
+	be(int64(0))          // offset
+	be(int64(1700000000)) // timestamp
+	raw.WriteByte(0)      // CreateTime
+	be(key)
+	if key == -1 {
+		be(value)
+	}
+	if key == -1 && value == -1 {
+		be(nh)
+	}
+	raw.Write(make([]byte, tail))
+	var out bytes.Buffer
+	zw, err := zstd.NewWriter(&out, zstd.WithEncoderCRC(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(raw.Bytes())
+	zw.Close()
+	return out.Bytes()
+}
+
+// TestLengthFieldsDoNotSizeAllocations: a damaged key, value or header
+// count of a record segment is detected with memory bounded by the bytes
+// the segment holds, not by what the length field claims. A 43-byte
+// segment whose key length said 1 GiB made restore allocate 1.18 GB
+// (issue 14), above the 512Mi the Kubernetes manifests set.
+func TestLengthFieldsDoNotSizeAllocations(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		key, value, nh int32
+	}{
+		{"key of 1 GiB", maxFieldBytes, 0, 0},
+		{"value of 1 GiB", -1, maxFieldBytes, 0},
+		{"a million headers", -1, -1, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seg := craftedSegment(t, tc.key, tc.value, tc.nh, 16)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, _, _, err := ReadSegment(bytes.NewReader(seg), func(*Record) error { return nil })
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("a %d-byte segment claiming %s: %v; want ErrCorrupt", len(seg), tc.name, err)
+			}
+			// The zstd decoder's window and the reader's buffers are a
+			// few MiB at most; a length field must add nothing like it.
+			const bound = 8 << 20
+			if got := after.TotalAlloc - before.TotalAlloc; got > bound {
+				t.Errorf("a %d-byte segment claiming %s allocated %d bytes reading it (%v); want at most %d", len(seg), tc.name, got, err, bound)
+			}
+		})
+	}
+	// The bound is not a limit on real data: a 3 MiB value reads whole.
+	v := bytes.Repeat([]byte("v"), 3<<20)
+	b, _ := encode(t, "t", 0, []Record{{Offset: 0, Key: []byte("k"), Value: v}})
+	got := decodeAll(t, b)
+	if len(got) != 1 || !bytes.Equal(got[0].Value, v) {
+		t.Fatalf("a 3 MiB value read back as %d records", len(got))
+	}
+}
