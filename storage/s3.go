@@ -240,6 +240,20 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		s.endpoint = "AWS S3 (region " + cfg.Region + ")"
 	}
 	if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		var respErr *awshttp.ResponseError
+		if errors.As(err, &respErr) && (respErr.HTTPStatusCode() == 404 || respErr.HTTPStatusCode() == 403) {
+			// A HEAD answer has no body, so its 404 or 403 does not say
+			// whether the bucket is missing, the access key id unknown
+			// (versitygw answers 404 to it: a wrong key was reported as
+			// a missing bucket) or a policy denies. ListObjectsV2's
+			// error body has the code (NoSuchBucket, InvalidAccessKeyId,
+			// SignatureDoesNotMatch, AccessDenied): that error is
+			// reported when it has one.
+			_, lerr := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(s.prefix), MaxKeys: aws.Int32(1)})
+			if lerr != nil && errorCode(lerr) != "" && ctx.Err() == nil {
+				err = lerr
+			}
+		}
 		mapped := s.mapError(ctx, "check bucket", "", err)
 		if opts.Logger != nil && (errors.Is(mapped, ErrNoSuchBucket) || errors.Is(mapped, ErrNoCredentials)) {
 			// The SDK's own text, with the request id a support case
@@ -760,6 +774,10 @@ func (s *S3) mapError(ctx context.Context, op, key string, err error) error {
 	switch {
 	case code == "NoSuchKey" || (key != "" && code == "NotFound"):
 		return fmt.Errorf("%s %s: %w", op, where, ErrNotFound)
+	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken" ||
+		code == "XAdminUserNotFound": // versitygw's code, with status 404, for an access key id it does not know
+		return bucketHint(fmt.Sprintf("the credentials were rejected by %s (%s); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the profile, "+
+			"and that they belong to this endpoint", s.endpoint, code))
 	case code == "NoSuchBucket" || (key == "" && status == 404):
 		// The SDK's text (request id, host id) stays out of the message:
 		// the caller logs it at debug level (S3Options.Logger).
@@ -771,9 +789,6 @@ func (s *S3) mapError(ctx context.Context, op, key string, err error) error {
 		return &noSuchBucketError{msg: msg, err: err}
 	case code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == 412:
 		return fmt.Errorf("%s %s: %w", op, where, ErrExists)
-	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken":
-		return bucketHint(fmt.Sprintf("the credentials were rejected by %s (%s); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the profile, "+
-			"and that they belong to this endpoint", s.endpoint, code))
 	case code == "AccessDenied" || code == "Forbidden" || code == "AllAccessDisabled" || status == 403:
 		// HEAD responses have no body, so a wrong secret key and a denying
 		// bucket policy both arrive as a bare 403 "Forbidden".

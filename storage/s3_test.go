@@ -259,7 +259,7 @@ func TestNewS3Errors(t *testing.T) {
 			[]string{`"Bad_Bucket"`, srv.Endpoint}},
 		{"wrong secret key",
 			storage.S3Options{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PathStyle: true}, "wrong-secret-do-not-print",
-			[]string{srv.Bucket, srv.Endpoint, "access denied", "AWS_SECRET_ACCESS_KEY"}},
+			[]string{srv.Bucket, srv.Endpoint, "credentials were rejected", "SignatureDoesNotMatch", "AWS_SECRET_ACCESS_KEY"}},
 		{"nothing listening at endpoint",
 			storage.S3Options{Bucket: srv.Bucket, Endpoint: closedEndpoint, PathStyle: true, RequestTimeout: time.Second, RetryTimeout: time.Second}, "",
 			[]string{srv.Bucket, closedEndpoint, "cannot reach", "path-style"}},
@@ -297,6 +297,36 @@ func TestNewS3Errors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNewS3WrongAccessKeyID: a wrong access key id is named as rejected
+// credentials, not as a missing bucket (issue 14: "bucket does not
+// exist"), and is not printed.
+func TestNewS3WrongAccessKeyID(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	const wrong = "AKIAWRONGWRONGWRONG1"
+	t.Setenv("AWS_ACCESS_KEY_ID", wrong)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err := storage.NewS3(ctx, storage.S3Options{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PathStyle: true})
+	if err == nil {
+		t.Fatal("NewS3 with a wrong access key id succeeded")
+	}
+	t.Logf("error: %v", err)
+	if errors.Is(err, storage.ErrNoSuchBucket) || strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("a wrong access key id is reported as a missing bucket: %v", err)
+	}
+	for _, part := range []string{srv.Bucket, srv.Endpoint, "credentials were rejected", "AWS_ACCESS_KEY_ID"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error does not contain %q", part)
+		}
+	}
+	for _, secret := range []string{srv.SecretKey, wrong} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error contains the key %q", secret)
+		}
 	}
 }
 
