@@ -258,7 +258,7 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		if opts.Logger != nil && (errors.Is(mapped, ErrNoSuchBucket) || errors.Is(mapped, ErrNoCredentials)) {
 			// The SDK's own text, with the request id a support case
 			// needs (or the credential chain it tried), only at debug level.
-			opts.Logger.Debug("S3 HeadBucket failed", "component", "aws-sdk", "bucket", s.bucket, "endpoint", s.endpoint, "err", err)
+			opts.Logger.Debug("S3 bucket check failed", "component", "aws-sdk", "bucket", s.bucket, "endpoint", s.endpoint, "err", err)
 		}
 		return nil, fmt.Errorf("s3 storage: %w", mapped)
 	}
@@ -841,7 +841,7 @@ func (e *noCredentialsError) Error() string   { return e.msg }
 func (e *noCredentialsError) Unwrap() []error { return []error{ErrNoCredentials, e.err} }
 
 // s3Cause is "S3 <operation>: <status> <code>" of an SDK error, e.g.
-// "S3 HeadBucket: 404 NotFound", without the request and host ids.
+// "S3 ListObjectsV2: 404 NoSuchBucket", without the request and host ids.
 func s3Cause(err error, code string, status int) string {
 	op := "request"
 	var oe *smithy.OperationError

@@ -603,7 +603,7 @@ func TestNewS3MissingBucketSaysSo(t *testing.T) {
 	}
 	msg := err.Error()
 	t.Logf("error: %s\nlog:\n%s", msg, logged.String())
-	for _, w := range []string{`bucket "no-such-bucket" does not exist (S3 HeadBucket: 404 NotFound) at endpoint ` + srv.Endpoint, "create it or fix the bucket name"} {
+	for _, w := range []string{`bucket "no-such-bucket" does not exist (S3 ListObjectsV2: 404 NoSuchBucket) at endpoint ` + srv.Endpoint, "create it or fix the bucket name"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("error %q does not say %q", msg, w)
 		}

@@ -15,7 +15,7 @@ import (
 // HeadBucket, https response error StatusCode: 404, RequestID: ...,
 // NotFound: "), while a storage.path that does not exist exits 2. A missing
 // bucket is a configuration error like a missing path: exit 2, "bucket X
-// does not exist (S3 HeadBucket: 404 NotFound) at endpoint E" and the fix;
+// does not exist (S3 ListObjectsV2: 404 NoSuchBucket) at endpoint E" and the fix;
 // the request id only with --log-level debug. Tested on versitygw.
 func TestMissingBucketIsAConfigurationError(t *testing.T) {
 	srv := testkit.StartS3(t)
@@ -40,7 +40,7 @@ storage:
   endpoint: %s
   path_style: true
 `, strings.Join(source.Addrs(), ", "), srv.Region, srv.Endpoint))
-	want := `bucket "no-such-bucket" does not exist (S3 HeadBucket: 404 NotFound) at endpoint ` + srv.Endpoint
+	want := `bucket "no-such-bucket" does not exist (S3 ListObjectsV2: 404 NoSuchBucket) at endpoint ` + srv.Endpoint
 	for _, args := range [][]string{
 		{"verify", "-c", cfg},
 		{"list", "-c", cfg},

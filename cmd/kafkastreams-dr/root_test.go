@@ -60,7 +60,7 @@ func TestOpenStorageS3ErrorsNameBucketAndEndpoint(t *testing.T) {
 		want []string
 	}{
 		{"bucket does not exist", config.Storage{Backend: "s3", Bucket: "no-such-bucket", Endpoint: srv.Endpoint, PathStyle: true},
-			[]string{`bucket "no-such-bucket" does not exist (S3 HeadBucket: 404 NotFound) at endpoint ` + srv.Endpoint}},
+			[]string{`bucket "no-such-bucket" does not exist (S3 ListObjectsV2: 404 NoSuchBucket) at endpoint ` + srv.Endpoint}},
 		// A retry_timeout of 2s, not the default 2m: the message is the same,
 		// the test does not wait two minutes for it.
 		{"endpoint unreachable", config.Storage{Backend: "s3", Bucket: srv.Bucket, Endpoint: "http://127.0.0.1:1", PathStyle: true, RetryTimeout: 2 * time.Second},
