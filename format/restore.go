@@ -130,8 +130,16 @@ type TopicPlan struct {
 	// SchemaRegistry marks the Schema Registry's storage topic (the
 	// manifest topic's schema_registry): first in the plan, its records
 	// are written before any other topic's.
-	SchemaRegistry    bool              `json:"schema_registry,omitempty"`
-	Action            TopicAction       `json:"action"`
+	SchemaRegistry bool        `json:"schema_registry,omitempty"`
+	Action         TopicAction `json:"action"`
+	// Resumed marks a "fill" an earlier run of this restore began: the
+	// journal's filled names the topic's id, and the records not there
+	// yet are produced (PartitionPlan.AlreadyThere), as for "resume".
+	Resumed bool `json:"resumed,omitempty"`
+	// TargetTopicID is the id of the existing topic a "fill" writes into
+	// (32 hex digits), recorded in the journal's filled before its first
+	// record; "" for other actions.
+	TargetTopicID     string            `json:"target_topic_id,omitempty"`
 	Partitions        int               `json:"partitions"`
 	ReplicationFactor int               `json:"replication_factor"`
 	Configs           map[string]string `json:"configs"`                 // set at creation
@@ -320,6 +328,11 @@ type RestoreJournal struct {
 	Strategy        Strategy          `json:"strategy"`
 	ToTime          *time.Time        `json:"to_time,omitempty"`
 	Topics          map[string]string `json:"topics"` // topic -> topic id created by this restore
+	// Filled maps each topic that existed empty on the target and that
+	// this restore wrote into (TopicAction "fill") to its topic id,
+	// recorded before its first record: a run killed after writing some
+	// resumes it like a topic it created.
+	Filled map[string]string `json:"filled,omitempty"`
 	// Complete is set once the records are in and the offsets committed;
 	// Committed holds those offsets ("topic/partition" -> offset).
 	Complete  bool             `json:"complete,omitempty"`

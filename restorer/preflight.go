@@ -356,7 +356,7 @@ func planTopic(t *format.Topic, sel *selection, o *Options, tt *targetTopics, jo
 		if unread := format.UnreadRange(t.Name, p); unread != "" {
 			f.warn("%s are not in this backup (the backup could not read them: unread): the restored partition ends at %d; a later backup holds them", unread, p.EndOffset)
 		}
-		if tp.Action == format.ActionResume {
+		if tp.Action == format.ActionResume || tp.Resumed {
 			pp.AlreadyThere = tt.end[t.Name][p.Partition] - tt.start[t.Name][p.Partition]
 			if pp.AlreadyThere > pp.Records {
 				f.refuse("topic %q partition %d on the target holds %d records, more than the %d this restore writes: it is not this restore's", t.Name, p.Partition, pp.AlreadyThere, pp.Records)
@@ -379,10 +379,15 @@ func planExisting(tp *TopicPlan, t *format.Topic, d kadm.TopicDetail, tt *target
 	for p, end := range tt.end[t.Name] {
 		held += end - tt.start[t.Name][p]
 	}
+	id := kafkaTopicID(d.ID)
 	switch {
-	case jour != nil && jour.Topics[t.Name] == kafkaTopicID(d.ID):
+	case jour != nil && jour.Topics[t.Name] == id:
 		tp.Action = format.ActionResume
-	case held > 0 && other != nil && other.Topics[t.Name] == kafkaTopicID(d.ID):
+	case jour != nil && jour.Filled[t.Name] == id:
+		// An earlier run found it empty and began to fill it.
+		tp.Resumed = true
+		f.add(planFill(tp, t, tt, id))
+	case held > 0 && other != nil && (other.Topics[t.Name] == id || other.Filled[t.Name] == id):
 		f.refuse("topic %q on the target (%d records) was created by an earlier restore of this backup with strategy %s and cut %s: re-run that restore with the same --strategy and --to-time to resume it, or delete the topic", t.Name, held, other.Strategy, cutString(other.ToTime))
 	case held > 0 && t.SchemaRegistry:
 		// A registry started on the target before the restore wrote its
@@ -391,34 +396,44 @@ func planExisting(tp *TopicPlan, t *format.Topic, d kadm.TopicDetail, tt *target
 	case held > 0:
 		f.refuse("topic %q on the target is not empty (%d records) and was not created by an earlier run of this restore: delete it or restore into another cluster", t.Name, held)
 	default:
-		tp.Action = format.ActionFill
-		existing := tt.configs[t.Name]
-		if a, b := existing["cleanup.policy"], t.Configs["cleanup.policy"].Value; a != nil && b != nil && !sameSet(*a, *b) {
-			f.refuse("topic %q exists empty on the target with cleanup.policy=%s; the backup has %s", t.Name, *a, *b)
+		f.add(planFill(tp, t, tt, id))
+	}
+	return f
+}
+
+// planFill plans backed-up topic t into the existing topic of id id on
+// the target, empty or filled in part by an earlier run of this restore:
+// the target's configs are kept (a warning names each that differs from
+// the backup's), and a cleanup.policy other than the backup's is refused.
+func planFill(tp *TopicPlan, t *format.Topic, tt *targetTopics, id string) (f findings) {
+	tp.Action = format.ActionFill
+	tp.TargetTopicID = id
+	existing := tt.configs[t.Name]
+	if a, b := existing["cleanup.policy"], t.Configs["cleanup.policy"].Value; a != nil && b != nil && !sameSet(*a, *b) {
+		f.refuse("topic %q exists empty on the target with cleanup.policy=%s; the backup has %s", t.Name, *a, *b)
+	}
+	var keys []string
+	for k := range tp.Configs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		backedUp := tp.Configs[k]
+		if k == "message.timestamp.type" && tp.FinalConfigs != nil {
+			backedUp = tp.FinalConfigs[k] // the backup's, before the switch to CreateTime
 		}
-		var keys []string
-		for k := range tp.Configs {
-			keys = append(keys, k)
+		if have := deref(existing[k]); k != "cleanup.policy" && have != backedUp {
+			f.warn("topic %q exists (empty) on the target with %s=%s; the backup has %s: the target's value is kept", t.Name, k, have, backedUp)
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			backedUp := tp.Configs[k]
-			if k == "message.timestamp.type" && tp.FinalConfigs != nil {
-				backedUp = tp.FinalConfigs[k] // the backup's, before the switch to CreateTime
-			}
-			if have := deref(existing[k]); k != "cleanup.policy" && have != backedUp {
-				f.warn("topic %q exists (empty) on the target with %s=%s; the backup has %s: the target's value is kept", t.Name, k, have, backedUp)
-			}
-			tp.Configs[k] = deref(existing[k]) // the plan shows what the topic will have
-		}
-		// The same timestamp care as a created topic: LogAppendTime
-		// would replace every record's timestamp with the restore
-		// time, so the topic is CreateTime while the records go in.
-		tp.FinalConfigs = nil
-		if deref(existing["message.timestamp.type"]) == "LogAppendTime" {
-			tp.PreConfigs = map[string]string{"message.timestamp.type": "CreateTime"}
-			tp.FinalConfigs = map[string]string{"message.timestamp.type": "LogAppendTime"}
-		}
+		tp.Configs[k] = deref(existing[k]) // the plan shows what the topic will have
+	}
+	// The same timestamp care as a created topic: LogAppendTime
+	// would replace every record's timestamp with the restore
+	// time, so the topic is CreateTime while the records go in.
+	tp.FinalConfigs = nil
+	if deref(existing["message.timestamp.type"]) == "LogAppendTime" {
+		tp.PreConfigs = map[string]string{"message.timestamp.type": "CreateTime"}
+		tp.FinalConfigs = map[string]string{"message.timestamp.type": "LogAppendTime"}
 	}
 	return f
 }
@@ -524,7 +539,7 @@ func planComplete(plan *Plan, jour *journal) bool {
 	}
 	for _, tp := range plan.Topics {
 		for _, pp := range tp.PartitionPlans {
-			if tp.Action != format.ActionResume || pp.AlreadyThere != pp.Records {
+			if (tp.Action != format.ActionResume && !tp.Resumed) || pp.AlreadyThere != pp.Records {
 				return false
 			}
 		}

@@ -40,6 +40,18 @@ const (
 func (r *restore) createTopics(ctx context.Context) error {
 	for i := range r.plan.Topics {
 		tp := &r.plan.Topics[i]
+		if tp.Action == format.ActionFill && r.jour.Filled[tp.Topic] != tp.TargetTopicID {
+			// Before anything is written into it: a run killed after its
+			// first records resumes it (the journal's filled), not
+			// refuses it as another writer's.
+			if r.jour.Filled == nil {
+				r.jour.Filled = map[string]string{}
+			}
+			r.jour.Filled[tp.Topic] = tp.TargetTopicID
+			if err := r.saveJournal(ctx); err != nil {
+				return err
+			}
+		}
 		if tp.Action != format.ActionCreate {
 			if err := r.applyPreConfigs(ctx, tp); err != nil {
 				return err

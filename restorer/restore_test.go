@@ -247,6 +247,97 @@ func TestRestoreResumesAfterAFailure(t *testing.T) {
 	}
 }
 
+// TestRestoreIntoPreCreatedTopicsResumesAfterAFailure: a restore into
+// topics an operator created empty beforehand (the "fill" plan), failed
+// midway, is resumed by running it again, every record exactly once. It
+// was refused: "not empty and was not created by an earlier run of this
+// restore" (issue 14), since only created topics were journaled; a
+// CreateTopics that timed out while the broker created the topic left the
+// same state.
+func TestRestoreIntoPreCreatedTopicsResumesAfterAFailure(t *testing.T) {
+	_, store, m := backedUpSample(t)
+	dst := testkit.StartKfake(t, 3)
+	ctx := context.Background()
+	adm := kadm.NewClient(testkit.Client(t, dst.Addrs()))
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
+		var configs map[string]*string
+		if c, ok := tp.Configs["cleanup.policy"]; ok && c.Value != nil {
+			configs = map[string]*string{"cleanup.policy": c.Value}
+		}
+		if _, err := adm.CreateTopic(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), configs, tp.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, Concurrency: 1}
+	plan := o
+	plan.DryRun = true
+	p, err := restorer.Run(ctx, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range p.Topics {
+		if tp.Action != format.ActionFill {
+			t.Fatalf("topic %q planned %q into a pre-created empty topic, want fill", tp.Topic, tp.Action)
+		}
+	}
+
+	var produces atomic.Int32
+	var failing atomic.Bool
+	failing.Store(true)
+	dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		if !failing.Load() || produces.Add(1) <= 4 {
+			return nil, nil, false
+		}
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range pr.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	if _, err := restorer.Run(ctx, o); err == nil {
+		t.Fatal("the injected produce failure did not fail the restore")
+	}
+	failing.Store(false)
+	if produces.Load() <= 4 {
+		t.Fatalf("%d produce requests: the failure came before any record was written", produces.Load())
+	}
+
+	rep, err := restorer.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("re-run into the pre-created topics it half filled: %v", err)
+	}
+	if !rep.Committed {
+		t.Fatal("offsets not committed")
+	}
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
+		for _, pc := range tp.PartitionCuts {
+			want := backupcheck.Records(t, store, m, tp.Name, pc.Partition)
+			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{pc.Partition: 1 << 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s/%d: %d records on the target, backup has %d", tp.Name, pc.Partition, len(got), len(want))
+			}
+			for i := range got {
+				if got[i].Offset != int64(i) || string(got[i].Key) != string(want[i].Key) || string(got[i].Value) != string(want[i].Value) {
+					t.Fatalf("%s/%d record %d: got %+v want %+v", tp.Name, pc.Partition, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestConcurrentRestoresNeverDuplicate is a regression test: two restores
 // started together into one target both found the topics resumable and
 // wrote every record twice (found by a new-user test). The restore lock

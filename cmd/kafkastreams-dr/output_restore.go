@@ -170,7 +170,11 @@ func printPlan(w io.Writer, p *restorer.Plan, target string) {
 			if t.SchemaRegistry {
 				class += " (schema registry: restored first)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Topic, class, t.Action,
+			action := string(t.Action)
+			if t.Resumed {
+				action += " (resumed)" // a fill an earlier run began
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Topic, class, action,
 				t.Partitions, t.ReplicationFactor, n, cfgs)
 		}
 		tw.Flush()
