@@ -62,6 +62,16 @@ func (r *restore) createTopics(ctx context.Context) error {
 		if err == nil {
 			err = resp.Err
 		}
+		if errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, kerr.TopicAlreadyExists) {
+			// A CreateTopics that timed out may have created the topic
+			// all the same (Kafka does not undo it), and a retry of it
+			// then finds it there.
+			id, aerr := r.createdAnyway(ctx, tp, err)
+			if aerr != nil {
+				return aerr
+			}
+			resp.ID, err = id, nil
+		}
 		if err != nil {
 			return fmt.Errorf("create topic %q on the target: %w %s", tp.Topic, err, resp.ErrMessage)
 		}
@@ -80,6 +90,76 @@ func (r *restore) createTopics(ctx context.Context) error {
 	r.log.Debug("every partition has a leader and answers")
 	return nil
 }
+
+// createdAnyway returns the topic id of tp's topic after its CreateTopics
+// answered createErr (REQUEST_TIMED_OUT, or TOPIC_ALREADY_EXISTS to a
+// retry of it): the topic is this restore's own when it appears on the
+// target within createdAnywayWait with the planned partition count, tp's
+// configs and no record. Otherwise the error names createErr and what was
+// found; running the restore again then plans the topic anew (an empty
+// one is filled, one holding records refused).
+func (r *restore) createdAnyway(ctx context.Context, tp *TopicPlan, createErr error) (kadm.TopicID, error) {
+	fail := func(found string) (kadm.TopicID, error) {
+		return kadm.TopicID{}, fmt.Errorf("create topic %q on the target: %w; %s: run the restore again (an empty topic is then filled, one holding records refused)", tp.Topic, createErr, found)
+	}
+	deadline := time.Now().Add(createdAnywayWait)
+	var td kadm.TopicDetail
+	for {
+		tds, err := r.adm.ListTopics(ctx, tp.Topic)
+		if err != nil {
+			return fail(fmt.Sprintf("the topic could not be looked up (%v)", err))
+		}
+		if d, ok := tds[tp.Topic]; ok && d.Err == nil {
+			td = d
+			break
+		}
+		if !time.Now().Before(deadline) {
+			return fail(fmt.Sprintf("the topic did not appear within %s", createdAnywayWait))
+		}
+		select {
+		case <-ctx.Done():
+			return kadm.TopicID{}, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if len(td.Partitions) != tp.Partitions {
+		return fail(fmt.Sprintf("the topic exists with %d partitions, not the %d asked for", len(td.Partitions), tp.Partitions))
+	}
+	ends, err := r.adm.ListEndOffsets(ctx, tp.Topic)
+	if err != nil {
+		return fail(fmt.Sprintf("its end offsets could not be read (%v)", err))
+	}
+	var held int64
+	ends.Each(func(lo kadm.ListedOffset) { held += lo.Offset })
+	if held > 0 {
+		return fail("the topic exists and holds records")
+	}
+	rcs, err := r.adm.DescribeTopicConfigs(ctx, tp.Topic)
+	if err == nil && (len(rcs) != 1 || rcs[0].Err != nil) {
+		err = errors.New("no configs in the answer")
+		if len(rcs) == 1 {
+			err = rcs[0].Err
+		}
+	}
+	if err != nil {
+		return fail(fmt.Sprintf("its configs could not be read (%v)", err))
+	}
+	have := map[string]string{}
+	for _, c := range rcs[0].Configs {
+		have[c.Key] = deref(c.Value)
+	}
+	for k, v := range tp.Configs {
+		if have[k] != v {
+			return fail(fmt.Sprintf("the topic exists with %s=%s, not the %s asked for (another client created it)", k, have[k], v))
+		}
+	}
+	r.log.Warn("CreateTopics answered an error but the broker created the topic as asked: restoring into it", "topic", tp.Topic, "err", createErr)
+	return td.ID, nil
+}
+
+// createdAnywayWait bounds how long createdAnyway waits for a topic whose
+// CreateTopics timed out to appear in the metadata.
+var createdAnywayWait = 30 * time.Second
 
 // restoreRecords restores every planned partition (restorePartition),
 // Options.Concurrency at once, and returns their reports in plan order.
