@@ -49,6 +49,9 @@ const (
 	// byte in the middle of the body inverted: a corruption in transit
 	// (the stored object is intact, its checksum header is sent as stored).
 	FaultFlipByte
+	// FaultSlowDown answers HTTP 503 SlowDown without forwarding: S3's
+	// request-rate throttling ("Please reduce your request rate").
+	FaultSlowDown
 )
 
 func (a FaultAction) String() string {
@@ -71,24 +74,32 @@ func (a FaultAction) String() string {
 		return "delay-forward"
 	case FaultFlipByte:
 		return "flip-byte"
+	case FaultSlowDown:
+		return "503-slowdown"
 	}
 	return "fault(" + strconv.Itoa(int(a)) + ")"
 }
 
 // Fault is one rule of an S3Proxy: requests with Method (any when "")
-// whose URL path contains PathContains (any when "") and that carry no
+// whose URL path contains PathContains (any when ""), whose query contains
+// QueryContains (any when "") and that carry no
 // Range header unless Ranged is set get Action, the first Times of them
 // (every one when Times is 0) after the first Skip, each with probability
 // Rate (always when 0).
 type Fault struct {
 	Method       string
 	PathContains string
-	Ranged       bool // also match requests with a Range header (resumed downloads)
-	Action       FaultAction
-	Times        int
-	Skip         int // matching requests let through before the rule applies
-	Rate         float64
-	Delay        time.Duration // FaultDelayForward: how long the request is held
+	// QueryContains (any when "") matches the raw query: "partNumber=2"
+	// is UploadPart of a multipart upload's second part, "uploads" its
+	// CreateMultipartUpload, "uploadId" (with Method POST) its
+	// CompleteMultipartUpload.
+	QueryContains string
+	Ranged        bool // also match requests with a Range header (resumed downloads)
+	Action        FaultAction
+	Times         int
+	Skip          int // matching requests let through before the rule applies
+	Rate          float64
+	Delay         time.Duration // FaultDelayForward: how long the request is held
 }
 
 // S3Proxy is a loopback reverse proxy in front of an S3 server that injects
@@ -154,7 +165,8 @@ func (p *S3Proxy) Clear() {
 	p.faults = nil
 }
 
-// Injected returns one line per fault injected so far.
+// Injected returns one line per fault injected so far: "<action> <method>
+// <path>[?<query>]".
 func (p *S3Proxy) Injected() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -168,6 +180,7 @@ func (p *S3Proxy) match(r *http.Request) (FaultAction, time.Duration) {
 		switch {
 		case f.Method != "" && f.Method != r.Method,
 			f.PathContains != "" && !strings.Contains(r.URL.Path, f.PathContains),
+			f.QueryContains != "" && !strings.Contains(r.URL.RawQuery, f.QueryContains),
 			!f.Ranged && r.Header.Get("Range") != "",
 			f.Times > 0 && f.used >= f.Times:
 			continue
@@ -180,7 +193,11 @@ func (p *S3Proxy) match(r *http.Request) (FaultAction, time.Duration) {
 			continue
 		}
 		f.used++
-		p.log = append(p.log, fmt.Sprintf("%s %s %s", f.Action, r.Method, r.URL.Path))
+		where := r.URL.Path
+		if r.URL.RawQuery != "" {
+			where += "?" + r.URL.RawQuery
+		}
+		p.log = append(p.log, fmt.Sprintf("%s %s %s", f.Action, r.Method, where))
 		return f.Action, f.Delay
 	}
 	return 0, 0
@@ -198,6 +215,11 @@ func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/xml")
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>injected by the test's fault proxy</Message></Error>`)
+		return
+	case FaultSlowDown:
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate. (injected by the test's fault proxy)</Message></Error>`)
 		return
 	case FaultReset:
 		resetConn(w)
