@@ -329,7 +329,9 @@ func TestBatchLengthFieldsDoNotAllocate(t *testing.T) {
 }
 
 // FuzzBatchSegment: no input panics the reader or makes it allocate by a
-// length field alone (the fuzzer's memory limit would catch it).
+// length field alone (allocBound: in proportion to the input), and a
+// segment it refuses is refused as ErrCorrupt. Seeds: the golden batch
+// segment (testdata/fuzz/FuzzBatchSegment) and one per codec.
 func FuzzBatchSegment(f *testing.F) {
 	a, b := goldenBatchRecords()
 	for _, codec := range []int{codecNone, codecGzip, codecSnappyXerial, codecLz4, codecZstd} {
@@ -337,6 +339,13 @@ func FuzzBatchSegment(f *testing.F) {
 		f.Add(seg)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ReadSegment(bytes.NewReader(data), nil) //nolint:errcheck // only panics and allocations matter
+		var err error
+		grown := allocated(func() { _, _, _, err = ReadSegment(bytes.NewReader(data), nil) })
+		if grown > allocBound(len(data)) {
+			t.Fatalf("a %d-byte segment allocated %d bytes reading it (%v)", len(data), grown, err)
+		}
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a damaged segment failed without ErrCorrupt: %v", err)
+		}
 	})
 }

@@ -76,7 +76,7 @@ func (l CompressionLevel) encoder(w io.Writer) (*zstd.Encoder, error) {
 		}
 	}
 	return zstd.NewWriter(w, zstd.WithEncoderCRC(true), zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderLevel(zl), zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
+		zstd.WithEncoderLevel(zl), zstd.WithWindowSize(segmentWindow), zstd.WithLowerEncoderMem(true))
 }
 
 // releaseEncoder returns e, made by l.encoder and whose frame was closed

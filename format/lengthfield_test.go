@@ -85,3 +85,57 @@ func TestLengthFieldsDoNotSizeAllocations(t *testing.T) {
 		t.Fatalf("a 3 MiB value read back as %d records", len(got))
 	}
 }
+
+// TestZstdWindowDoesNotSizeAllocations: the window size a record
+// segment's zstd frame header declares is a length field too. A 12-byte
+// object (magic, a frame header declaring a 32 MiB window, nothing more;
+// FuzzRecordSegment's finding, testdata/fuzz/FuzzRecordSegment/81b45b37192d3a7f)
+// made the reader allocate 33 MB for the window before reading a block;
+// a 64 MiB window was accepted, where the writer's is 1 MiB (compression.go).
+// It is now refused as damage with the allocation bounded.
+func TestZstdWindowDoesNotSizeAllocations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		seg  []byte
+	}{
+		// FHD 0x44: a 2-byte content size, no single segment, checksum;
+		// window descriptor 0x78: 2^(10+15) = 32 MiB.
+		{"window of 32 MiB", []byte("\x28\xb5\x2f\xfd\x44\x78\x30\x30\x32\x30\x02\x30")},
+		// window descriptor 0x80: 2^(10+16) = 64 MiB, the old limit.
+		{"window of 64 MiB", []byte("\x28\xb5\x2f\xfd\x04\x80\x01\x00\x00")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, _, _, err := ReadSegment(bytes.NewReader(tc.seg), nil)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("a %d-byte segment declaring a %s: %v; want ErrCorrupt", len(tc.seg), tc.name, err)
+			}
+			// One window of the writer's size (1 MiB) and the buffers.
+			const bound = 4 << 20
+			if got := after.TotalAlloc - before.TotalAlloc; got > bound {
+				t.Errorf("a %d-byte segment declaring a %s allocated %d bytes reading it (%v); want at most %d", len(tc.seg), tc.name, got, err, bound)
+			}
+		})
+	}
+	// Every compression level's segment still reads (the writer's window).
+	for _, level := range CompressionLevels {
+		var buf bytes.Buffer
+		sw, err := NewSegmentWriterLevel(&buf, "t", 0, level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := bytes.Repeat([]byte("0123456789abcdef"), 1<<17) // 2 MiB, past one window
+		if err := sw.Write(&Record{Offset: 0, Key: []byte("k"), Value: v}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := decodeAll(t, buf.Bytes()); len(got) != 1 || !bytes.Equal(got[0].Value, v) {
+			t.Fatalf("level %s: a 2 MiB value read back as %d records", level, len(got))
+		}
+	}
+}

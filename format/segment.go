@@ -272,6 +272,14 @@ func (s *SegmentReader) Kind() string { return s.kind }
 // a record is far lower; this only guards against corrupt lengths).
 const maxFieldBytes = 1 << 30
 
+// segmentWindow is the zstd window of every record segment: the one
+// SegmentWriter compresses with at every level (compression.go), and the
+// largest a reader accepts. The frame header's window size is a length
+// field: the decoder allocates the window it declares before the first
+// block, and a 12-byte object declaring 32 MiB allocated 33 MB (issue 14,
+// FuzzRecordSegment; the limit was 64 MiB).
+const segmentWindow = 1 << 20
+
 // NewSegmentReader reads the segment header from r (the stored object) of
 // either kind: a record segment (one zstd frame) or a batch segment (the
 // "KDRBAT" stream, not compressed), told apart by their first bytes.
@@ -280,7 +288,7 @@ func NewSegmentReader(r io.Reader) (*SegmentReader, error) {
 	if head, _ := raw.Peek(len(batchMagic)); bytes.Equal(head, batchMagic[:]) {
 		return newSegmentReader(nil, raw, KindBatch, batchMagic)
 	}
-	zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
+	zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(segmentWindow))
 	if err != nil {
 		return nil, err
 	}
