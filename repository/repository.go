@@ -42,7 +42,8 @@ func (e *damagedError) Unwrap() []error { return []error{e.err, ErrDamaged} }
 // progress.json) at key. Errors name the key: a storage error is returned
 // wrapped as "read manifest <key>: ..." (storage.ErrNotFound and
 // storage.ErrTransient stay testable), a manifest that does not decode or
-// validate as "manifest <key>: ..." wrapping ErrDamaged. A cancelled ctx is
+// validate, or whose backup_id is not the backup its key names, as
+// "manifest <key>: ..." wrapping ErrDamaged. A cancelled ctx is
 // never reported as damage.
 func LoadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
 	rc, err := store.Get(ctx, key)
@@ -51,6 +52,14 @@ func LoadManifest(ctx context.Context, store storage.Backend, key string) (*form
 	}
 	defer rc.Close()
 	m, err := format.ReadManifest(rc)
+	if err == nil {
+		// A manifest names its backup, and its key does too: one stored
+		// under another backup's key (swapped, copied) would restore that
+		// other backup's data as this one's, exit 0.
+		if id, _, ok := format.ParseManifestKey(key); ok && m.BackupID != id {
+			err = fmt.Errorf("it holds the manifest of backup %s, not of backup %s (a manifest swapped or copied under another backup's key)", m.BackupID, id)
+		}
+	}
 	if err == nil {
 		// The decoder stops at the closing brace; the store checks its
 		// checksum of the object (S3: storage.ErrCorrupt) at the end of
