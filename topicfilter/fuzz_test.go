@@ -3,6 +3,7 @@ package topicfilter
 import (
 	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -57,11 +58,22 @@ func FuzzGlob(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, pattern, name string) {
-		toks, err := compileGlob(pattern)
+		var toks []token
+		var err error
+		var got bool
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		toks, err = compileGlob(pattern)
+		if err == nil {
+			got = globMatch(toks, name)
+		}
+		runtime.ReadMemStats(&after)
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20+64*uint64(len(pattern)+len(name)) {
+			t.Fatalf("glob %q on %q allocated %d bytes", pattern, name, grown)
+		}
 		if err != nil {
 			return
 		}
-		got := globMatch(toks, name)
 		if !strings.ContainsAny(pattern, "*?[") {
 			if got != (name == pattern) {
 				t.Fatalf("literal glob %q on %q = %v", pattern, name, got)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -141,8 +142,10 @@ func TestParseTopologyRefusesWhatIsNotADescription(t *testing.T) {
 }
 
 // FuzzParseTopology: any text either parses or is refused with an error,
-// never a panic; what parses classifies, and every topic it names is in
-// exactly one of inputs, outputs and repartition topics.
+// never a panic, with allocations in proportion to the text; what parses
+// classifies, and every topic it names is in exactly one of inputs,
+// outputs and repartition topics. Seeds: testdata/topologies, committed
+// as testdata/fuzz/FuzzParseTopology.
 func FuzzParseTopology(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "topologies", "*.txt"))
 	for _, file := range files {
@@ -154,7 +157,16 @@ func FuzzParseTopology(f *testing.F) {
 	}
 	f.Add("Topologies:\n   Sub-topology: 0\n    Source: s (topics: [a, a])\n      --> none\n    Sink: k (topic: a)\n      <-- s\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		top, err := topicfilter.ParseTopology(text)
+		var top *topicfilter.Topology
+		var err error
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		top, err = topicfilter.ParseTopology(text)
+		runtime.ReadMemStats(&after)
+		// What parsing allocates grows with the text, not with a count in it.
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20+64*uint64(len(text)) {
+			t.Fatalf("a %d-byte topology allocated %d bytes parsing it (%v)", len(text), grown, err)
+		}
 		if err != nil {
 			return
 		}
