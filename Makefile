@@ -9,13 +9,20 @@
 #   make test-short  go test -short, without fetching tools
 #   make bench       make tools, then the benchmark harness on a real broker:
 #                    docs/PERFORMANCE.md (make bench-go: the Go benchmarks)
+#   make fuzz        every fuzz target (FUZZ_TARGETS) for FUZZTIME each
+#                    (default 60s; CI runs FUZZTIME=5s after make test), one
+#                    `go test -run '^$$' -fuzz` per target: the segment,
+#                    manifest, report and journal decoders, the config
+#                    parser and the topic filter; a failing input is written
+#                    to the package's testdata/fuzz/<Target>/ (commit it
+#                    with the fix)
 #   make lint        golangci-lint (.golangci.yml: depguard's layering rules,
 #                    staticcheck, govet, errcheck, ineffassign, unused), then
 #                    .ci/lint-selftest: a deliberate violation of each
 #                    depguard rule fails it
 #
 # .ci/run (CI on a fresh Debian machine) runs the same .ci/system-packages,
-# then `make tools`, `make lint` and `make test`.
+# then `make tools`, `make lint`, `make test` and `make fuzz FUZZTIME=5s`.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -68,7 +75,7 @@ APICURIO_STAMP := $(APICURIO_DIR)/.complete
 TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
 	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR) KDR_SCHEMA_REGISTRY=$(APICURIO_DIR)
 
-.PHONY: registry-java tools build test test-short bench bench-go quickstart vet fmt-check system-packages lint
+.PHONY: registry-java tools build test test-short fuzz bench bench-go quickstart vet fmt-check system-packages lint
 
 # The system packages come first: the tool recipes need mvn, the tests kcat
 # and aws (order-only, so that a run never rebuilds a cached tool).
@@ -143,6 +150,20 @@ test: tools
 
 test-short:
 	$(GO) test -short ./...
+
+# The fuzz targets, package:Target; each runs alone (go test -fuzz takes one
+# target per invocation), its committed seed corpus in the package's
+# testdata/fuzz/<Target>/ first.
+FUZZTIME ?= 60s
+FUZZ_TARGETS ?= format:FuzzRecordSegment format:FuzzBatchSegment format:FuzzLz4Frame \
+	format:FuzzManifest format:FuzzRestoreReport format:FuzzRestoreJournal format:FuzzDrillReport \
+	internal/config:FuzzParse topicfilter:FuzzGlob topicfilter:FuzzParseTopology \
+	format:FuzzSegmentHeaders offsets:FuzzTranslateMonotonic
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "==> fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
 
 # The benchmark of issue 13 on a real broker (internal/bench/kdrbench):
 # kafkastreams-dr against the kcat baselines, interleaved, written to
