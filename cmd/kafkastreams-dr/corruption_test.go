@@ -27,7 +27,7 @@ import (
 type corruptRepo struct {
 	dir      string
 	m        *format.Manifest
-	manifest string         // the manifest's key
+	manifest string          // the manifest's key
 	a, b     *format.Segment // two segments of different partitions of one topic
 	topic    string
 	part     int32 // a's partition
