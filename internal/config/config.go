@@ -27,6 +27,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,6 +139,9 @@ type Config struct {
 	file     string
 	lines    map[string]int
 	warnings []string
+	// plainSecrets are the keys holding a secret written in the file, not
+	// a ${VAR} reference (source.security.sasl.password, ...).
+	plainSecrets []string
 }
 
 // Cluster is how to reach one Kafka cluster and which of its topics count.
@@ -348,12 +352,21 @@ const (
 // file of at most MaxFileBytes (1 MiB) is read: a FIFO, a device or a
 // directory is refused before it is opened, a larger file before more
 // than the limit is read; the error (an ErrorList of one) names the file.
+//
+// A file that group or others may read (any of mode 0044) and that holds
+// a secret in plain text (a SASL password literal, not ${VAR}) draws a
+// warning naming the file, the keys and chmod 600.
 func Load(path string) (*Config, error) {
 	data, err := readConfigFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, path)
+	c, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	c.warnReadableSecrets(path)
+	return c, nil
 }
 
 // LoadAndCheckFiles is Load that also reads every file the config names,
@@ -367,7 +380,34 @@ func LoadAndCheckFiles(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parse(data, path, os.LookupEnv, true)
+	c, err := parse(data, path, os.LookupEnv, true)
+	if err != nil {
+		return nil, err
+	}
+	c.warnReadableSecrets(path)
+	return c, nil
+}
+
+// warnReadableSecrets adds a warning when the file at path can be read by
+// group or others and holds a secret in plain text.
+func (c *Config) warnReadableSecrets(path string) {
+	if len(c.plainSecrets) == 0 {
+		return
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o044 == 0 {
+		return
+	}
+	who := "group and others"
+	switch fi.Mode().Perm() & 0o044 {
+	case 0o040:
+		who = "its group"
+	case 0o004:
+		who = "others"
+	}
+	c.warnings = append(c.warnings, fmt.Sprintf(
+		"%s can be read by %s (mode %04o) and holds %s in plain text: run chmod 600 %s, or write password: ${ENV_VAR} or password_file instead",
+		path, who, fi.Mode().Perm(), strings.Join(c.plainSecrets, " and "), path))
 }
 
 // Parse parses and validates a config; name is the file name used in

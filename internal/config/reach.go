@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Reach waits until the cluster of cl answers a Metadata request (for no
@@ -32,6 +34,10 @@ import (
 // (kgo.RetryTimeout) of cl, an unreachable cluster fails no earlier than
 // budget after the call and no later than budget + request. A permanent
 // error (an unknown host, a TLS or SASL failure) ends the wait at once;
+// a TLS or SASL failure (a broker certificate not trusted, a client
+// certificate refused by a TLS alert, SASL credentials or mechanism
+// refused) is "NAME SEEDS refused the connection (1 try): ERR; HINT",
+// the hint naming the keys to fix (e.g. source.security.tls.ca_file);
 // ctx ending ends it with ctx's error, wrapped. The error is what names the cluster: "NAME SEEDS did not answer
 // for DURATION (retry_timeout ...)" with the last error wrapped, e.g.
 // "source cluster 10.0.0.7:9092 did not answer for 2m0s (retry_timeout
@@ -62,6 +68,10 @@ func Reach(ctx context.Context, cl *kgo.Client, name string) error {
 			last = err // our deadline ending a try says less than the try before
 		}
 		waited := time.Since(start)
+		if hint := authHint(err, name, cl); hint != "" {
+			return fmt.Errorf("%s %s refused the connection (%d %s): %w; %s",
+				name, strings.Join(seeds, ","), tries, triesWord(tries), err, hint)
+		}
 		if !reachRetriable(err) || waited >= budget {
 			return fmt.Errorf("%s %s did not answer for %s (retry_timeout %s, %d tries): %w",
 				name, strings.Join(seeds, ","), waited.Round(time.Millisecond), budget, tries, last)
@@ -89,6 +99,75 @@ func reachRetriable(err error) bool {
 	return Transient(err) || errors.Is(err, context.DeadlineExceeded) || kerr.IsRetriable(err)
 }
 
+// authHint says which setting to fix when err is a TLS or SASL failure
+// (a broker certificate not trusted, a client certificate refused, SASL
+// credentials or a mechanism refused), naming the keys under the
+// cluster's prefix ("source" for "source cluster", "target" for "target
+// cluster"); "" for any other error.
+func authHint(err error, name string, cl *kgo.Client) string {
+	p := strings.TrimSuffix(name, " cluster")
+	if p == name || strings.Contains(p, " ") {
+		p = "" // init's "cluster": no config keys yet
+	}
+	key := func(k string) string {
+		if p == "" {
+			return k
+		}
+		return p + "." + k
+	}
+	mech := "SASL"
+	if ms, _ := cl.OptValue(kgo.SASL).([]sasl.Mechanism); len(ms) > 0 {
+		mech = ms[0].Name()
+	}
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Sprintf("the broker refused the %s credentials: check %s and %s (or %s), and that the user has %s credentials on the cluster (%s)",
+			mech, key("security.sasl.username"), key("security.sasl.password"), key("security.sasl.password_file"), mech, key("security.sasl.mechanism"))
+	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
+		return fmt.Sprintf("the broker's listener does not enable SASL mechanism %s: set %s to one of the listener's sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)",
+			mech, key("security.sasl.mechanism"))
+	case errors.As(err, &unknownCA):
+		return fmt.Sprintf("the broker's certificate is not signed by a CA this client trusts: set %s to the PEM certificate of the CA that signed it", key("security.tls.ca_file"))
+	case errors.As(err, &hostErr):
+		return fmt.Sprintf("the broker's certificate is not for the host dialled: set %s to a name the certificate holds, or dial that name in %s", key("security.tls.server_name"), key("bootstrap_servers"))
+	case errors.As(err, &invalid):
+		return fmt.Sprintf("the broker's certificate is not valid (expired, or not for a server): renew it, or check %s", key("security.tls.ca_file"))
+	case isClientCertAlert(err):
+		return fmt.Sprintf("the broker refused this client's certificate (its listener requires mutual TLS: ssl.client.auth=required): set %s and %s to a PEM certificate and key signed by a CA the broker trusts",
+			key("security.tls.cert_file"), key("security.tls.key_file"))
+	}
+	return ""
+}
+
+// isClientCertAlert reports whether err is a TLS alert from the broker
+// refusing the client's certificate or its absence. crypto/tls returns a
+// received alert as a *net.OpError with Op "remote error" (the alert type
+// is unexported: tls.AlertError is for QUIC only): bad_certificate,
+// unsupported_certificate, certificate_revoked, certificate_expired,
+// certificate_unknown, unknown_ca, access_denied, certificate_required.
+func isClientCertAlert(err error) bool {
+	if !isRemoteTLSAlert(err) {
+		return false
+	}
+	msg := err.Error()
+	for _, a := range []string{"bad certificate", "unsupported certificate", "revoked certificate", "expired certificate",
+		"unknown certificate", "unknown certificate authority", "access denied", "certificate required"} {
+		if strings.Contains(msg, "tls: "+a) {
+			return true
+		}
+	}
+	return false
+}
+
+// isRemoteTLSAlert reports whether err holds a TLS alert the broker sent.
+func isRemoteTLSAlert(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
+}
+
 // Transient reports whether err is a network failure that a broker
 // restart causes and that a retry can outlast: a refused, reset or
 // timed-out connection (franz-go's "unable to dial", which franz-go itself
@@ -100,6 +179,18 @@ func Transient(err error) bool {
 	if errors.As(err, &dns) && dns.IsNotFound {
 		return false
 	}
+	// A TLS alert from the broker (crypto/tls wraps it in a *net.OpError
+	// "remote error") refuses this client; retrying gets the same alert.
+	if isRemoteTLSAlert(err) {
+		return false
+	}
 	var op *net.OpError
 	return kgo.IsRetryableBrokerErr(err) || errors.As(err, &op)
+}
+
+func triesWord(n int) string {
+	if n == 1 {
+		return "try"
+	}
+	return "tries"
 }

@@ -1,8 +1,16 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,5 +60,76 @@ func TestReach(t *testing.T) {
 				t.Fatalf("Reach: %v; want an error containing %q and the refusal", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestReachRefusedClientCertificateIsPermanent: a broker whose listener
+// requires a client certificate answers a client without one with a TLS
+// alert (certificate_required, crypto/tls's "remote error"); Reach used to
+// retry it as a network failure for the whole retry_timeout and then say
+// the cluster "did not answer". It is refused at the first try, naming
+// the keys to set. The server is crypto/tls with RequireAnyClientCert.
+func TestReachRefusedClientCertificateIsPermanent(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
+		ClientAuth:   tls.RequireAnyClientCert,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := 0
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+			go func() {
+				defer c.Close()
+				_ = c.(*tls.Conn).HandshakeContext(t.Context())
+			}()
+		}
+	}()
+
+	opts, err := Cluster{BootstrapServers: []string{ln.Addr().String()}, RequestTimeout: 5 * time.Second, RetryTimeout: time.Minute,
+		Security: Security{TLS: TLS{Enabled: true, InsecureSkipVerify: true}}}.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	err = Reach(t.Context(), cl, "source cluster")
+	if err == nil {
+		t.Fatal("Reach succeeded against a listener that requires a client certificate")
+	}
+	for _, want := range []string{"refused the connection (1 try)", "tls: certificate required", "refused this client's certificate",
+		"source.security.tls.cert_file", "source.security.tls.key_file"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Reach: %v\nwant it to contain %q", err, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if accepted == 0 {
+		t.Error("the TLS server accepted no connection: the test shows nothing")
 	}
 }

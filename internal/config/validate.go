@@ -509,6 +509,7 @@ func (v *validator) sasl(key string, s *SASL, t TLS) {
 	case s.Password == "" && s.PasswordFile == "":
 		v.errfAt(key+".password", mk, "%s.password or %s.password_file is required (write password: ${KAFKA_PASSWORD} to read it from the environment)", key, key)
 	case s.Password != "" && !v.envRef[key+".password"]:
+		v.c.plainSecrets = append(v.c.plainSecrets, key+".password")
 		v.warnf(key+".password", "%s is written in the config file; prefer password: ${ENV_VAR} or password_file", key+".password")
 	}
 	if strings.EqualFold(s.Mechanism, MechanismPlain) && !t.Enabled {

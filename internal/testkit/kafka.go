@@ -49,8 +49,9 @@ type Kafka struct {
 	bootstrap string
 	clusterID string
 	cmd       *exec.Cmd
-	exited    chan struct{} // closed when cmd has been waited for
-	exitErr   error         // valid once exited is closed
+	exited    chan struct{}  // closed when cmd has been waited for
+	exitErr   error          // valid once exited is closed
+	security  *KafkaSecurity // KafkaSecure's listeners and files, or nil
 }
 
 // KafkaOpt configures StartKafka.
@@ -60,6 +61,7 @@ type kafkaConfig struct {
 	props          map[string]string
 	startTimeout   time.Duration
 	releaseVersion string
+	secure         []SCRAMUser // non-nil: KafkaSecure
 }
 
 // KafkaProperty sets one broker property in server.properties, adding to or
@@ -214,7 +216,11 @@ var errPortTaken = errors.New("a port was taken by another process")
 // startKafkaOnce formats and starts one broker in a new directory under
 // parent; on error it has already stopped the JVM.
 func startKafkaOnce(parent, libDir, java string, cfg kafkaConfig) (*Kafka, error) {
-	ports, err := freeLoopbackPorts(2)
+	nports := 2
+	if cfg.secure != nil {
+		nports += 3
+	}
+	ports, err := freeLoopbackPorts(nports)
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +251,19 @@ func startKafkaOnce(parent, libDir, java string, cfg kafkaConfig) (*Kafka, error
 		"log.dirs":                            filepath.Join(dir, "data"),
 		"metadata.log.dir":                    filepath.Join(dir, "metadata"),
 	})
+	var scramArgs []string
+	if cfg.secure != nil {
+		sec, secProps, listeners, protocols, args, err := secureSetup(dir, cfg.secure, ports[2:])
+		if err != nil {
+			return nil, fmt.Errorf("kafka security setup: %w", err)
+		}
+		k.security, scramArgs = sec, args
+		maps.Copy(props, secProps)
+		extra := strings.Join(listeners, ",")
+		props["listeners"] += "," + extra
+		props["advertised.listeners"] += "," + extra
+		props["listener.security.protocol.map"] += "," + strings.Join(protocols, ",")
+	}
 	var sp strings.Builder
 	for _, key := range slices.Sorted(maps.Keys(props)) {
 		fmt.Fprintf(&sp, "%s=%s\n", key, props[key])
@@ -269,6 +288,7 @@ func startKafkaOnce(parent, libDir, java string, cfg kafkaConfig) (*Kafka, error
 	if cfg.releaseVersion != "" {
 		formatArgs = append(formatArgs, "--release-version", cfg.releaseVersion)
 	}
+	formatArgs = append(formatArgs, scramArgs...)
 	format := k.javaCmd(ctx, k.toolsLog4j(), "kafka.tools.StorageTool", formatArgs...)
 	if out, err := format.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("format storage: %w\n%s", err, out)
