@@ -16,13 +16,20 @@
 #                    parser and the topic filter; a failing input is written
 #                    to the package's testdata/fuzz/<Target>/ (commit it
 #                    with the fix)
+#   make test-race   go test -race on the packages whose goroutines share
+#                    state (RACE_PACKAGES: restorer, storage, repository,
+#                    catalog, offsets), real servers included; the tests
+#                    that measure allocations are left out (-skip
+#                    RACE_SKIP: the race detector changes allocations, and
+#                    they run in make test); CI runs it after make fuzz
 #   make lint        golangci-lint (.golangci.yml: depguard's layering rules,
 #                    staticcheck, govet, errcheck, ineffassign, unused), then
 #                    .ci/lint-selftest: a deliberate violation of each
 #                    depguard rule fails it
 #
 # .ci/run (CI on a fresh Debian machine) runs the same .ci/system-packages,
-# then `make tools`, `make lint`, `make test` and `make fuzz FUZZTIME=5s`.
+# then `make tools`, `make lint`, `make test`, `make fuzz FUZZTIME=5s` and
+# `make test-race`.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -75,7 +82,7 @@ APICURIO_STAMP := $(APICURIO_DIR)/.complete
 TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
 	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR) KDR_SCHEMA_REGISTRY=$(APICURIO_DIR)
 
-.PHONY: registry-java tools build test test-short fuzz bench bench-go quickstart vet fmt-check system-packages lint
+.PHONY: registry-java tools build test test-short test-race fuzz bench bench-go quickstart vet fmt-check system-packages lint
 
 # The system packages come first: the tool recipes need mvn, the tests kcat
 # and aws (order-only, so that a run never rebuilds a cached tool).
@@ -159,6 +166,11 @@ FUZZ_TARGETS ?= format:FuzzRecordSegment format:FuzzBatchSegment format:FuzzLz4F
 	format:FuzzManifest format:FuzzRestoreReport format:FuzzRestoreJournal format:FuzzDrillReport \
 	internal/config:FuzzParse topicfilter:FuzzGlob topicfilter:FuzzParseTopology \
 	format:FuzzSegmentHeaders offsets:FuzzTranslateMonotonic
+RACE_PACKAGES ?= ./restorer/ ./storage/ ./repository/ ./catalog/ ./offsets/
+RACE_SKIP ?= Alloc|Allocates|DoesNotCopy
+test-race: tools
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 15m -skip '$(RACE_SKIP)' $(RACE_PACKAGES)
+
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "==> fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
