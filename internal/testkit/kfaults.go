@@ -207,7 +207,7 @@ func FaultResponse(kf *Kfake, kr kmsg.Request, code int16, empty bool, topics []
 		}
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetCommitResponseTopicPartition()
 				sp.Partition, sp.ErrorCode = rp.Partition, code
