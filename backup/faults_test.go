@@ -3,6 +3,8 @@ package backup_test
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,4 +126,86 @@ func TestBackupKafkaFaults(t *testing.T) {
 			})
 		}
 	}
+}
+
+// restartObserver stops the broker at the first copied records and starts
+// it again in the background, so that the backup's next requests meet
+// refused connections, then a broker that is starting.
+type restartObserver struct {
+	retried, after atomic.Int64 // requests retried; records copied after the stop
+	once           sync.Once
+	stopped        atomic.Bool
+	k              *testkit.Kafka
+	started        chan error
+}
+
+func (o *restartObserver) Planned(string, int32, int64, int64)       {}
+func (o *restartObserver) SegmentStored(string, int32, int64, int64) {}
+func (o *restartObserver) Retried(string)                            {}
+func (o *restartObserver) PhaseDone(string, time.Duration)           {}
+func (o *restartObserver) Copied(_ string, _ int32, n, _, _ int64) {
+	if o.stopped.Load() {
+		o.after.Add(n)
+	}
+	o.once.Do(func() {
+		defer o.stopped.Store(true)
+		o.k.Stop()
+		go func() { o.started <- o.k.Start(2 * time.Minute) }()
+	})
+}
+
+// TestBackupOutlastsABrokerRestart: the source's only broker (real Kafka
+// 4.4) stops cleanly after the backup's first records are copied and
+// starts again on the same port and data directory; the backup waits for
+// it within retry_timeout and holds every record of the topic and the
+// group's offsets (issue 14, "a broker restarting mid-run").
+func TestBackupOutlastsABrokerRestart(t *testing.T) {
+	t.Parallel()
+	k := testkit.StartKafka(t)
+	adm := testkit.Admin(t, k.Addrs())
+	if _, err := adm.CreateTopic(t.Context(), 3, 1, nil, eventsTopic); err != nil {
+		t.Fatal(err)
+	}
+	produceEvents(t, k.Addrs(), 200, 100)
+	var offs kadm.Offsets
+	for p := range int32(3) {
+		offs.Add(kadm.Offset{Topic: eventsTopic, Partition: p, At: 5, LeaderEpoch: -1})
+	}
+	if _, err := adm.CommitOffsets(t.Context(), "app", offs); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := storage.NewFilesystem(t.TempDir())
+	o := eventsOptions(k.Addrs(), store)
+	o.Source = clusterOptions(t, k.Addrs(), 5*time.Second, time.Minute)
+	o.RetryTimeout, o.ApplicationID = time.Minute, "app"
+	o.Concurrency = 1 // one partition at a time: the others are read after the stop
+	obs := &restartObserver{k: k, started: make(chan error, 1)}
+	o.Observer = obs
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	res, err := backup.Run(ctx, o)
+	select {
+	case serr := <-obs.started:
+		if serr != nil {
+			t.Fatalf("the broker did not start again: %v", serr)
+		}
+	case <-ctx.Done():
+		t.Fatal("the broker was never restarted, or did not start again in 3 minutes")
+	}
+	if err != nil {
+		t.Fatalf("backup across a broker restart: %v", err)
+	}
+	m := backupcheck.Latest(t, store, res.BackupID)
+	if res.Records != 3*200 {
+		t.Errorf("backup holds %d records; want 600", res.Records)
+	}
+	backupcheck.MatchesCluster(t, store, m, k.Addrs())
+	if m.Group == nil || len(m.Group.Offsets) != 3 {
+		t.Errorf("group offsets = %+v; want 3", m.Group)
+	}
+	if obs.after.Load() == 0 {
+		t.Errorf("no record was copied after the broker stopped: the restart did not happen mid-run")
+	}
+	t.Logf("%d records copied after the broker stopped, %d requests retried", obs.after.Load(), obs.retried.Load())
 }
