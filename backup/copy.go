@@ -435,7 +435,9 @@ func (r *runner) outOfRange(ctx context.Context, w *work, pos int64) (int64, err
 func isRetriable(err error) bool {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		return ke.Retriable || errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition)
+		// UNKNOWN_SERVER_ERROR too: a fetch only reads, and one of them
+		// failed a whole backup (issue 14); RetryTimeout bounds it.
+		return ke.Retriable || errors.Is(err, kerr.UnknownServerError) || errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition)
 	}
 	// Connection errors: the broker may be restarting or the leader moving.
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,6 +144,17 @@ func (r *runner) takeCut(ctx context.Context, topics []string, readGroup func(co
 	}
 }
 
+// sortedListed returns l's offsets by topic and partition, so that an
+// error names the same partition every time.
+func sortedListed(l kadm.ListedOffsets) []kadm.ListedOffset {
+	var all []kadm.ListedOffset
+	l.Each(func(lo kadm.ListedOffset) { all = append(all, lo) })
+	slices.SortFunc(all, func(a, b kadm.ListedOffset) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return all
+}
+
 func hook(step string) {
 	if cutHook != nil {
 		cutHook(step)
@@ -156,11 +168,13 @@ func (r *runner) readEnds(ctx context.Context, topics []string, res *cutResult) 
 	list := func(what string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
 		var l kadm.ListedOffsets
 		err := retrying(ctx, r.o.RetryTimeout, func() (err error) {
-			if l, err = list(ctx, topics...); err == nil {
-				err = l.Error()
+			if l, err = list(ctx, topics...); err != nil {
+				return fmt.Errorf("list %s (ListOffsets): %w", what, err)
 			}
-			if err != nil {
-				return fmt.Errorf("list %s: %w", what, err)
+			for _, lo := range sortedListed(l) {
+				if lo.Err != nil {
+					return fmt.Errorf("list %s (ListOffsets) of topic %q partition %d: %w", what, lo.Topic, lo.Partition, lo.Err)
+				}
 			}
 			return nil
 		})

@@ -311,7 +311,7 @@ func extendsPrefix(other, app string) bool {
 // reset tool's naming rule: see Discover.
 func discoverByOffsets(ctx context.Context, adm *kadm.Client, d *Discovery, o DiscoverOptions, log *slog.Logger) error {
 	app := o.ApplicationID
-	ct, err := readClusterTopics(ctx, adm, o.RetryTimeout, log)
+	ct, err := readClusterTopics(ctx, adm, o.RetryTimeout, nil, log)
 	if err != nil {
 		return err
 	}

@@ -692,12 +692,12 @@ func (r *runner) readGroup(ctx context.Context, groups kadm.ListedGroups, classi
 		// new coordinator loads it: retried.
 		offs, err = r.adm.FetchOffsets(ctx, o.ApplicationID)
 		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-			return fmt.Errorf("read committed offsets of group %q (the application.id): %w", o.ApplicationID, err)
+			return fmt.Errorf("read committed offsets (OffsetFetch) of group %q (the application.id): %w", o.ApplicationID, err)
 		}
 		for topic, ps := range offs {
 			for p, or := range ps {
 				if or.Err != nil {
-					return fmt.Errorf("committed offset of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
+					return fmt.Errorf("committed offset (OffsetFetch) of group %q topic %q partition %d: %w", o.ApplicationID, topic, p, or.Err)
 				}
 			}
 		}
@@ -904,7 +904,7 @@ func (r *runner) resumeWork(ctx context.Context) ([]*work, error) {
 		}
 		for _, d := range details {
 			if d.Err != nil && retriable(d.Err) {
-				return fmt.Errorf("topic %q metadata: %w", d.Topic, d.Err)
+				return fmt.Errorf("topic %q metadata (Metadata): %w", d.Topic, d.Err)
 			}
 		}
 		return nil
@@ -1078,8 +1078,14 @@ func ListTopics(ctx context.Context, adm *kadm.Client, retryTimeout time.Duratio
 			return fmt.Errorf("list topics: %w", err)
 		}
 		for _, d := range details.Sorted() {
+			if errors.Is(d.Err, kerr.UnknownTopicOrPartition) || errors.Is(d.Err, kerr.UnknownTopicID) {
+				// Not in a listing of all topics: a topic asked about by
+				// name (franz-go's metadata cache merges the answers).
+				delete(details, d.Topic)
+				continue
+			}
 			if d.Err != nil {
-				return fmt.Errorf("topic %q metadata: %w", d.Topic, d.Err)
+				return fmt.Errorf("topic %q metadata (Metadata): %w", d.Topic, d.Err)
 			}
 		}
 		return nil
@@ -1099,11 +1105,21 @@ func uncachedAfterFirst(ctx context.Context, tries int) context.Context {
 	return ctx
 }
 
-// retriable reports whether err carries a Kafka error code worth asking
-// again (kerr's retriable codes), other than the unknown-topic ones: a
-// topic the cluster answers it lacks is missing, not transient.
+// retriable reports whether err is worth asking again: a Kafka error code
+// kerr marks retriable, other than the unknown-topic ones (a topic the
+// cluster answers it lacks is missing, not transient), an
+// UNKNOWN_SERVER_ERROR (an unexpected broker-side failure that Kafka's own
+// clients retry for reads; kerr marks it non-retriable, and one of them
+// failed a whole backup: issue 14), or a dropped or refused connection
+// (config.Transient, or franz-go's ErrFirstReadEOF, which it words as
+// missing SASL: a persistent one still fails, after the budget). Every request a backup makes only reads, so asking
+// again is always safe; Options.RetryTimeout bounds it.
 func retriable(err error) bool {
-	return kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.UnknownTopicID)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+		return false
+	}
+	var eof *kgo.ErrFirstReadEOF // a connection closed at its first request
+	return kerr.IsRetriable(err) || errors.Is(err, kerr.UnknownServerError) || config.Transient(err) || errors.As(err, &eof)
 }
 
 // retrying calls fn until it returns nil or an error that is not

@@ -101,7 +101,7 @@ func SelectTopics(ctx context.Context, adm *kadm.Client, o Options, log *slog.Lo
 	if len(o.Include) == 0 && o.Topology == nil {
 		return nil, ErrNoTopicsSelector
 	}
-	ct, err := readClusterTopics(ctx, adm, o.RetryTimeout, log)
+	ct, err := readClusterTopics(ctx, adm, o.RetryTimeout, filter.Literals(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -212,10 +212,33 @@ type clusterTopics struct {
 // broker-internal, and the consumer groups, each request retried for
 // retryTimeout (see SelectTopics). Errors name the request and the topic;
 // a ListGroups failure is only logged and kept in groupsErr.
-func readClusterTopics(ctx context.Context, adm *kadm.Client, retryTimeout time.Duration, log *slog.Logger) (*clusterTopics, error) {
+//
+// A literal include (literals) the listing lacks is asked about once more
+// by name, in a fresh Metadata request: a broker whose metadata is behind
+// (just restarted, or an answer that names no topic at all) must not make
+// a topic that exists "missing", which allow_missing would skip (issue 14).
+func readClusterTopics(ctx context.Context, adm *kadm.Client, retryTimeout time.Duration, literals []string, log *slog.Logger) (*clusterTopics, error) {
 	details, err := ListTopics(ctx, adm, retryTimeout)
 	if err != nil {
 		return nil, err
+	}
+	var absent []string
+	for _, l := range literals {
+		if _, ok := details[l]; !ok {
+			absent = append(absent, l)
+		}
+	}
+	if len(absent) > 0 {
+		again, err := listNamedTopics(ctx, adm, retryTimeout, absent)
+		if err != nil {
+			return nil, err
+		}
+		for name, d := range again {
+			if d.Err == nil {
+				log.Info("a topic the listing lacked exists when asked by name", "topic", name)
+				details[name] = d
+			}
+		}
 	}
 	ct := &clusterTopics{details: details, configs: map[string][]kadm.Config{}}
 	for name, d := range details {
@@ -289,4 +312,24 @@ func (ct *clusterTopics) otherGroups(app string, extra []string) []string {
 	}
 	slices.Sort(others)
 	return others
+}
+
+// listNamedTopics asks for topics by name in a fresh Metadata request
+// (not franz-go's cache), retrying retriable errors for retryTimeout; a
+// topic the cluster says it lacks (UNKNOWN_TOPIC_OR_PARTITION) is in the
+// answer with that error.
+func listNamedTopics(ctx context.Context, adm *kadm.Client, retryTimeout time.Duration, names []string) (kadm.TopicDetails, error) {
+	var details kadm.TopicDetails
+	err := retrying(ctx, retryTimeout, func() (err error) {
+		if details, err = adm.ListTopics(kadm.WithAuthorizedOps(ctx), names...); err != nil {
+			return fmt.Errorf("list topics %s: %w", strings.Join(names, ", "), err)
+		}
+		for _, d := range details.Sorted() {
+			if d.Err != nil && retriable(d.Err) {
+				return fmt.Errorf("topic %q metadata (Metadata): %w", d.Topic, d.Err)
+			}
+		}
+		return nil
+	})
+	return details, err
 }

@@ -60,34 +60,63 @@ func (r *restore) commitOffsets(ctx context.Context, g *GroupPlan, reports []Par
 	if len(want) == 0 {
 		return committed, warnings, nil
 	}
-	resps, err := r.adm.CommitOffsets(ctx, g.GroupID, want)
-	if err != nil {
-		return nil, nil, fmt.Errorf("commit offsets of group %q on the target: %w", g.GroupID, err)
-	}
-	var failed []string
-	resps.Each(func(or kadm.OffsetResponse) {
-		if or.Err != nil {
-			failed = append(failed, fmt.Sprintf("%s/%d: %v", or.Topic, or.Partition, or.Err))
+	// Committing the same offsets again is harmless, and they are read
+	// back anyway: a retriable error, an UNKNOWN_SERVER_ERROR or an answer
+	// without a partition is asked again for the target's retry_timeout
+	// (issue 14: one UNKNOWN_SERVER_ERROR failed the restore).
+	err := r.retrying(ctx, "OffsetCommit", func() error {
+		resps, err := r.adm.CommitOffsets(ctx, g.GroupID, want)
+		if err != nil {
+			return fmt.Errorf("commit offsets (OffsetCommit) of group %q on the target: %w", g.GroupID, err)
 		}
-	})
-	if len(failed) > 0 {
+		var failed []string
+		var first error
+		resps.Each(func(or kadm.OffsetResponse) {
+			if or.Err != nil {
+				failed = append(failed, fmt.Sprintf("%s/%d: %v", or.Topic, or.Partition, or.Err))
+				if first == nil || !targetRetriable(or.Err) {
+					first = or.Err
+				}
+			}
+		})
+		if len(failed) == 0 {
+			return nil
+		}
 		sort.Strings(failed)
-		return nil, nil, fmt.Errorf("commit offsets of group %q: %d partition(s) failed: %s", g.GroupID, len(failed), strings.Join(failed, "; "))
-	}
-	got, err := r.adm.FetchOffsets(ctx, g.GroupID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read back the offsets of group %q: %w", g.GroupID, err)
-	}
-	var diffs []string
-	want.Each(func(o kadm.Offset) {
-		gr, ok := got.Lookup(o.Topic, o.Partition)
-		if !ok || gr.Err != nil || gr.At != o.At {
-			diffs = append(diffs, fmt.Sprintf("%s/%d: committed %d, read back %d (%v)", o.Topic, o.Partition, o.At, gr.At, gr.Err))
+		if first.Error() == "partition missing in commit response" { // kadm's, unexported
+			first = errShortAnswer
 		}
+		return fmt.Errorf("commit offsets (OffsetCommit) of group %q: %d partition(s) failed: %s: %w", g.GroupID, len(failed), strings.Join(failed, "; "), first)
 	})
-	if len(diffs) > 0 {
+	if err != nil {
+		return nil, nil, err
+	}
+	err = r.retrying(ctx, "OffsetFetch", func() error {
+		got, err := r.adm.FetchOffsets(ctx, g.GroupID)
+		if err != nil {
+			return fmt.Errorf("read back the offsets (OffsetFetch) of group %q: %w", g.GroupID, err)
+		}
+		var diffs []string
+		short := false
+		want.Each(func(o kadm.Offset) {
+			gr, ok := got.Lookup(o.Topic, o.Partition)
+			if !ok || gr.Err != nil || gr.At != o.At {
+				diffs = append(diffs, fmt.Sprintf("%s/%d: committed %d, read back %d (%v)", o.Topic, o.Partition, o.At, gr.At, gr.Err))
+				short = short || !ok || targetRetriable(gr.Err)
+			}
+		})
+		if len(diffs) == 0 {
+			return nil
+		}
 		sort.Strings(diffs)
-		return nil, nil, fmt.Errorf("offsets of group %q read back differ from what was committed: %s", g.GroupID, strings.Join(diffs, "; "))
+		err = fmt.Errorf("offsets of group %q read back (OffsetFetch) differ from what was committed: %s", g.GroupID, strings.Join(diffs, "; "))
+		if short { // not answered, not another value: asked again
+			err = fmt.Errorf("%w: %w", err, errShortAnswer)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return committed, warnings, nil
 }

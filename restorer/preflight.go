@@ -274,20 +274,36 @@ func (r *restore) readTargetTopics(ctx context.Context, sel *selection) (*target
 	for i, t := range sel.topics {
 		names[i] = t.Name
 	}
-	details, err := r.adm.ListTopics(ctx, names...)
+	var details kadm.TopicDetails
+	var existing []string
+	tries := 0
+	err := r.retrying(ctx, "Metadata", func() (err error) {
+		tries++
+		mctx := ctx
+		if tries > 1 {
+			mctx = kadm.WithAuthorizedOps(ctx) // a fresh request, not franz-go's cached answer
+		}
+		existing = existing[:0]
+		if details, err = r.adm.ListTopics(mctx, names...); err != nil {
+			if strings.HasPrefix(err.Error(), "metadata returned only") { // kadm: topics missing from the answer
+				err = fmt.Errorf("%w: %w", errShortAnswer, err)
+			}
+			return fmt.Errorf("list topics of the target cluster (Metadata): %w", err)
+		}
+		for _, n := range names {
+			if d, ok := details[n]; ok && d.Err == nil {
+				existing = append(existing, n)
+			} else if ok && d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+				return fmt.Errorf("topic %q on the target (Metadata): %w", n, d.Err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list topics of the target cluster: %w", err)
+		return nil, err
 	}
 	tt := &targetTopics{details: details, start: map[string]map[int32]int64{}, end: map[string]map[int32]int64{},
 		configs: map[string]map[string]*string{}, full: map[string]map[string]kadm.Config{}}
-	var existing []string
-	for _, n := range names {
-		if d, ok := details[n]; ok && d.Err == nil {
-			existing = append(existing, n)
-		} else if ok && d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			return nil, fmt.Errorf("topic %q on the target: %w", n, d.Err)
-		}
-	}
 	if len(existing) == 0 {
 		return tt, nil
 	}

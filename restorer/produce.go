@@ -58,10 +58,16 @@ func (r *restore) createTopics(ctx context.Context) error {
 			}
 			continue
 		}
-		resp, err := r.adm.CreateTopic(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)
-		if err == nil {
-			err = resp.Err
-		}
+		// A retriable error or an UNKNOWN_SERVER_ERROR is asked again for
+		// the target's retry_timeout (issue 14); a retry that finds the
+		// topic (TOPIC_ALREADY_EXISTS) goes to createdAnyway.
+		var resp kadm.CreateTopicResponse
+		err := r.retrying(ctx, "CreateTopics", func() (err error) {
+			if resp, err = r.adm.CreateTopic(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic); err == nil {
+				err = resp.Err
+			}
+			return err
+		})
 		if errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, kerr.TopicAlreadyExists) {
 			// A CreateTopics that timed out may have created the topic
 			// all the same (Kafka does not undo it), and a retry of it
@@ -73,7 +79,7 @@ func (r *restore) createTopics(ctx context.Context) error {
 			resp.ID, err = id, nil
 		}
 		if err != nil {
-			return fmt.Errorf("create topic %q on the target: %w %s", tp.Topic, err, resp.ErrMessage)
+			return fmt.Errorf("create topic %q (CreateTopics) on the target: %w %s", tp.Topic, err, resp.ErrMessage)
 		}
 		r.jour.Topics[tp.Topic] = kafkaTopicID(resp.ID)
 		if err := r.saveJournal(ctx); err != nil {

@@ -1,6 +1,7 @@
 package restorer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,11 +104,11 @@ func (r *restore) retryListed(ctx context.Context, op string, list func(context.
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !kerr.IsRetriable(err) && !config.Transient(err) && !errors.Is(err, context.DeadlineExceeded) {
+		if !targetRetriable(err) && !errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
 		if time.Since(began) >= budget || time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w (still after retrying for %s, the target's retry_timeout)", err, time.Since(began).Round(time.Millisecond))
+			return nil, fmt.Errorf("%w (ListOffsets still failing after retrying for %s, the target's retry_timeout)", err, time.Since(began).Round(time.Millisecond))
 		}
 		if err := sleep(ctx, min(backoff(n), budget-time.Since(began))); err != nil {
 			return nil, err
@@ -118,6 +119,9 @@ func (r *restore) retryListed(ctx context.Context, op string, list func(context.
 // timeouts returns the target client's request_timeout
 // (kgo.RequestTimeoutOverhead) and retry_timeout (kgo.RetryTimeout).
 func (r *restore) timeouts() (request, retry time.Duration) {
+	if r.cl == nil { // a restore built by a test without a client
+		return r.o.RequestTimeout, cmp.Or(r.o.RetryTimeout, offsetsBudget)
+	}
 	request, _ = r.cl.OptValue(kgo.RequestTimeoutOverhead).(time.Duration)
 	retry, _ = r.cl.OptValue(kgo.RetryTimeout).(time.Duration)
 	if retry <= 0 { // unbounded in franz-go; ours are never
@@ -218,8 +222,8 @@ func (r *restore) validateCreate(ctx context.Context, tp *TopicPlan) (configs ma
 	_, budget := r.timeouts()
 	for n := 1; ; n++ {
 		resp, err := r.adm.ValidateCreateTopics(ctx, int32(tp.Partitions), int16(tp.ReplicationFactor), ptrs(tp.Configs), tp.Topic)
-		if err != nil && !kerr.IsRetriable(err) {
-			return nil, "", fmt.Errorf("validate topic creation on the target: %w", err)
+		if err != nil && !targetRetriable(err) {
+			return nil, "", fmt.Errorf("validate topic creation (CreateTopics) on the target: %w", err)
 		}
 		if err == nil {
 			var retry error
@@ -230,8 +234,8 @@ func (r *restore) validateCreate(ctx context.Context, tp *TopicPlan) (configs ma
 				}
 				switch {
 				case cr.Err == nil:
-				case kerr.IsRetriable(cr.Err):
-					retry = &PartitionError{Op: "validate topic creation", Topic: cr.Topic, Partition: -1, Err: cr.Err}
+				case targetRetriable(cr.Err):
+					retry = &PartitionError{Op: "validate topic creation (CreateTopics)", Topic: cr.Topic, Partition: -1, Err: cr.Err}
 				default:
 					return nil, fmt.Sprintf("topic %q cannot be created on the target as backed up (%d partitions, replication factor %d, configs %s): %v %s",
 						cr.Topic, tp.Partitions, tp.ReplicationFactor, configString(tp.Configs), cr.Err, cr.ErrMessage), nil
@@ -265,4 +269,45 @@ func endsMoved(reports []PartitionReport, ends kadm.ListedOffsets) ([]string, er
 		}
 	}
 	return bad, nil
+}
+
+// errShortAnswer marks an answer that lacks part of what was asked (a
+// Metadata answer without a topic asked for, an offset missing from an
+// OffsetFetch or OffsetCommit answer): asked again, like a retriable
+// error.
+var errShortAnswer = errors.New("the broker's answer lacks part of what was asked")
+
+// targetRetriable reports whether a failed request to the target is worth
+// asking again within the target's retry_timeout: a Kafka error code kerr
+// marks retriable; UNKNOWN_SERVER_ERROR (an unexpected broker-side
+// failure; kerr marks it non-retriable, and one of them failed a whole
+// restore: issue 14), for the requests that are safe to repeat (every one
+// but Produce, whose franz-go producer fails the batch and whose restore
+// resumes when run again); a dropped, refused or reset connection
+// (config.Transient, franz-go's ErrFirstReadEOF); errShortAnswer.
+func targetRetriable(err error) bool {
+	var eof *kgo.ErrFirstReadEOF
+	return kerr.IsRetriable(err) || errors.Is(err, kerr.UnknownServerError) || config.Transient(err) ||
+		errors.As(err, &eof) || errors.Is(err, errShortAnswer)
+}
+
+// retrying calls fn until it returns nil or an error targetRetriable does
+// not pass, with backoff, for the target's retry_timeout; then it returns
+// fn's last error, saying that api (the Kafka request) still failed after
+// the budget.
+func (r *restore) retrying(ctx context.Context, api string, fn func() error) error {
+	_, budget := r.timeouts()
+	began := time.Now()
+	for n := 1; ; n++ {
+		err := fn()
+		if err == nil || ctx.Err() != nil || !targetRetriable(err) {
+			return err
+		}
+		if time.Since(began) >= budget {
+			return fmt.Errorf("%w (%s still failing after retrying for %s, the target's retry_timeout)", err, api, time.Since(began).Round(time.Millisecond))
+		}
+		if err := sleep(ctx, min(backoff(n), max(budget-time.Since(began), time.Millisecond))); err != nil {
+			return err
+		}
+	}
 }

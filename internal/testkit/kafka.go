@@ -234,7 +234,6 @@ func startKafkaOnce(parent, libDir, java string, cfg kafkaConfig) (*Kafka, error
 		dir:       dir,
 		bootstrap: fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		clusterID: newKafkaClusterID(),
-		exited:    make(chan struct{}),
 	}
 	controller := fmt.Sprintf("127.0.0.1:%d", ports[1])
 
@@ -294,23 +293,9 @@ func startKafkaOnce(parent, libDir, java string, cfg kafkaConfig) (*Kafka, error
 		return nil, fmt.Errorf("format storage: %w\n%s", err, out)
 	}
 
-	logFile, err := os.Create(k.logPath())
-	if err != nil {
+	if err := k.startJVM(); err != nil {
 		return nil, err
 	}
-	k.cmd = k.javaCmd(context.Background(), filepath.Join(dir, "log4j2-server.properties"), "kafka.Kafka", serverProps)
-	k.cmd.Stdout = logFile
-	k.cmd.Stderr = logFile
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := k.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", k.cmd, err)
-	}
-	go func() {
-		k.exitErr = k.cmd.Wait()
-		logFile.Close()
-		close(k.exited)
-	}()
 
 	if err := k.waitReady(ctx); err != nil {
 		k.Stop()
@@ -322,6 +307,57 @@ func startKafkaOnce(parent, libDir, java string, cfg kafkaConfig) (*Kafka, error
 	}
 
 	return k, nil
+}
+
+// startJVM starts the broker's JVM on the directory's server.properties,
+// appending its output to kafka.log, and waits for it in the background
+// (k.exited, k.exitErr).
+func (k *Kafka) startJVM() error {
+	logFile, err := os.OpenFile(k.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	k.exited = make(chan struct{})
+	k.cmd = k.javaCmd(context.Background(), filepath.Join(k.dir, "log4j2-server.properties"), "kafka.Kafka", filepath.Join(k.dir, "server.properties"))
+	k.cmd.Stdout = logFile
+	k.cmd.Stderr = logFile
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := k.cmd.Start(); err != nil {
+		logFile.Close()
+		close(k.exited)
+		return fmt.Errorf("start %s: %w", k.cmd, err)
+	}
+	cmd, exited := k.cmd, k.exited
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		k.exitErr = err
+		close(exited)
+	}()
+	return nil
+}
+
+// Restart stops the broker (Stop: SIGTERM, a clean shutdown) and starts
+// it again on the same ports, data and metadata directories, waiting up
+// to timeout until it lists itself again: a broker restart as a rolling
+// upgrade does one. Not safe for concurrent use with Stop.
+func (k *Kafka) Restart(timeout time.Duration) error {
+	k.Stop()
+	return k.Start(timeout)
+}
+
+// Start starts a broker Stop stopped again, on the same ports, data and
+// metadata directories, waiting up to timeout until it lists itself.
+func (k *Kafka) Start(timeout time.Duration) error {
+	if err := k.startJVM(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := k.waitReady(ctx); err != nil {
+		return fmt.Errorf("restart kafka: %w; broker log %s ends:\n%s", err, k.logPath(), k.logTail(kafkaLogTailLines))
+	}
+	return nil
 }
 
 // waitReady polls metadata until the broker lists itself, the JVM exits or
