@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,23 +91,36 @@ func (c *crashRun) once() (int, string, time.Duration) {
 }
 
 // killAfter starts the command and sends it SIGKILL after d, unless it
-// ended by itself before.
-func (c *crashRun) killAfter(d time.Duration) {
+// ended by itself before: then it returns how long that run took.
+func (c *crashRun) killAfter(d time.Duration) (ranFor time.Duration) {
 	c.t.Helper()
+	start := time.Now()
 	p := startShard(c.t, c.args...)
-	select {
-	case <-p.done:
+	ended := func() time.Duration {
+		<-p.done
 		c.finished++
 		if code := p.cmd.ProcessState.ExitCode(); code != exitOK {
 			c.t.Fatalf("%v ended by itself with exit %d before its kill at %v:\n%s", c.args, code, d, p.stderr.String())
 		}
-		return
+		return time.Since(start)
+	}
+	select {
+	case <-p.done:
+		return ended()
 	case <-time.After(d):
 	}
-	if err := p.cmd.Process.Kill(); err != nil {
+	if err := p.cmd.Process.Kill(); errors.Is(err, os.ErrProcessDone) {
+		return ended() // it exited just as its delay ran out
+	} else if err != nil {
 		c.t.Fatal(err)
 	}
 	<-p.done
+	if !p.cmd.ProcessState.Exited() && p.cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		c.t.Fatalf("%v: %v after SIGKILL", c.args, p.cmd.ProcessState)
+	}
+	if p.cmd.ProcessState.Exited() {
+		return ended() // it exited between the kill and the signal's delivery
+	}
 	c.kills++
 	c.tookOver(p.stderr.String())
 	point := fmt.Sprintf("killed at %v", d.Round(time.Millisecond))
@@ -113,6 +128,7 @@ func (c *crashRun) killAfter(d time.Duration) {
 		point += ": " + c.atKill()
 	}
 	c.points = append(c.points, point)
+	return 0
 }
 
 // tookOver counts a run whose log says it took over a dead run's lock.
@@ -123,11 +139,15 @@ func (c *crashRun) tookOver(stderr string) {
 }
 
 // loop kills the command kills times, each after a random delay in
-// [0, full], then runs it to completion: it must exit 0.
+// [0, full], then runs it to completion: it must exit 0. A run that ends
+// before its kill shortens full to its own length (the uninterrupted run
+// was slower, the machine busier), so the next kills land inside a run.
 func (c *crashRun) loop(rng *rand.Rand, kills int, full time.Duration) {
 	c.t.Helper()
 	for range kills {
-		c.killAfter(time.Duration(rng.Int64N(int64(full) + 1)))
+		if ranFor := c.killAfter(time.Duration(rng.Int64N(int64(full) + 1))); ranFor > 0 {
+			full = min(full, ranFor)
+		}
 	}
 	if c.beforeRerun != nil {
 		c.beforeRerun()
