@@ -73,6 +73,15 @@ type crashRun struct {
 	points []string
 }
 
+// mustHaveKilled fails the test when no run of the loop was killed: it
+// would have shown nothing.
+func (c *crashRun) mustHaveKilled(t *testing.T, what string) {
+	t.Helper()
+	if c.kills == 0 {
+		t.Errorf("%s: every run ended before its kill: the crash loop killed nothing", what)
+	}
+}
+
 // add counts o's kills, runs and takeovers into c.
 func (c *crashRun) add(o *crashRun) {
 	c.kills, c.finished, c.takeovers = c.kills+o.kills, c.finished+o.finished, c.takeovers+o.takeovers
@@ -262,6 +271,7 @@ backup:
 			t.Logf("iteration %d: %d kills [%s] (%d runs ended before their kill), %d lock takeovers, %d complete backups: equal", i, c.kills, strings.Join(c.points, "; "), c.finished, c.takeovers, len(ids))
 			total.add(c)
 		}
+		total.mustHaveKilled(t, "backup")
 		t.Logf("backup: %d iterations, %d kills, %d runs ended before their kill, %d lock takeovers; records lost 0, duplicated 0", iterations, total.kills, total.finished, total.takeovers)
 	})
 
@@ -346,6 +356,7 @@ backup:
 				t.Logf("iteration %d: %d kills [%s] (%d runs ended before their kill), %d lock takeovers: equal", i, c.kills, strings.Join(c.points, "; "), c.finished, c.takeovers)
 				total.add(c)
 			}
+			total.mustHaveKilled(t, name)
 			t.Logf("%s: %d iterations, %d kills, %d runs ended before their kill, %d lock takeovers; records lost 0, duplicated 0", name, iterations, total.kills, total.finished, total.takeovers)
 		})
 	}
@@ -410,6 +421,7 @@ backup:
 			t.Logf("iteration %d: %d kills [%s] (%d runs ended before their kill), %d lock takeovers: kept %v", i, c.kills, strings.Join(c.points, "; "), c.finished, c.takeovers, kept)
 			total.add(c)
 		}
+		total.mustHaveKilled(t, "prune")
 		t.Logf("prune: %d iterations, %d kills, %d runs ended before their kill, %d lock takeovers; backups lost 0", iterations, total.kills, total.finished, total.takeovers)
 	})
 }
@@ -693,5 +705,6 @@ backup:
 		t.Logf("iteration %d: %d kills [%s] (%d runs ended before their kill), %d lock takeovers, %d complete backups: equal", i, c.kills, strings.Join(c.points, "; "), c.finished, c.takeovers, len(ids))
 		total.add(c)
 	}
+	total.mustHaveKilled(t, "S3 backup")
 	t.Logf("S3 backup: %d iterations, %d kills (%d inside a multipart upload), %d runs ended before their kill, %d lock takeovers; records lost 0, duplicated 0, uploads left 0", iterations, total.kills, inside, total.finished, total.takeovers)
 }
