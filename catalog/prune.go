@@ -180,7 +180,32 @@ func Prune(ctx context.Context, store storage.Backend, o PruneOptions) (*PruneRe
 	if err := p.sweep(ctx, store, log); err != nil {
 		return nil, fmt.Errorf("forgot %s: %w", plural(res.Forgotten, "backup", "backups"), err)
 	}
+	removeStaleTemps(ctx, store, log)
 	return res, nil
+}
+
+// staleTempAge is the age above which prune removes a temporary file: well
+// above the longest put (storage.Filesystem.RemoveStaleTemps), so a live
+// writer's is kept.
+const staleTempAge = time.Hour
+
+// removeStaleTemps removes the temporary files that runs killed inside a
+// put left anywhere in the repository (a lock attempt or heartbeat at the
+// root, a restore's journal or report under restores/): a backup removes
+// those under segments/ and backups/ only, no other run removes the rest.
+// A failure is logged, not returned: the prune itself is done.
+func removeStaleTemps(ctx context.Context, store storage.Backend, log *slog.Logger) {
+	c, ok := store.(interface {
+		RemoveStaleTemps(context.Context, string, time.Duration) (int, error)
+	})
+	if !ok {
+		return
+	}
+	if n, err := c.RemoveStaleTemps(ctx, "", staleTempAge); err != nil {
+		log.Warn("could not remove leftover temporary files", "err", err)
+	} else if n > 0 {
+		log.Info("removed temporary files of killed runs", "files", n, "older_than", staleTempAge.String())
+	}
 }
 
 func plural(n int, one, many string) string {
