@@ -17,8 +17,9 @@
 #                    to the package's testdata/fuzz/<Target>/ (commit it
 #                    with the fix)
 #   make test-race   go test -race on the packages whose goroutines share
-#                    state (RACE_PACKAGES: restorer, storage, repository,
-#                    catalog, offsets), real servers included; the tests
+#                    state (RACE_PACKAGES: storage, repository, catalog,
+#                    offsets; the restorer's concurrent restores on kfake,
+#                    RACE_RESTORER_RUN), real servers included; the tests
 #                    that measure allocations are left out (-skip
 #                    RACE_SKIP: the race detector changes allocations, and
 #                    they run in make test); CI runs it after make fuzz
@@ -166,10 +167,16 @@ FUZZ_TARGETS ?= format:FuzzRecordSegment format:FuzzBatchSegment format:FuzzLz4F
 	format:FuzzManifest format:FuzzRestoreReport format:FuzzRestoreJournal format:FuzzDrillReport \
 	internal/config:FuzzParse topicfilter:FuzzGlob topicfilter:FuzzParseTopology \
 	format:FuzzSegmentHeaders offsets:FuzzTranslateMonotonic
-RACE_PACKAGES ?= ./restorer/ ./storage/ ./repository/ ./catalog/ ./offsets/
+RACE_PACKAGES ?= ./storage/ ./repository/ ./catalog/ ./offsets/
 RACE_SKIP ?= Alloc|Allocates|DoesNotCopy
+# The restorer's tests on kfake whose restores run many goroutines at once
+# (produce waves and chunks in flight, several restores, shards, faults,
+# commits); its tests on a real broker or that wait out budgets run in make
+# test only (the whole package took 270 s under the detector, CI 19 min).
+RACE_RESTORER_RUN ?= TestRestoreKafkaFaults|TestConcurrentRestoresNeverDuplicate|TestRestoreResumesAfterAFailure|TestRestoreIntoPreCreatedTopicsResumesAfterAFailure|TestRestoreRoundTripOnKfake|TestForeignProducerMidRestoreIsCaught|TestShardPrechecksItsOwnPartitions|TestRestoreCompressionPerTopic|TestCommitOffsets|TestCreateTopicsTimeoutWhoseTopicTheBrokerCreated
 test-race: tools
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 15m -skip '$(RACE_SKIP)' $(RACE_PACKAGES)
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 15m -run '$(RACE_RESTORER_RUN)' ./restorer/
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
