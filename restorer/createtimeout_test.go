@@ -2,7 +2,6 @@ package restorer_test
 
 import (
 	"context"
-	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 )
 
@@ -71,16 +69,5 @@ func TestCreateTopicsTimeoutWhoseTopicTheBrokerCreated(t *testing.T) {
 	if !rep.Committed {
 		t.Fatal("offsets not committed")
 	}
-	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
-		for _, pc := range tp.PartitionCuts {
-			want := backupcheck.Records(t, store, m, tp.Name, pc.Partition)
-			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{pc.Partition: 1 << 40})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%s/%d: %d records on the target, backup has %d", tp.Name, pc.Partition, len(got), len(want))
-			}
-		}
-	}
+	restoredOnce(t, store, m, dst.Addrs())
 }

@@ -168,29 +168,7 @@ func TestRestoreResumesAfterAFailure(t *testing.T) {
 	ctx := context.Background()
 	o := restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store, Concurrency: 1}
 
-	var produces atomic.Int32
-	var failing atomic.Bool
-	failing.Store(true)
-	dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		dst.KeepControl()
-		if !failing.Load() || produces.Add(1) <= 4 {
-			return nil, nil, false // the first produce requests go through
-		}
-		pr := req.(*kmsg.ProduceRequest)
-		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range pr.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.InvalidRecord.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	failing, _ := failProducesAfter(dst, 4)
 	if _, err := restorer.Run(ctx, o); err == nil {
 		t.Fatal("the injected produce failure did not fail the restore")
 	}
@@ -228,23 +206,7 @@ func TestRestoreResumesAfterAFailure(t *testing.T) {
 		t.Fatal("offsets not committed")
 	}
 	// The in-flight tails resume like the other topics: exactly once.
-	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
-		for _, pc := range tp.PartitionCuts {
-			want := backupcheck.Records(t, store, m, tp.Name, pc.Partition)
-			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{pc.Partition: 1 << 40})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%s/%d: %d records on the target, backup has %d", tp.Name, pc.Partition, len(got), len(want))
-			}
-			for i := range got {
-				if got[i].Offset != int64(i) || string(got[i].Key) != string(want[i].Key) || string(got[i].Value) != string(want[i].Value) {
-					t.Fatalf("%s/%d record %d: got %+v want %+v", tp.Name, pc.Partition, i, got[i], want[i])
-				}
-			}
-		}
-	}
+	restoredOnce(t, store, m, dst.Addrs())
 }
 
 // TestRestoreIntoPreCreatedTopicsResumesAfterAFailure: a restore into
@@ -281,29 +243,7 @@ func TestRestoreIntoPreCreatedTopicsResumesAfterAFailure(t *testing.T) {
 		}
 	}
 
-	var produces atomic.Int32
-	var failing atomic.Bool
-	failing.Store(true)
-	dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		dst.KeepControl()
-		if !failing.Load() || produces.Add(1) <= 4 {
-			return nil, nil, false
-		}
-		pr := req.(*kmsg.ProduceRequest)
-		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range pr.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.InvalidRecord.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	failing, produces := failProducesAfter(dst, 4)
 	if _, err := restorer.Run(ctx, o); err == nil {
 		t.Fatal("the injected produce failure did not fail the restore")
 	}
@@ -319,23 +259,7 @@ func TestRestoreIntoPreCreatedTopicsResumesAfterAFailure(t *testing.T) {
 	if !rep.Committed {
 		t.Fatal("offsets not committed")
 	}
-	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
-		for _, pc := range tp.PartitionCuts {
-			want := backupcheck.Records(t, store, m, tp.Name, pc.Partition)
-			got, err := sample.ReadCommitted(ctx, dst.Addrs(), tp.Name, map[int32]int64{pc.Partition: 1 << 40})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%s/%d: %d records on the target, backup has %d", tp.Name, pc.Partition, len(got), len(want))
-			}
-			for i := range got {
-				if got[i].Offset != int64(i) || string(got[i].Key) != string(want[i].Key) || string(got[i].Value) != string(want[i].Value) {
-					t.Fatalf("%s/%d record %d: got %+v want %+v", tp.Name, pc.Partition, i, got[i], want[i])
-				}
-			}
-		}
-	}
+	restoredOnce(t, store, m, dst.Addrs())
 }
 
 // TestConcurrentRestoresNeverDuplicate is a regression test: two restores
@@ -433,5 +357,59 @@ func TestRestoreRefusals(t *testing.T) {
 	}
 	if topics, _ := testkit.Admin(t, dst.Addrs()).ListTopics(context.Background()); len(topics) != 0 {
 		t.Fatalf("refused restores created topics: %v", topics.Names())
+	}
+}
+
+// failProducesAfter makes dst answer every produce request after the first
+// n with INVALID_RECORD for each partition, until failing is set false;
+// produces counts the requests seen while failing.
+func failProducesAfter(dst *testkit.Kfake, n int32) (failing *atomic.Bool, produces *atomic.Int32) {
+	failing, produces = new(atomic.Bool), new(atomic.Int32)
+	failing.Store(true)
+	dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		if !failing.Load() || produces.Add(1) <= n {
+			return nil, nil, false // the first produce requests go through
+		}
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range pr.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	return failing, produces
+}
+
+// restoredOnce asserts that every partition of backup m (in-flight tails
+// included) is on the cluster at addrs exactly once: its records, read
+// with franz-go's consumer, at offsets 0..n-1 with the backup's keys and
+// values in order.
+func restoredOnce(t *testing.T, store storage.Backend, m *format.Manifest, addrs []string) {
+	t.Helper()
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
+		for _, pc := range tp.PartitionCuts {
+			want := backupcheck.Records(t, store, m, tp.Name, pc.Partition)
+			got, err := sample.ReadCommitted(t.Context(), addrs, tp.Name, map[int32]int64{pc.Partition: 1 << 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s/%d: %d records on the target, backup has %d", tp.Name, pc.Partition, len(got), len(want))
+			}
+			for i := range got {
+				if got[i].Offset != int64(i) || string(got[i].Key) != string(want[i].Key) || string(got[i].Value) != string(want[i].Value) {
+					t.Fatalf("%s/%d record %d: got %+v want %+v", tp.Name, pc.Partition, i, got[i], want[i])
+				}
+			}
+		}
 	}
 }
