@@ -110,14 +110,7 @@ func TestS3FaultsEndExact(t *testing.T) {
 			if err != nil {
 				t.Fatalf("backup through %v: %v", proxy.Injected(), err)
 			}
-			injected := proxy.Injected()
-			t.Logf("%d faults injected: %v", len(injected), injected)
-			for _, k := range tc.kinds {
-				if !slices.ContainsFunc(injected, func(s string) bool { return strings.HasPrefix(s, k) || strings.Contains(s, k) }) {
-					t.Errorf("no %q fault was injected: the case no longer exercises it", k)
-				}
-			}
-			proxy.Clear()
+			injectedEach(t, proxy, tc.kinds)
 			m := backupcheck.Latest(t, store, res.BackupID)
 			sameBackups(t, fsStore, wantM, store, m)
 			if r, err := verify.Repository(ctx, store, m, true); err != nil || !r.OK() {
@@ -166,14 +159,7 @@ func TestS3FaultsEndExact(t *testing.T) {
 			if err != nil {
 				t.Fatalf("restore through %v: %v", proxy.Injected(), err)
 			}
-			injected := proxy.Injected()
-			t.Logf("%d faults injected: %v", len(injected), injected)
-			for _, k := range tc.kinds {
-				if !slices.ContainsFunc(injected, func(s string) bool { return strings.HasPrefix(s, k) || strings.Contains(s, k) }) {
-					t.Errorf("no %q fault was injected: the case no longer exercises it", k)
-				}
-			}
-			proxy.Clear()
+			injectedEach(t, proxy, tc.kinds)
 			if !rep.Committed {
 				t.Fatal("the restore did not commit the group's offsets")
 			}
@@ -195,4 +181,19 @@ func TestS3FaultsEndExact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// injectedEach logs the faults proxy injected, fails t unless each of
+// kinds (an action and method like "500 PUT", or a part of the line like
+// "partNumber=2") is among them, and clears the proxy's rules.
+func injectedEach(t *testing.T, proxy *testkit.S3Proxy, kinds []string) {
+	t.Helper()
+	injected := proxy.Injected()
+	t.Logf("%d faults injected: %v", len(injected), injected)
+	for _, k := range kinds {
+		if !slices.ContainsFunc(injected, func(s string) bool { return strings.Contains(s, k) }) {
+			t.Errorf("no %q fault was injected: the case no longer exercises it", k)
+		}
+	}
+	proxy.Clear()
 }
