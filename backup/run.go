@@ -1105,21 +1105,16 @@ func uncachedAfterFirst(ctx context.Context, tries int) context.Context {
 	return ctx
 }
 
-// retriable reports whether err is worth asking again: a Kafka error code
-// kerr marks retriable, other than the unknown-topic ones (a topic the
-// cluster answers it lacks is missing, not transient), an
-// UNKNOWN_SERVER_ERROR (an unexpected broker-side failure that Kafka's own
-// clients retry for reads; kerr marks it non-retriable, and one of them
-// failed a whole backup: issue 14), or a dropped or refused connection
-// (config.Transient, or franz-go's ErrFirstReadEOF, which it words as
-// missing SASL: a persistent one still fails, after the budget). Every request a backup makes only reads, so asking
-// again is always safe; Options.RetryTimeout bounds it.
+// retriable reports whether err is worth asking again: config.Retriable
+// (retriable codes, UNKNOWN_SERVER_ERROR, dropped connections), but not
+// the unknown-topic codes (a topic the cluster answers it lacks is
+// missing, not transient). Every request a backup makes only reads, so
+// asking again is always safe; Options.RetryTimeout bounds it.
 func retriable(err error) bool {
 	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
 		return false
 	}
-	var eof *kgo.ErrFirstReadEOF // a connection closed at its first request
-	return kerr.IsRetriable(err) || errors.Is(err, kerr.UnknownServerError) || config.Transient(err) || errors.As(err, &eof)
+	return config.Retriable(err)
 }
 
 // retrying calls fn until it returns nil or an error that is not

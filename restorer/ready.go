@@ -278,17 +278,13 @@ func endsMoved(reports []PartitionReport, ends kadm.ListedOffsets) ([]string, er
 var errShortAnswer = errors.New("the broker's answer lacks part of what was asked")
 
 // targetRetriable reports whether a failed request to the target is worth
-// asking again within the target's retry_timeout: a Kafka error code kerr
-// marks retriable; UNKNOWN_SERVER_ERROR (an unexpected broker-side
-// failure; kerr marks it non-retriable, and one of them failed a whole
-// restore: issue 14), for the requests that are safe to repeat (every one
-// but Produce, whose franz-go producer fails the batch and whose restore
-// resumes when run again); a dropped, refused or reset connection
-// (config.Transient, franz-go's ErrFirstReadEOF); errShortAnswer.
+// asking again within the target's retry_timeout: config.Retriable
+// (retriable codes, UNKNOWN_SERVER_ERROR, dropped connections; for the
+// requests that are safe to repeat: every one but Produce, whose franz-go
+// producer fails the batch and whose restore resumes when run again), or
+// errShortAnswer.
 func targetRetriable(err error) bool {
-	var eof *kgo.ErrFirstReadEOF
-	return kerr.IsRetriable(err) || errors.Is(err, kerr.UnknownServerError) || config.Transient(err) ||
-		errors.As(err, &eof) || errors.Is(err, errShortAnswer)
+	return config.Retriable(err) || errors.Is(err, errShortAnswer)
 }
 
 // retrying calls fn until it returns nil or an error targetRetriable does

@@ -188,6 +188,22 @@ func Transient(err error) bool {
 	return kgo.IsRetryableBrokerErr(err) || errors.As(err, &op)
 }
 
+// Retriable reports whether a failed Kafka request that is safe to
+// repeat is worth asking again within a retry budget: a Kafka error code
+// kerr marks retriable; UNKNOWN_SERVER_ERROR (an unexpected broker-side
+// failure: kerr marks it non-retriable, and one of them failed a whole
+// backup or restore, issue 14); a dropped, refused or reset connection
+// (Transient); franz-go's ErrFirstReadEOF (a connection closed at its
+// first request, which franz-go words as missing SASL: a persistent one
+// still fails, after the budget). Callers add their own exceptions (the
+// backup's unknown topics are missing, not transient) and never pass a
+// Produce error (franz-go's producer fails the batch; the restore resumes
+// when run again).
+func Retriable(err error) bool {
+	var eof *kgo.ErrFirstReadEOF
+	return kerr.IsRetriable(err) || errors.Is(err, kerr.UnknownServerError) || Transient(err) || errors.As(err, &eof)
+}
+
 func triesWord(n int) string {
 	if n == 1 {
 		return "try"
