@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -72,9 +73,22 @@ func Reach(ctx context.Context, cl *kgo.Client, name string) error {
 			return fmt.Errorf("%s %s refused the connection (%d %s): %w; %s",
 				name, strings.Join(seeds, ","), tries, triesWord(tries), err, hint)
 		}
+		var eof *kgo.ErrFirstReadEOF
+		if errors.As(err, &eof) {
+			return fmt.Errorf("%s %s closed the connection at the first request (%d %s): %w; %s",
+				name, strings.Join(seeds, ","), tries, triesWord(tries), err, firstReadEOFHint(name, cl))
+		}
+		if notKafka(err) {
+			fix := fmt.Sprintf("check that %s names the brokers' Kafka listeners (host:port)", clusterKey(name, "bootstrap_servers"))
+			if strings.Contains(err.Error(), "tls alert record") {
+				fix = fmt.Sprintf("the listener speaks TLS: set %s: true", clusterKey(name, "security.tls.enabled"))
+			}
+			return fmt.Errorf("%s %s answered, but not in the Kafka protocol (%d %s): %w; %s",
+				name, strings.Join(seeds, ","), tries, triesWord(tries), err, fix)
+		}
 		if !reachRetriable(err) || waited >= budget {
-			return fmt.Errorf("%s %s did not answer for %s (retry_timeout %s, %d tries): %w",
-				name, strings.Join(seeds, ","), waited.Round(time.Millisecond), budget, tries, last)
+			return fmt.Errorf("%s %s did not answer for %s (retry_timeout %s, %d %s): %w",
+				name, strings.Join(seeds, ","), waited.Round(time.Millisecond), budget, tries, triesWord(tries), last)
 		}
 		t := time.NewTimer(min(RetryBackoff(tries), budget-waited))
 		select {
@@ -89,7 +103,47 @@ func Reach(ctx context.Context, cl *kgo.Client, name string) error {
 // stopped is Reach's error when ctx ends first: ctx's error (so that a
 // cancelled run stays cancelled), naming the cluster and its last error.
 func stopped(ctx context.Context, name string, seeds []string, tries int, last error) error {
-	return fmt.Errorf("%s %s: %w (%d tries; last: %v)", name, strings.Join(seeds, ","), context.Cause(ctx), tries, last)
+	return fmt.Errorf("%s %s: %w (%d %s; last: %v)", name, strings.Join(seeds, ","), context.Cause(ctx), tries, triesWord(tries), last)
+}
+
+// firstReadEOFHint is the fix for a listener that closed the connection
+// at the client's first request, which a Kafka listener does to a client
+// without the TLS or the SASL it requires: the keys this client has not
+// set, of security.tls.enabled and security.sasl.mechanism.
+func firstReadEOFHint(name string, cl *kgo.Client) string {
+	var fixes []string
+	if cfg, _ := cl.OptValue(kgo.DialTLSConfig).(*tls.Config); cfg == nil {
+		fixes = append(fixes, fmt.Sprintf("if the listener requires TLS, set %s: true", clusterKey(name, "security.tls.enabled")))
+	}
+	if ms, _ := cl.OptValue(kgo.SASL).([]sasl.Mechanism); len(ms) == 0 {
+		fixes = append(fixes, fmt.Sprintf("if it requires SASL, set %s and its credentials", clusterKey(name, "security.sasl.mechanism")))
+	}
+	if len(fixes) == 0 {
+		return "check the listener's security.protocol against this client's security settings, and the broker's log"
+	}
+	return strings.Join(fixes, "; ")
+}
+
+// notKafka reports whether err is franz-go refusing an answer whose
+// 4-byte size prefix no Kafka broker sends (negative, or above
+// kgo.BrokerMaxReadBytes: an HTTP server's "HTTP", a TLS alert to a
+// plaintext client): the port speaks another protocol, and asking again
+// gets the same answer. franz-go words these errors without a type
+// (kgo's brokerCxn.parseReadSize), hence the match on its text.
+func notKafka(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "invalid large response size") || strings.Contains(msg, "invalid negative response size")
+}
+
+// clusterKey is the config key k under the cluster's prefix: "source" for
+// "source cluster", "target" for "target cluster"; k alone for init's
+// "cluster", which has no config keys yet.
+func clusterKey(name, k string) string {
+	p := strings.TrimSuffix(name, " cluster")
+	if p == name || strings.Contains(p, " ") {
+		return k
+	}
+	return p + "." + k
 }
 
 // reachRetriable reports whether a failed Metadata request is worth asking
@@ -105,16 +159,7 @@ func reachRetriable(err error) bool {
 // cluster's prefix ("source" for "source cluster", "target" for "target
 // cluster"); "" for any other error.
 func authHint(err error, name string, cl *kgo.Client) string {
-	p := strings.TrimSuffix(name, " cluster")
-	if p == name || strings.Contains(p, " ") {
-		p = "" // init's "cluster": no config keys yet
-	}
-	key := func(k string) string {
-		if p == "" {
-			return k
-		}
-		return p + "." + k
-	}
+	key := func(k string) string { return clusterKey(name, k) }
 	mech := "SASL"
 	if ms, _ := cl.OptValue(kgo.SASL).([]sasl.Mechanism); len(ms) > 0 {
 		mech = ms[0].Name()

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
 	"math/big"
 	"net"
 	"strings"
@@ -70,25 +71,7 @@ func TestReach(t *testing.T) {
 // the cluster "did not answer". It is refused at the first try, naming
 // the keys to set. The server is crypto/tls with RequireAnyClientCert.
 func TestReachRefusedClientCertificateIsPermanent(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
-		ClientAuth:   tls.RequireAnyClientCert,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := tlsListener(t, tls.RequireAnyClientCert)
 	accepted := 0
 	var mu sync.Mutex
 	go func() {
@@ -131,5 +114,128 @@ func TestReachRefusedClientCertificateIsPermanent(t *testing.T) {
 	defer mu.Unlock()
 	if accepted == 0 {
 		t.Error("the TLS server accepted no connection: the test shows nothing")
+	}
+}
+
+// tlsListener is a crypto/tls listener on 127.0.0.1 with a self-signed
+// certificate for that address, closed with the test.
+func tlsListener(t *testing.T, clientAuth tls.ClientAuthType) net.Listener {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
+		ClientAuth:   clientAuth,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// TestReachOfATLSListenerWithoutTLS: a TLS listener closes the
+// connection of a plaintext client at its first request (crypto/tls, like
+// a Kafka SSL listener, drops a record that is not TLS; franz-go's
+// ErrFirstReadEOF). Reach said the cluster "did not answer"; it says the
+// connection was closed and names the key that turns TLS on, at the first
+// try.
+func TestReachOfATLSListenerWithoutTLS(t *testing.T) {
+	ln := tlsListener(t, tls.NoClientCert)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.(*tls.Conn).HandshakeContext(t.Context())
+			}()
+		}
+	}()
+	opts, err := Cluster{BootstrapServers: []string{ln.Addr().String()}, RequestTimeout: time.Second, RetryTimeout: 10 * time.Second}.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	err = Reach(t.Context(), cl, "target cluster")
+	if err == nil {
+		t.Fatal("Reach of a TLS listener without TLS: no error")
+	}
+	for _, want := range []string{"target cluster " + ln.Addr().String() + " closed the connection at the first request (1 try)", "set target.security.tls.enabled: true", "target.security.sasl.mechanism"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Reach: %v\nwant it to contain %q", err, want)
+		}
+	}
+}
+
+// TestReachOfAPortAnsweringHTTP: a seed whose port answers in another
+// protocol (an HTTP server answering the Kafka request it cannot parse
+// with 400 Bad Request, as fasthttp-based servers such as versitygw do:
+// franz-go reads "HTTP" as a 1.2 GB response size) is a wrong port, not a
+// silent cluster. Reach said the cluster "did not answer" after "1
+// tries"; it names the answer and the key to fix, and stops at the first
+// try (retrying gets the same answer).
+func TestReachOfAPortAnsweringHTTP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 512)
+				if _, err := c.Read(buf); err == nil {
+					_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				}
+			}()
+		}
+	}()
+	seed := ln.Addr().String()
+	opts, err := Cluster{BootstrapServers: []string{seed}, RequestTimeout: time.Second, RetryTimeout: 10 * time.Second}.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	start := time.Now()
+	err = Reach(t.Context(), cl, "source cluster")
+	if err == nil {
+		t.Fatal("Reach of an HTTP server: no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{"source cluster " + seed + " answered, but not in the Kafka protocol", "1 try)", "source.bootstrap_servers"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Reach: %v\nwant it to contain %q", err, want)
+		}
+	}
+	if strings.Contains(msg, "did not answer") || strings.Contains(msg, "1 tries") {
+		t.Errorf("Reach: %v\nwant neither \"did not answer\" nor \"1 tries\"", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Reach took %s: want it to stop at the first answer", d)
 	}
 }
