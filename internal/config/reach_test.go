@@ -144,8 +144,9 @@ func tlsListener(t *testing.T, clientAuth tls.ClientAuthType) net.Listener {
 }
 
 // TestReachOfATLSListenerWithoutTLS: a TLS listener closes the
-// connection of a plaintext client at its first request (crypto/tls, like
-// a Kafka SSL listener, drops a record that is not TLS; franz-go's
+// connection of a plaintext client at its first request (crypto/tls
+// drops a record that is not TLS without an alert, as Kafka's SASL_SSL
+// listener drops a client without SASL: TestSecurityOnKafka; franz-go's
 // ErrFirstReadEOF). Reach said the cluster "did not answer"; it says the
 // connection was closed and names the key that turns TLS on, at the first
 // try.
