@@ -266,7 +266,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 	}
 	targetOpts, err := target.ClientOptions()
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("%s: target.security: %w", cfg.File(), err), "")
+		return clientOptionsError(cfg, "target", err)
 	}
 	targetName := strings.Join(target.BootstrapServers, ",")
 	if slices.Equal(slices.Sorted(slices.Values(target.BootstrapServers)), slices.Sorted(slices.Values(cfg.Source.BootstrapServers))) {

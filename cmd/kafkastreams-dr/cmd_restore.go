@@ -471,7 +471,7 @@ func runRestore(ctx context.Context, o *restoreOptions, s *iostreams) (err error
 	}
 	targetOpts, err := target.ClientOptions()
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("%s: target.security: %w", cfg.File(), err), "")
+		return clientOptionsError(cfg, "target", err)
 	}
 	targetName := strings.Join(target.BootstrapServers, ",")
 	if !o.DryRun && !o.Yes && !s.InTTY {

@@ -121,6 +121,11 @@ func TestExitCodes(t *testing.T) {
 		"  security:\n    tls:\n      ca_file: "+notPEM+"\n    sasl:\n      mechanism: PLAIN\n      username: u\n      password_file: /nonexistent/pw\n  topics:", 1),
 		"[kafka:9092]", "[kafka]", 1))
 
+	badCA := writeFile(t, "ca.yaml", strings.Replace(goodConfig, "  topics:",
+		"  security:\n    tls:\n      ca_file: "+notPEM+"\n  topics:", 1))
+	badTargetPassword := writeFile(t, "targetpw.yaml", strings.Replace(goodConfig, "/tmp/backups", t.TempDir(), 1)+
+		"target:\n  bootstrap_servers: [kafka2:9092]\n  security:\n    sasl: {mechanism: PLAIN, username: u, password_file: /nonexistent/pw}\n")
+
 	tests := []struct {
 		name       string
 		args       []string
@@ -149,6 +154,12 @@ func TestExitCodes(t *testing.T) {
 			stderr: []string{"Error: read config", "nope.yaml"}},
 		{name: "validate without -c is a usage error", args: []string{"config", "validate"}, code: 2,
 			stderr: []string{"Error: no config file", "Usage:"}, usageShown: true},
+		// backup said "source.security: TLS CA file: ..." without the key
+		// and line that config validate names (new-user finding).
+		{name: "backup with an unreadable CA file names its key and line", args: []string{"backup", "-c", badCA}, code: 2,
+			stderr: []string{"source.security.tls.ca_file: " + notPEM + " holds no PEM certificate (line 6)"}},
+		{name: "restore with an unreadable target password file names its key and line", args: []string{"restore", "-c", badTargetPassword, "--backup-id", "latest"}, code: 2,
+			stderr: []string{"target.security.sasl.password_file: cannot read /nonexistent/pw: no such file or directory (line "}},
 		{name: "backup with bad config exits 2", args: []string{"backup", "-c", bad}, code: 2,
 			stderr: []string{"Error: ", "unknown key storage.bukket"}},
 		{name: "topics with bad config exits 2", args: []string{"topics", "-c", bad}, code: 2,

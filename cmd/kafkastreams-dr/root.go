@@ -342,9 +342,23 @@ func loadConfig(file string, s *iostreams) (*config.Config, error) {
 func sourceClientOptions(cfg *config.Config) ([]kgo.Opt, error) {
 	opts, err := cfg.Source.ClientOptions()
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("%s: source.security: %w", cfg.File(), err), "")
+		return nil, clientOptionsError(cfg, "source", err)
 	}
 	return opts, nil
+}
+
+// clientOptionsError is the exit-2 error of a cluster's unreadable TLS or
+// password file (side "source" or "target"): the config file checked again
+// with its files (config.LoadAndCheckFiles, as config validate does), so
+// that every bad file is named at its key and line; err, prefixed with the
+// file and side, when that check finds nothing (a file changed between).
+func clientOptionsError(cfg *config.Config, side string, err error) error {
+	if cfg.File() != "" {
+		if _, cerr := config.LoadAndCheckFiles(cfg.File()); cerr != nil {
+			return withCode(exitUsage, cerr, "")
+		}
+	}
+	return withCode(exitUsage, fmt.Errorf("%s: %s.security: %w", cfg.File(), side, err), "")
 }
 
 // openStorage opens the repository's storage backend. S3 credentials come
