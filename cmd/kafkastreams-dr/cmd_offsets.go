@@ -164,10 +164,11 @@ func loadBackupManifest(ctx context.Context, store storage.Backend, id string) (
 	return repository.Manifest(ctx, store, id)
 }
 
-// openRepository loads the config and opens its repository, read-only when
+// openRepository loads the config (printing its warnings about storage
+// only: loadRepositoryConfig) and opens its repository, read-only when
 // readOnly names the command (see openExistingStorage).
 func openRepository(ctx context.Context, file string, s *iostreams, readOnly string) (storage.Backend, error) {
-	cfg, err := loadConfig(file, s)
+	cfg, err := loadRepositoryConfig(file, s)
 	if err != nil {
 		return nil, err
 	}

@@ -248,3 +248,23 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestRepositoryCommandsPrintOnlyStorageWarnings: list, describe, prune
+// and offsets read the repository only; list printed the config's warning
+// about source.retry_timeout, a cluster it never contacts (new-user
+// finding). They print the warnings about storage; backup prints both.
+func TestRepositoryCommandsPrintOnlyStorageWarnings(t *testing.T) {
+	cfg := writeFile(t, "app.yaml", strings.Replace(strings.Replace(goodConfig, "/tmp/backups", t.TempDir(), 1),
+		"  topics:", "  retry_timeout: 5s\n  topics:", 1)+"  bucket: ignored\n")
+	const clusterWarning, storageWarning = "source.retry_timeout 5s is not longer", "storage.bucket does not apply to the filesystem backend"
+	for _, args := range [][]string{{"list", "-c", cfg}, {"prune", "-c", cfg, "--dry-run", "--keep-last", "1"}} {
+		_, _, stderr := runCLI(t, args...)
+		if strings.Contains(stderr, clusterWarning) || !strings.Contains(stderr, storageWarning) {
+			t.Errorf("%v: stderr:\n%s\nwant the storage warning %q and not the cluster warning %q", args, stderr, storageWarning, clusterWarning)
+		}
+	}
+	_, _, stderr := runCLI(t, "config", "validate", "-c", cfg)
+	if !strings.Contains(stderr, clusterWarning) || !strings.Contains(stderr, storageWarning) {
+		t.Errorf("config validate: stderr:\n%s\nwant both warnings", stderr)
+	}
+}

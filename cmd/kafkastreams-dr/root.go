@@ -324,6 +324,17 @@ const interruptHintAnnotation = "kafkastreams-dr/interrupt-hint"
 // loadConfig loads the config file for a command, prints its warnings on
 // stderr, and returns an invalid file as an exit-2 error.
 func loadConfig(file string, s *iostreams) (*config.Config, error) {
+	return loadConfigWarning(file, s, (*config.Config).Warnings)
+}
+
+// loadRepositoryConfig is loadConfig for a command that reads the
+// repository only (list, describe, prune, offsets): it prints the
+// warnings about storage and the file, not those about the clusters.
+func loadRepositoryConfig(file string, s *iostreams) (*config.Config, error) {
+	return loadConfigWarning(file, s, func(c *config.Config) []string { return c.WarningsAbout("storage") })
+}
+
+func loadConfigWarning(file string, s *iostreams, warnings func(*config.Config) []string) (*config.Config, error) {
 	if file == "" {
 		return nil, &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
 	}
@@ -331,7 +342,7 @@ func loadConfig(file string, s *iostreams) (*config.Config, error) {
 	if err != nil {
 		return nil, withCode(exitUsage, err, "")
 	}
-	for _, w := range cfg.Warnings() {
+	for _, w := range warnings(cfg) {
 		fmt.Fprintf(s.ErrOut, "warning: %s\n", w)
 	}
 	return cfg, nil

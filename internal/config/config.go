@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -138,7 +139,7 @@ type Config struct {
 
 	file     string
 	lines    map[string]int
-	warnings []string
+	warnings []warning
 	// plainSecrets are the keys holding a secret written in the file, not
 	// a ${VAR} reference (source.security.sasl.password, ...).
 	plainSecrets []string
@@ -405,9 +406,9 @@ func (c *Config) warnReadableSecrets(path string) {
 	case 0o004:
 		who = "others"
 	}
-	c.warnings = append(c.warnings, fmt.Sprintf(
+	c.warnings = append(c.warnings, warning{msg: fmt.Sprintf(
 		"%s can be read by %s (mode %04o) and holds %s in plain text: run chmod 600 %s, or write password: ${ENV_VAR} or password_file instead",
-		path, who, fi.Mode().Perm(), strings.Join(c.plainSecrets, " and "), path))
+		path, who, fi.Mode().Perm(), strings.Join(c.plainSecrets, " and "), path)})
 }
 
 // Parse parses and validates a config; name is the file name used in
@@ -424,7 +425,33 @@ func (c *Config) File() string { return c.file }
 // application_id or storage keys that the chosen backend ignores, each
 // naming the key and its line.
 func (c *Config) Warnings() []string {
-	return append([]string(nil), c.warnings...)
+	out := make([]string, len(c.warnings))
+	for i, w := range c.warnings {
+		out[i] = w.msg
+	}
+	return out
+}
+
+// WarningsAbout is Warnings about the keys under the top-level keys given
+// (e.g. "storage") and about the file itself (its mode), for a command
+// that uses nothing else: list reads the repository only, and a warning
+// about source.retry_timeout says nothing to it.
+func (c *Config) WarningsAbout(topKeys ...string) []string {
+	var out []string
+	for _, w := range c.warnings {
+		top, _, _ := strings.Cut(w.key, ".")
+		top, _, _ = strings.Cut(top, "[")
+		if w.key == "" || slices.Contains(topKeys, top) {
+			out = append(out, w.msg)
+		}
+	}
+	return out
+}
+
+// warning is one of Warnings: its message and the key it is about ("" for
+// the file itself).
+type warning struct {
+	key, msg string
 }
 
 // Line returns the line of the key path in the file (e.g.

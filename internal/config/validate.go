@@ -63,7 +63,7 @@ type validator struct {
 	c          *Config
 	rootLine   int
 	checkFiles bool // read the TLS and SASL password files too
-	warnings   []string
+	warnings   []warning
 	// appTopology is topology_file's topology, when it was read (checkFiles).
 	appTopology *topicfilter.AppTopology
 }
@@ -115,7 +115,7 @@ func (v *validator) warnf(key, format string, args ...any) {
 	if l, ok := v.keyLine(key); ok {
 		msg += fmt.Sprintf(" (line %d)", l)
 	}
-	v.warnings = append(v.warnings, msg)
+	v.warnings = append(v.warnings, warning{key: key, msg: msg})
 }
 
 func (v *validator) validate() {
