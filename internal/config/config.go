@@ -425,9 +425,9 @@ func (c *Config) File() string { return c.file }
 // application_id or storage keys that the chosen backend ignores, each
 // naming the key and its line.
 func (c *Config) Warnings() []string {
-	out := make([]string, len(c.warnings))
-	for i, w := range c.warnings {
-		out[i] = w.msg
+	var out []string
+	for _, w := range c.warnings {
+		out = append(out, w.msg)
 	}
 	return out
 }
