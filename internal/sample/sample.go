@@ -267,8 +267,12 @@ func waitLeaders(ctx context.Context, adm *kadm.Client, n int) error {
 // ReadCommitted reads every committed record of topic below the given end
 // offsets (per partition) with franz-go's own consumer (read_committed), an
 // implementation independent of the backup's fetch loop: it is the oracle the
-// tests compare backups with. The data must be at rest: it stops once a
-// poll has returned nothing for half a second.
+// tests compare backups with. The data must be at rest. A partition is read
+// once its record at end-1 came, a transaction marker included (markers
+// are not returned); one whose last offsets hold no record (compacted
+// away) once no record has come for 5 s (ReadQuiet). It stopped at the first poll that returned nothing
+// for half a second, which a loaded machine (the race detector, 2 cores)
+// made the first poll: "the source has 0" records.
 func ReadCommitted(ctx context.Context, seeds []string, topic string, ends map[int32]int64) ([]format.Record, error) {
 	parts := map[int32]kgo.Offset{}
 	for p, e := range ends {
@@ -279,7 +283,9 @@ func ReadCommitted(ctx context.Context, seeds []string, topic string, ends map[i
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	// KeepControlRecords: a transaction marker at end-1 ends the partition
+	// too (it is not returned).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
 	if err != nil {
 		return nil, err
@@ -287,6 +293,7 @@ func ReadCommitted(ctx context.Context, seeds []string, topic string, ends map[i
 	defer cl.Close()
 	var out []format.Record
 	deadline := time.Now().Add(60 * time.Second)
+	moved := time.Now()
 	for time.Now().Before(deadline) {
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		fs := cl.PollFetches(pctx)
@@ -294,7 +301,6 @@ func ReadCommitted(ctx context.Context, seeds []string, topic string, ends map[i
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		n := 0
 		fs.EachError(func(t string, p int32, e error) {
 			if !errors.Is(e, context.DeadlineExceeded) && err == nil {
 				err = fmt.Errorf("read %q partition %d: %w", t, p, e)
@@ -304,17 +310,25 @@ func ReadCommitted(ctx context.Context, seeds []string, topic string, ends map[i
 			return nil, err
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			if r.Offset < ends[r.Partition] {
+			moved = time.Now()
+			if r.Offset < ends[r.Partition] && !r.Attrs.IsControl() {
 				out = append(out, FromKgo(r))
 			}
+			if _, left := parts[r.Partition]; left && r.Offset >= ends[r.Partition]-1 {
+				delete(parts, r.Partition)
+			}
 		})
-		if n == 0 {
+		if len(parts) == 0 || time.Since(moved) > ReadQuiet {
 			return out, nil
 		}
 	}
 	return nil, fmt.Errorf("read %q: still receiving records after 60s", topic)
 }
+
+// ReadQuiet is how long ReadCommitted waits for a record before it takes a
+// partition not read to its end offset as holding no more committed
+// records.
+const ReadQuiet = 5 * time.Second
 
 // FromKgo converts a franz-go record.
 func FromKgo(r *kgo.Record) format.Record {
