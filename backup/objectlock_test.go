@@ -139,6 +139,7 @@ func TestObjectLockRetainsWhatABackupKeeps(t *testing.T) {
 	if segments < 5 || manifests != 2 {
 		t.Fatalf("repository holds %d segments and %d manifests, want several segments and 2 manifests: %v", segments, manifests, got)
 	}
+	t.Logf("retained: %d segments and %d manifests (COMPLIANCE, until upload + %s); objects without retention: 0", segments, manifests, period)
 	firstUntil := got[format.ManifestKey(first)].Until
 	var cli struct {
 		Retention struct{ Mode, RetainUntilDate string }
@@ -192,6 +193,7 @@ func TestObjectLockRetainsWhatABackupKeeps(t *testing.T) {
 	if n := segmentCount(t, store); n != segs {
 		t.Errorf("prune left %d segments of %d", n, segs)
 	}
+	t.Logf("prune keep-last 1: forgot %d, deleted %d segments, %d unreferenced segment retained, %d segments kept", res.Forgotten, res.Segments, res.RetainedSegments, res.KeptSegments)
 	m := backupcheck.Latest(t, store, second)
 	if r, err := verify.Repository(ctx, store, m, true); err != nil || !r.OK() {
 		t.Fatalf("verify --deep of the latest backup after prune: %v %+v", err, r)
