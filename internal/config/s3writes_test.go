@@ -18,6 +18,7 @@ func TestServerSideEncryptionAndObjectLock(t *testing.T) {
 		yaml    string
 		check   func(t *testing.T, c *Config)
 		wantErr []string
+		notErr  []string // what the error must not say
 	}{
 		{name: "absent: nothing asked", yaml: s3, check: func(t *testing.T, c *Config) {
 			if c.Storage.ServerSideEncryption != (ServerSideEncryption{}) || c.Storage.ObjectLock != (ObjectLock{}) {
@@ -51,6 +52,9 @@ func TestServerSideEncryptionAndObjectLock(t *testing.T) {
 		}},
 		{name: "an unknown algorithm", yaml: s3 + "  server_side_encryption:\n    algorithm: SSE-KMS\n",
 			wantErr: []string{`storage.server_side_encryption.algorithm "SSE-KMS" is not AES256 (SSE-S3) or aws:kms (SSE-KMS) (did you mean aws:kms?)`, "line 10"}},
+		{name: "an unknown algorithm with KMS settings: one problem", yaml: s3 + "  server_side_encryption:\n    algorithm: kms\n    kms_key_id: alias/backups\n    bucket_key: true\n",
+			wantErr: []string{`storage.server_side_encryption.algorithm "kms" is not AES256 (SSE-S3) or aws:kms (SSE-KMS) (did you mean aws:kms?) (line 10)`},
+			notErr:  []string{"kms_key_id applies", "bucket_key applies"}},
 		{name: "a lower-case AES256", yaml: s3 + "  server_side_encryption:\n    algorithm: aes256\n",
 			wantErr: []string{`"aes256" is not AES256`, "did you mean AES256?", "line 10"}},
 		{name: "no algorithm", yaml: s3 + "  server_side_encryption:\n    kms_key_id: k\n",
@@ -87,6 +91,11 @@ func TestServerSideEncryptionAndObjectLock(t *testing.T) {
 				for _, w := range tt.wantErr {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("error %q\ndoes not contain %q", err, w)
+					}
+				}
+				for _, w := range tt.notErr {
+					if strings.Contains(err.Error(), w) {
+						t.Errorf("error %q\nsays %q", err, w)
 					}
 				}
 				return

@@ -668,7 +668,7 @@ func (v *validator) serverSideEncryption() {
 		}
 		v.errf(k+".algorithm", "%s.algorithm %q is not AES256 (SSE-S3) or aws:kms (SSE-KMS)%s", k, alg, hint)
 	}
-	if sse.Algorithm != storage.SSEKMS {
+	if sse.Algorithm == "" || sse.Algorithm == storage.SSES3 { // an unknown one is reported once, above
 		for _, f := range []struct {
 			name string
 			set  bool
