@@ -1,8 +1,10 @@
 package backup_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +215,66 @@ func segmentCount(t *testing.T, store storage.Backend) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// racingStore writes every manifest.json twice with the same bytes: first
+// as the other shard of a sharded run committing at the same moment does
+// (commitShards), then as the caller asked.
+type racingStore struct{ storage.Backend }
+
+func (s racingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if !strings.HasSuffix(key, "/manifest.json") {
+		return s.Backend.Put(ctx, key, r, size)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Backend.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return err
+	}
+	return s.Backend.Put(ctx, key, bytes.NewReader(b), int64(len(b)))
+}
+
+// TestShardsCommittingTogetherUnderObjectLock is a regression test: two
+// shards of a sharded backup that find every shard done at the same moment
+// both write the same manifest.json; on a store with Object Lock and no
+// versioning (versitygw's posix backend) the second write is refused as
+// the replacement of a retained object, and that shard failed ("write
+// manifest …: under Object Lock retention") although the backup was
+// complete. A refused write of a manifest holding exactly the shard's bytes
+// is the other shard's commit: the shard completes.
+func TestShardsCommittingTogetherUnderObjectLock(t *testing.T) {
+	kf := seededKfake(t)
+	ctx := t.Context()
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	bucket := "kdr-locked-shards"
+	srv.CreateLockedBucket(t, bucket)
+	store := lockedStore(t, srv, bucket, time.Hour)
+	shard := func(i int, st storage.Backend) backup.Options {
+		o := sampleOptions(kf.Addrs(), st)
+		o.Shard = &backup.Shard{Index: i, Count: 2, Run: "r1"}
+		return o
+	}
+	r0, err := backup.Run(ctx, shard(0, store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := backup.Run(ctx, shard(1, racingStore{store}))
+	if err != nil {
+		t.Fatalf("shard 1, its manifest already written by the other shard: %v", err)
+	}
+	if r1.Manifest != format.ManifestKey(r0.BackupID) || len(r1.ShardsPending) != 0 {
+		t.Fatalf("shard 1: manifest %q pending %v, want backup %s complete", r1.Manifest, r1.ShardsPending, r0.BackupID)
+	}
+	m := backupcheck.Latest(t, store, r0.BackupID)
+	if r, err := verify.Repository(ctx, store, m, true); err != nil || !r.OK() {
+		t.Fatalf("verify --deep of the sharded backup: %v %+v", err, r)
+	}
+	for key := range objectRetentions(t, srv, bucket, "app/") {
+		if !format.Retained(key) {
+			t.Errorf("%s left after the sharded backup completed", key)
+		}
+	}
 }
