@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,4 +278,59 @@ func TestShardsCommittingTogetherUnderObjectLock(t *testing.T) {
 			t.Errorf("%s left after the sharded backup completed", key)
 		}
 	}
+}
+
+// stopsAtProgress fails every write of a progress manifest after the first
+// (the cut), and of the manifest: the run stops as a kill would after
+// segments were stored and before a progress manifest named them.
+type stopsAtProgress struct {
+	storage.Backend
+	writes *atomic.Int32
+}
+
+func (s stopsAtProgress) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.HasSuffix(key, "/manifest.json") || strings.HasSuffix(key, "/progress.json") && s.writes.Add(1) > 1 {
+		return errors.New("stopped before the progress write (as a kill)")
+	}
+	return s.Backend.Put(ctx, key, r, size)
+}
+
+// TestResumeRewritesRetainedSegments is a regression test: a backup that
+// stopped after storing segments no progress manifest names is resumed by
+// the next run, which writes those segments again under the same keys
+// (the same first offsets). On a store with Object Lock and no versioning
+// the rewrite of a retained segment was refused and the resumed run failed
+// ("store segment …: under Object Lock retention"). The rewrite holds the
+// same bytes (same records, same encoder): a refused write whose stored
+// object has the segment's SHA-256 and size is the segment written; the
+// resumed backup completes, equal to the sample, and verifies.
+func TestResumeRewritesRetainedSegments(t *testing.T) {
+	kf := seededKfake(t)
+	ctx := t.Context()
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	bucket := "kdr-locked-resume"
+	srv.CreateLockedBucket(t, bucket)
+	store := lockedStore(t, srv, bucket, time.Hour)
+	if _, err := backup.Run(ctx, sampleOptions(kf.Addrs(), stopsAtProgress{store, new(atomic.Int32)})); err == nil {
+		t.Fatal("the stopped run succeeded")
+	}
+	unnamed := segmentCount(t, store)
+	if unnamed == 0 {
+		t.Fatal("the stopped run stored no segment: nothing to rewrite")
+	}
+	res, err := backup.Run(ctx, sampleOptions(kf.Addrs(), store))
+	if err != nil {
+		t.Fatalf("resume over %d retained unnamed segments: %v", unnamed, err)
+	}
+	if !res.Resumed {
+		t.Fatal("the second run did not resume the stopped one")
+	}
+	m := backupcheck.Latest(t, store, res.BackupID)
+	backupcheck.SampleManifest(t, m)
+	backupcheck.SampleRecords(t, store, m)
+	if r, err := verify.Repository(ctx, store, m, true); err != nil || !r.OK() {
+		t.Fatalf("verify --deep of the resumed backup: %v %+v", err, r)
+	}
+	t.Logf("resumed over %d retained segments the stopped run stored", unnamed)
 }
