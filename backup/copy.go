@@ -3,7 +3,9 @@ package backup
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -39,12 +41,15 @@ type segmentUpload struct {
 	sw   *format.SegmentWriter      // a record segment
 	bw   *format.BatchSegmentWriter // a batch segment
 	errc chan error
+	// store is where the segment goes, read back when a retained object
+	// refuses the write (finish).
+	store storage.Backend
 }
 
 func (r *runner) openSegment(ctx context.Context, w *work, firstOffset int64, kind string) (*segmentUpload, error) {
 	key := format.SegmentKey(r.m.BackupID, w.topic, w.partition, firstOffset)
 	pr, pw := io.Pipe()
-	u := &segmentUpload{key: key, pw: pw, hw: format.NewHashingWriter(pw), errc: make(chan error, 1)}
+	u := &segmentUpload{key: key, pw: pw, hw: format.NewHashingWriter(pw), errc: make(chan error, 1), store: r.store}
 	// The directory fsyncs of a segment's put wait for the next progress
 	// write (writeProgress: before it names the segment).
 	putCtx := storage.WithDeferredDirSyncs(ctx, r.dirSyncs)
@@ -86,7 +91,14 @@ func (u *segmentUpload) abort(cause error) {
 	<-u.errc //nolint:errcheck // the Put fails with cause; abort only waits for it to end
 }
 
-func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
+// finish closes the segment and waits for its upload. A write the store
+// refuses because an object under the key is under Object Lock retention
+// (storage.ErrRetained) is the segment stored when that object holds
+// exactly these bytes (storedAs): a resumed run writes again, under the
+// same first offset, a segment the interrupted run stored but no progress
+// manifest named, with the same records encoded alike, and a store with
+// Object Lock and no versioning (versitygw) refuses to replace it.
+func (u *segmentUpload) finish(ctx context.Context, backupID string) (format.Segment, error) {
 	var st format.SegmentStats
 	var err error
 	if u.bw != nil {
@@ -99,10 +111,10 @@ func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
 		return format.Segment{}, fmt.Errorf("encode segment %s: %w", u.key, err)
 	}
 	u.pw.Close()
-	if err := <-u.errc; err != nil {
+	sum, size := u.hw.Sum()
+	if err := <-u.errc; err != nil && (!errors.Is(err, storage.ErrRetained) || !storedAs(ctx, u.store, u.key, sum, size)) {
 		return format.Segment{}, fmt.Errorf("store segment %s: %w", u.key, err)
 	}
-	sum, size := u.hw.Sum()
 	s := format.Segment{Key: u.key, BackupID: backupID, Size: size, SHA256: sum, RawSize: st.RawBytes,
 		Records: st.Records, FirstOffset: st.FirstOffset, LastOffset: st.LastOffset,
 		MinTimestamp: st.MinTimestamp, MaxTimestamp: st.MaxTimestamp, MaxRecordBytes: st.MaxRecordBytes, NullKeys: st.NullKeys}
@@ -110,6 +122,19 @@ func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
 		s.Kind = format.KindBatch
 	}
 	return s, nil
+}
+
+// storedAs reports whether the object under key has size bytes whose
+// SHA-256 is sum (hex).
+func storedAs(ctx context.Context, store storage.Backend, key, sum string, size int64) bool {
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, rc)
+	return err == nil && n == size && hex.EncodeToString(h.Sum(nil)) == sum
 }
 
 // copyPartition copies offsets [w.from, w.end) of one partition with
@@ -144,7 +169,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	// full closes the segment once it reached the segment limits.
 	full := func() error {
 		if st := seg.stats(); st.RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && st.Records >= r.o.SegmentMaxRecords) {
-			s, err := seg.finish(r.m.BackupID)
+			s, err := seg.finish(ctx, r.m.BackupID)
 			seg = nil
 			if err != nil {
 				return err
@@ -158,7 +183,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	// batch backup).
 	open := func(kind string, firstOffset int64) error {
 		if seg != nil && seg.kind() != kind {
-			s, err := seg.finish(r.m.BackupID)
+			s, err := seg.finish(ctx, r.m.BackupID)
 			seg = nil
 			if err != nil {
 				return err
@@ -346,7 +371,7 @@ copy:
 		}
 	}
 	if seg != nil {
-		s, err := seg.finish(r.m.BackupID)
+		s, err := seg.finish(ctx, r.m.BackupID)
 		seg = nil
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -302,7 +303,13 @@ func (r *runner) commitShards(ctx context.Context) (pending []int, err error) {
 		return nil, err
 	}
 	if err := r.store.Put(ctx, mkey, bytes.NewReader(b), int64(len(b))); err != nil {
-		return nil, fmt.Errorf("write manifest %s: %w", mkey, err)
+		// Another shard committing at the same moment wrote this very
+		// manifest first, and a store with Object Lock and no versioning
+		// refuses to replace the retained object: it is written.
+		if !errors.Is(err, storage.ErrRetained) || !holds(ctx, r.store, mkey, b) {
+			return nil, fmt.Errorf("write manifest %s: %w", mkey, err)
+		}
+		r.log.Info("another shard wrote the same manifest first", "backup_id", id, "key", mkey)
 	}
 	r.lock.Finish()
 	r.log.Info("every shard finished: sharded backup complete", "backup_id", id, "run", s.Run, "shards", s.Count)
@@ -315,4 +322,15 @@ func (r *runner) commitShards(ctx context.Context) (pending []int, err error) {
 		r.log.Warn("could not delete progress manifest", "key", format.ProgressKey(id), "err", err)
 	}
 	return nil, nil
+}
+
+// holds reports whether the object under key holds exactly b.
+func holds(ctx context.Context, store storage.Backend, key string, b []byte) bool {
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(io.LimitReader(rc, int64(len(b))+1))
+	return err == nil && bytes.Equal(got, b)
 }

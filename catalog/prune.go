@@ -69,6 +69,12 @@ type Decision struct {
 	// keep-daily" (the oldest backup, kept while the count lasts).
 	Rules  []string `json:"rules,omitempty"`
 	Reason string   `json:"reason"` // why it is kept or forgotten, for people
+	// RetainUntil is set on a complete backup the policy does not keep but
+	// whose manifest.json is under S3 Object Lock retention until then
+	// (storage.RetentionReader): the store refuses to delete it, so prune
+	// keeps the backup, and every segment it names, whole. A prune after
+	// that date forgets it.
+	RetainUntil *time.Time `json:"retain_until,omitempty"`
 }
 
 // PruneResult says what Prune deleted, or with DryRun would delete.
@@ -89,6 +95,12 @@ type PruneResult struct {
 	// KeptSegments and KeptBytes count the segment objects that stay.
 	KeptSegments int   `json:"segments_kept"`
 	KeptBytes    int64 `json:"segment_bytes_kept"`
+	// RetainedSegments counts the unreferenced segments prune did not
+	// delete because the store refused under Object Lock retention (the
+	// segments of an interrupted run, written with a retention): a prune
+	// after RetainedUntil deletes them.
+	RetainedSegments int        `json:"segments_retained,omitempty"`
+	RetainedUntil    *time.Time `json:"segments_retained_until,omitempty"`
 	// Journals counts the restore journals deleted: those of backups that
 	// are no longer complete (a restore can only resume a restorable backup).
 	Journals int `json:"restore_journals_deleted"`
@@ -254,9 +266,10 @@ func (e *UnreadableKeptError) add(b *entry) {
 // prunePlan is what Prune decided, with the object keys to delete.
 type prunePlan struct {
 	res       *PruneResult
-	manifests []string // manifest.json and progress.json keys to delete (phase 1)
-	segments  []string // segment keys to delete (phase 2)
-	journals  []string // restore journal keys to delete (phase 2)
+	manifests []string         // manifest.json and progress.json keys to delete (phase 1)
+	segments  []string         // segment keys to delete (phase 2)
+	sizes     map[string]int64 // the size of each of segments
+	journals  []string         // restore journal keys to delete (phase 2)
 }
 
 // plan reads the repository and decides. It deletes nothing.
@@ -265,7 +278,7 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 	if err != nil {
 		return nil, err
 	}
-	p := &prunePlan{res: &PruneResult{DryRun: o.DryRun}}
+	p := &prunePlan{res: &PruneResult{DryRun: o.DryRun}, sizes: map[string]int64{}}
 	referenced := map[string]bool{}
 	protected := map[string]bool{} // backup ids whose segments are never deleted
 	keptComplete := map[string]bool{}
@@ -298,6 +311,18 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 				d.Keep, d.Reason = true, "latest complete backup (always kept)"
 			default:
 				d.Reason = "not kept by the policy (" + o.Policy.String() + ")"
+				r, err := retention(ctx, store, format.ManifestKey(e.BackupID))
+				if err != nil {
+					return nil, fmt.Errorf("prune: %w", err)
+				}
+				if r.Active(o.Now) {
+					// The store refuses to delete it: keep the backup
+					// whole rather than delete part of it.
+					until := r.Until.UTC()
+					d.Keep, d.RetainUntil = true, &until
+					d.Reason = fmt.Sprintf("under S3 Object Lock retention (%s) until %s, %s", r.Mode, until.Format(time.RFC3339), d.Reason)
+					break
+				}
 				p.manifests = append(p.manifests, format.ManifestKey(e.BackupID))
 				p.res.Forgotten++
 			}
@@ -346,6 +371,7 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 			p.res.KeptBytes += oi.Size
 		default:
 			p.segments = append(p.segments, oi.Key)
+			p.sizes[oi.Key] = oi.Size
 			p.res.Segments++
 			p.res.SegmentBytes += oi.Size
 		}
@@ -374,6 +400,20 @@ func plan(ctx context.Context, store storage.Backend, o PruneOptions) (*prunePla
 	return p, nil
 }
 
+// retention is the Object Lock retention of key when store can tell it
+// (storage.RetentionReader: S3), else none.
+func retention(ctx context.Context, store storage.Backend, key string) (storage.Retention, error) {
+	rr, ok := store.(storage.RetentionReader)
+	if !ok {
+		return storage.Retention{}, nil
+	}
+	r, err := rr.Retention(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Retention{}, nil // deleted meanwhile: nothing to keep
+	}
+	return r, err
+}
+
 func addSegments(set map[string]bool, m *format.Manifest) {
 	if m == nil {
 		return
@@ -391,7 +431,7 @@ func addSegments(set map[string]bool, m *format.Manifest) {
 // forget is phase 1: delete manifests. After it, no manifest names a
 // segment that phase 2 deletes.
 func (p *prunePlan) forget(ctx context.Context, store storage.Backend, log *slog.Logger) error {
-	n, err := deleteAll(ctx, store, p.manifests)
+	n, _, err := deleteAll(ctx, store, p.manifests, false)
 	log.Info("prune: forgot backups", "manifests", n)
 	if err != nil {
 		return fmt.Errorf("forget backups: deleted %d of %d manifests: %w", n, len(p.manifests), err)
@@ -401,12 +441,25 @@ func (p *prunePlan) forget(ctx context.Context, store storage.Backend, log *slog
 
 // sweep is phase 2: delete the unreferenced segments, then stale journals.
 func (p *prunePlan) sweep(ctx context.Context, store storage.Backend, log *slog.Logger) error {
-	n, err := deleteAll(ctx, store, p.segments)
+	n, retained, err := deleteAll(ctx, store, p.segments, true)
 	log.Info("prune: deleted unreferenced segments", "segments", n)
+	if len(retained) > 0 {
+		var last time.Time
+		for _, r := range retained {
+			last = maxTime(last, r.Retention.Until.UTC())
+			p.res.SegmentBytes -= p.sizes[r.Key]
+			p.res.KeptBytes += p.sizes[r.Key]
+		}
+		p.res.KeptSegments += len(retained)
+		p.res.Segments -= len(retained)
+		p.res.RetainedSegments, p.res.RetainedUntil = len(retained), &last
+		log.Warn("prune: unreferenced segments are under S3 Object Lock retention and stay until it ends; a later prune deletes them",
+			"segments", len(retained), "until", last.Format(time.RFC3339), "first", retained[0].Object)
+	}
 	if err != nil {
 		return fmt.Errorf("delete unreferenced segments: deleted %d of %d: %w (run prune again to finish)", n, len(p.segments), err)
 	}
-	n, err = deleteAll(ctx, store, p.journals)
+	n, _, err = deleteAll(ctx, store, p.journals, false)
 	if err != nil {
 		return fmt.Errorf("delete restore journals: deleted %d of %d: %w", n, len(p.journals), err)
 	}
@@ -416,13 +469,23 @@ func (p *prunePlan) sweep(ctx context.Context, store storage.Backend, log *slog.
 // deleteConcurrency is how many objects are deleted at once.
 const deleteConcurrency = 16
 
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // deleteAll deletes keys with bounded concurrency and returns how many
-// deletions succeeded and the first error.
-func deleteAll(ctx context.Context, store storage.Backend, keys []string) (int, error) {
+// deletions succeeded and the first error. With skipRetained, a deletion
+// the store refuses under Object Lock retention (storage.ErrRetained) is
+// no error: it is returned in retained.
+func deleteAll(ctx context.Context, store storage.Backend, keys []string, skipRetained bool) (int, []*storage.RetainedError, error) {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		n        int
+		retained []*storage.RetainedError
 		firstErr error
 		sem      = make(chan struct{}, deleteConcurrency)
 	)
@@ -443,6 +506,10 @@ func deleteAll(ctx context.Context, store storage.Backend, keys []string) (int, 
 			err := store.Delete(ctx, k)
 			mu.Lock()
 			defer mu.Unlock()
+			if re := (*storage.RetainedError)(nil); skipRetained && errors.As(err, &re) {
+				retained = append(retained, re)
+				return
+			}
 			if err != nil {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("delete %s: %w", k, err)
@@ -453,5 +520,6 @@ func deleteAll(ctx context.Context, store storage.Backend, keys []string) (int, 
 		}()
 	}
 	wg.Wait()
-	return n, firstErr
+	slices.SortFunc(retained, func(a, b *storage.RetainedError) int { return strings.Compare(a.Object, b.Object) })
+	return n, retained, firstErr
 }

@@ -1619,17 +1619,40 @@ var s3Actions = map[string][]string{
 	"ListMultipartUploads": {"s3:ListBucketMultipartUploads"},
 	// The transfer manager: PutObject, or CreateMultipartUpload, UploadPart
 	// and CompleteMultipartUpload (all s3:PutObject), aborting on failure.
-	"UploadObject": {"s3:PutObject", "s3:AbortMultipartUpload"},
+	"UploadObject":            {"s3:PutObject", "s3:AbortMultipartUpload"},
+	"CreateMultipartUpload":   {"s3:PutObject"},
+	"UploadPart":              {"s3:PutObject"},
+	"CompleteMultipartUpload": {"s3:PutObject"},
+	// Object Lock (storage/s3lock.go; policy:s3-object-lock).
+	"GetObjectLockConfiguration": {"s3:GetBucketObjectLockConfiguration"},
+	"GetObjectRetention":         {"s3:GetObjectRetention"},
 }
+
+// objectLockActions are what storage.object_lock adds to the policies
+// (policy:s3-object-lock): the preflight, prune's look at a manifest's
+// retention, and PutObject and CreateMultipartUpload with
+// x-amz-object-lock-* headers, which need s3:PutObjectRetention too.
+var objectLockActions = []string{"s3:GetBucketObjectLockConfiguration", "s3:GetObjectRetention", "s3:PutObjectRetention"}
 
 // TestIAMPolicy checks that the least-privilege policy of OPERATIONS.md
 // lists exactly the S3 actions the S3 backend's calls need (read from
 // storage/s3.go, so a new call fails this test until the policy and this
 // map say what it needs), and the SSE-KMS policy the two KMS actions.
 func TestIAMPolicy(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join(root, "storage", "s3.go"))
+	files, err := filepath.Glob(filepath.Join(root, "storage", "s3*.go"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var src []byte
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
 	}
 	calls := map[string]bool{}
 	for _, re := range []string{`\bclient\.([A-Z]\w+)\(`, `\bs3\.New([A-Z]\w+)Paginator\(`, `\buploader\.([A-Z]\w+)\(`} {
@@ -1640,15 +1663,22 @@ func TestIAMPolicy(t *testing.T) {
 	if len(calls) == 0 {
 		t.Fatal("found no S3 calls in storage/s3.go")
 	}
-	need := map[string]bool{}
+	need, needLock := map[string]bool{}, map[string]bool{"s3:PutObjectRetention": true}
 	for c := range calls {
 		as, ok := s3Actions[c]
 		if !ok {
-			t.Errorf("storage/s3.go calls %s: add the IAM action it needs to s3Actions and to the policy in OPERATIONS.md", c)
+			t.Errorf("storage/s3*.go calls %s: add the IAM action it needs to s3Actions and to the policy in OPERATIONS.md", c)
 		}
 		for _, a := range as {
-			need[a] = true
+			if slices.Contains(objectLockActions, a) {
+				needLock[a] = true
+			} else {
+				need[a] = true
+			}
 		}
+	}
+	if got, want := policyActions(t, "policy:s3-object-lock"), slices.Sorted(mapsKeys(needLock)); !slices.Equal(got, want) || !slices.Equal(want, objectLockActions) {
+		t.Errorf("the Object Lock policy allows %v; storage.object_lock needs exactly %v (documented: %v)", got, want, objectLockActions)
 	}
 	want := slices.Sorted(mapsKeys(need))
 	if got := policyActions(t, "policy:s3"); !slices.Equal(got, want) {
@@ -1758,5 +1788,26 @@ func TestOperationsCommands(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no kafkastreams-dr commands in OPERATIONS.md")
+	}
+}
+
+// TestOperationsStorageExamples parses each ```yaml example of
+// OPERATIONS.md that starts with "storage:" (the server-side encryption
+// and Object Lock settings) as the storage of a minimal config, so that a
+// key or value the docs show is one config.Parse accepts.
+func TestOperationsStorageExamples(t *testing.T) {
+	n := 0
+	for _, b := range fencedBlocks(t, operationsDoc) {
+		if b.lang != "yaml" || !strings.HasPrefix(b.text, "storage:\n") {
+			continue
+		}
+		n++
+		text := "application_id: order-processor\nsource:\n  bootstrap_servers: [kafka:9092]\n  topics:\n    include: [orders]\n" + b.text
+		if _, err := config.Parse([]byte(text), fmt.Sprintf("%s:%d", operationsDoc, b.line)); err != nil {
+			t.Errorf("%s:%d: %v", operationsDoc, b.line, err)
+		}
+	}
+	if n < 2 {
+		t.Fatalf("found %d storage examples in OPERATIONS.md, want the encryption and the Object Lock ones", n)
 	}
 }

@@ -143,3 +143,23 @@ func ParseDrillReportKey(key string) (drillID string, ok bool) {
 	}
 	return id, true
 }
+
+// Retained reports whether key is one of the objects a complete backup
+// consists of, which an Object Lock retention protects
+// (storage.S3Options.Retained, docs/OPERATIONS.md "Object Lock"): a
+// backup's manifest.json (ManifestKey) and a segment (SegmentKey: under
+// segments/<backup-id>/, ending in .kseg). Every other object is false:
+// the lock, progress.json and shard progress (deleted or replaced while a
+// backup runs), restore journals, locks, shard runs and reports, and drill
+// reports (written again or deleted by restore, prune and drill).
+func Retained(key string) bool {
+	if id, progress, ok := ParseManifestKey(key); ok {
+		return !progress && id != ""
+	}
+	rest, ok := strings.CutPrefix(key, segmentsPrefix)
+	if !ok || !strings.HasSuffix(rest, ".kseg") {
+		return false
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return ValidBackupID(id)
+}

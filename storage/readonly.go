@@ -86,3 +86,12 @@ func (r *readOnly) RemoveStaleTemps(ctx context.Context, dir string, _ time.Dura
 func (r *readOnly) CheckConditionalWrites(ctx context.Context, key string) error {
 	return r.refuse(fmt.Sprintf("conditional-write probe %q", key))
 }
+
+// Retention passes through to b when b is a RetentionReader (reading an
+// object's retention is no write), and is the zero Retention otherwise.
+func (r *readOnly) Retention(ctx context.Context, key string) (Retention, error) {
+	if rr, ok := r.b.(RetentionReader); ok {
+		return rr.Retention(ctx, key)
+	}
+	return Retention{}, nil
+}

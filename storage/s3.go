@@ -93,6 +93,39 @@ type S3Options struct {
 	// error wraps ErrTransient and names the endpoint. Config key
 	// storage.retry_timeout.
 	RetryTimeout time.Duration
+	// ServerSideEncryption is sent as x-amz-server-side-encryption on every
+	// PutObject and CreateMultipartUpload: SSES3 ("AES256") or SSEKMS
+	// ("aws:kms"); "" (the default) sends none, and the bucket's default
+	// encryption applies (on AWS S3 at least SSE-S3 since 2023-01). Any
+	// other value fails NewS3. Config key
+	// storage.server_side_encryption.algorithm.
+	ServerSideEncryption string
+	// SSEKMSKeyID (SSEKMS only) is sent as
+	// x-amz-server-side-encryption-aws-kms-key-id: a KMS key id, ARN or
+	// alias ARN; "" means the account's AWS managed key aws/s3. Config key
+	// storage.server_side_encryption.kms_key_id.
+	SSEKMSKeyID string
+	// SSEBucketKey (SSEKMS only) sends
+	// x-amz-server-side-encryption-bucket-key-enabled: true, an S3 Bucket
+	// Key that cuts the KMS requests (and their cost). Config key
+	// storage.server_side_encryption.bucket_key.
+	SSEBucketKey bool
+	// Retention, when its Mode is set, is the Object Lock retention put on
+	// every object whose key Retained selects (x-amz-object-lock-mode and
+	// x-amz-object-lock-retain-until-date on its PutObject or
+	// CreateMultipartUpload; each such request also carries its CRC32
+	// checksum, which S3 requires of Object Lock writes). NewS3 then
+	// refuses a bucket without Object Lock (ErrObjectLockDisabled, checked
+	// with GetObjectLockConfiguration) before anything is written. A Delete
+	// or Put the store refuses because the object's retention has not
+	// ended fails with a *RetainedError (ErrRetained). Config key
+	// storage.object_lock.
+	Retention ObjectRetention
+	// Retained selects the keys Retention applies to (the repository's
+	// format.Retained: the objects a complete backup consists of, never
+	// the lock or progress files, which the tool deletes or replaces).
+	// Required with Retention.
+	Retained func(key string) bool
 	// Logger receives the AWS SDK's own log messages (such as "falling back
 	// to IMDSv1" while looking for credentials), all at debug level, with
 	// the attribute component=aws-sdk and the SDK's classification (WARN,
@@ -141,6 +174,7 @@ type S3 struct {
 	endpoint          string // for messages: the endpoint URL or "AWS S3 (<region>)"
 	pageSize          int32
 	retry             retryPolicy
+	writes            *s3Writes // encryption and retention of written objects
 }
 
 // minS3PartSize is the smallest part S3 accepts in a multipart upload
@@ -201,6 +235,10 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		opts.RetryTimeout = DefaultS3RetryTimeout
 	}
 	policy := newRetryPolicy(opts.RequestTimeout, opts.RetryTimeout)
+	writes, err := checkWrites(opts)
+	if err != nil {
+		return nil, err
+	}
 
 	loadOpts := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger(opts.Logger))}
 	if opts.Region != "" {
@@ -235,6 +273,7 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		endpoint:          opts.Endpoint,
 		pageSize:          int32(opts.ListPageSize),
 		retry:             policy,
+		writes:            writes,
 	}
 	if s.endpoint == "" {
 		s.endpoint = "AWS S3 (region " + cfg.Region + ")"
@@ -261,6 +300,11 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 			opts.Logger.Debug("S3 bucket check failed", "component", "aws-sdk", "bucket", s.bucket, "endpoint", s.endpoint, "err", err)
 		}
 		return nil, fmt.Errorf("s3 storage: %w", mapped)
+	}
+	if opts.Retention.Mode != "" {
+		if err := s.checkObjectLock(ctx); err != nil {
+			return nil, fmt.Errorf("s3 storage: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -342,6 +386,9 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		if body != nil && body.err != nil && !errors.Is(err, body.err) {
 			err = fmt.Errorf("%w: %w", body.err, err)
 		}
+		if rerr := s.retainedError(ctx, "put", key, err); rerr != err {
+			return rerr
+		}
 		return s.mapError(ctx, "put", key, err)
 	}
 	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
@@ -395,14 +442,14 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+	_, err := s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.fullKey(key)),
 		Body:              bytes.NewReader(data),
 		ContentLength:     aws.Int64(int64(len(data))),
 		IfNoneMatch:       aws.String("*"),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
-	})
+	}))
 	if err = s.mapError(ctx, "put-if-absent", key, err); errors.Is(err, ErrExists) && s.holds(ctx, key, data) {
 		// An earlier attempt of this call stored the object and its
 		// response was lost; the SDK's retry then met our own object.
@@ -684,6 +731,9 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 		Bucket: aws.String(s.bucket),
 		Key:    aws.String(s.fullKey(key)),
 	})
+	if rerr := s.retainedError(ctx, "delete", key, err); rerr != err {
+		return rerr
+	}
 	if err = s.mapError(ctx, "delete", key, err); err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}

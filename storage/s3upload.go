@@ -143,13 +143,13 @@ func (s *S3) putSmall(ctx context.Context, key string, r io.ReadSeeker, size int
 	case n < size:
 		return 0, fmt.Errorf("reader ended after %d of the declared %d bytes: %w", n, size, io.ErrUnexpectedEOF)
 	}
-	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+	_, err = s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.fullKey(key)),
 		Body:              r,
 		ContentLength:     aws.Int64(size),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
-	})
+	}))
 	return size, err
 }
 
@@ -168,13 +168,13 @@ func (s *S3) putStream(ctx context.Context, key string, body *sizeReader) (int64
 	}
 	if n := len(buf); int64(n) < s.partSize {
 		defer s.parts.put(buf)
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		_, err := s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
 			Bucket:            aws.String(s.bucket),
 			Key:               aws.String(s.fullKey(key)),
 			Body:              bytes.NewReader(buf),
 			ContentLength:     aws.Int64(int64(n)),
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
-		})
+		}))
 		return int64(n), err
 	}
 	return s.putMultipart(ctx, key, body, buf)
@@ -189,11 +189,11 @@ func (s *S3) putStream(ctx context.Context, key string, body *sizeReader) (int64
 // the first failed request's.
 func (s *S3) putMultipart(ctx context.Context, key string, body *sizeReader, first []byte) (int64, error) {
 	fullKey := s.fullKey(key)
-	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+	created, err := s.client.CreateMultipartUpload(ctx, s.writes.createMultipart(key, &s3.CreateMultipartUploadInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(fullKey),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
-	})
+	}))
 	if err != nil {
 		s.parts.put(first)
 		return 0, err

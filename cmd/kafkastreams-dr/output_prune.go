@@ -43,6 +43,10 @@ func printPrune(w io.Writer, location string, r *catalog.PruneResult) {
 		fmt.Fprintf(w, ", %s", plural(r.Journals, "restore journal", "restore journals"))
 	}
 	fmt.Fprintf(w, "; %s (%s) stay\n", plural(r.KeptSegments, "segment", "segments"), formatBytes(r.KeptBytes))
+	if r.RetainedSegments > 0 && r.RetainedUntil != nil {
+		fmt.Fprintf(w, "%s no backup names stay under S3 Object Lock retention until %s at the latest; a prune after that deletes them\n",
+			plural(r.RetainedSegments, "segment", "segments"), r.RetainedUntil.UTC().Format("2006-01-02 15:04:05"))
+	}
 	if r.DryRun {
 		fmt.Fprintln(w, "nothing was deleted")
 	}

@@ -381,6 +381,10 @@ func clientOptionsError(cfg *config.Config, side string, err error) error {
 func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error) {
 	switch s.Backend {
 	case config.BackendS3:
+		period, err := s.ObjectLock.Period() // valid: config.Load checked it
+		if err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("storage.object_lock.retention %w", err), "")
+		}
 		b, err := storage.NewS3(ctx, storage.S3Options{
 			Bucket:    s.Bucket,
 			Prefix:    s.Prefix,
@@ -392,6 +396,15 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 			RetryTimeout:   s.RetryTimeout,
 			// The part buffers all uploads share (storage.upload_buffer_bytes).
 			UploadBufferBytes: int64(s.UploadBufferBytes),
+			// storage.server_side_encryption: sent on every PutObject
+			// and CreateMultipartUpload.
+			ServerSideEncryption: s.ServerSideEncryption.Algorithm,
+			SSEKMSKeyID:          s.ServerSideEncryption.KMSKeyID,
+			SSEBucketKey:         s.ServerSideEncryption.BucketKey,
+			// storage.object_lock: on the objects a complete backup
+			// consists of only (format.Retained).
+			Retention: storage.ObjectRetention{Mode: s.ObjectLock.Mode, Period: period},
+			Retained:  format.Retained,
 			// The SDK's own messages, and the request id of a missing
 			// bucket, at debug level.
 			Logger: loggerFrom(ctx),
@@ -400,6 +413,9 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 			// A configuration error, as a storage.path that does not
 			// exist is (exit 2), not a storage failure.
 			return nil, withCode(exitUsage, err, "check storage.bucket (and storage.endpoint, storage.path_style); a backup writes into an existing bucket: create it first")
+		}
+		if errors.Is(err, storage.ErrObjectLockDisabled) {
+			return nil, withCode(exitUsage, err, "enable Object Lock on the bucket, or remove storage.object_lock")
 		}
 		if err != nil {
 			return nil, err

@@ -31,8 +31,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // Defaults applied by Load and Parse when the key is absent.
@@ -262,6 +265,72 @@ type Storage struct {
 	// storage.S3Options.UploadBufferBytes and docs/OPERATIONS.md
 	// ("Memory").
 	UploadBufferBytes ByteSize `yaml:"upload_buffer_bytes"`
+	// ServerSideEncryption (s3) is the server-side encryption every
+	// PutObject and CreateMultipartUpload asks for. Absent: none is asked,
+	// and the bucket's default encryption applies. See
+	// storage.S3Options.ServerSideEncryption.
+	ServerSideEncryption ServerSideEncryption `yaml:"server_side_encryption"`
+	// ObjectLock (s3) is the Object Lock retention put on the objects a
+	// complete backup consists of (its manifest.json and segments; never
+	// the lock or progress files). Absent: none. The bucket must have
+	// Object Lock enabled. See storage.S3Options.Retention and
+	// docs/OPERATIONS.md ("Object Lock").
+	ObjectLock ObjectLock `yaml:"object_lock"`
+}
+
+// ServerSideEncryption is storage.server_side_encryption: the
+// x-amz-server-side-encryption headers of S3 writes ("Specifying
+// server-side encryption" in the S3 User Guide).
+type ServerSideEncryption struct {
+	// Algorithm is "AES256" (SSE-S3: S3-managed keys) or "aws:kms"
+	// (SSE-KMS); required when server_side_encryption is given.
+	Algorithm string `yaml:"algorithm"`
+	// KMSKeyID (aws:kms only) is the KMS key id, key ARN or alias ARN;
+	// absent means the account's AWS managed key aws/s3.
+	KMSKeyID string `yaml:"kms_key_id"`
+	// BucketKey (aws:kms only) enables an S3 Bucket Key, which cuts the
+	// KMS requests. Default false.
+	BucketKey bool `yaml:"bucket_key"`
+}
+
+// ObjectLock is storage.object_lock: the Object Lock retention of the
+// objects a complete backup consists of.
+type ObjectLock struct {
+	// Mode is GOVERNANCE or COMPLIANCE (S3's x-amz-object-lock-mode);
+	// required. Parse upper-cases it.
+	Mode string `yaml:"mode"`
+	// Retention is how long each object is retained from its upload: whole
+	// days ("30d") or whole hours ("36h"); required, at most 36500d (S3's
+	// limit). Period parses it.
+	Retention string `yaml:"retention"`
+}
+
+// Period is Retention as a duration: whole days ("30d", a day being 24
+// hours) or whole hours ("36h"); 0 when storage.object_lock is absent. Go
+// durations in other units are refused: "1m" would be one minute to Go and
+// one month to a reader. It fails on a value Parse refuses.
+func (o ObjectLock) Period() (time.Duration, error) {
+	s := strings.TrimSpace(o.Retention)
+	if s == "" {
+		return 0, nil
+	}
+	unit := time.Hour
+	n, ok := strings.CutSuffix(s, "h")
+	if !ok {
+		n, ok = strings.CutSuffix(s, "d")
+		unit = 24 * time.Hour
+	}
+	v, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil || v < 0 || strings.HasPrefix(n, "+") {
+		return 0, fmt.Errorf("%q is neither whole days (30d) nor whole hours (36h)", s)
+	}
+	if v == 0 {
+		return 0, fmt.Errorf("%q is not greater than zero", s)
+	}
+	if v > int64(storage.MaxRetentionPeriod/unit) {
+		return 0, fmt.Errorf("%q is above S3's limit of 36500d (100 years)", s)
+	}
+	return time.Duration(v) * unit, nil
 }
 
 // Backup holds the settings of a backup run.

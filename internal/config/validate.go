@@ -575,6 +575,8 @@ func (v *validator) storage() {
 		if k := "storage.upload_buffer_bytes"; v.has(k) && !v.bad[k] && s.UploadBufferBytes < storage.DefaultS3PartSize {
 			v.errf(k, "storage.upload_buffer_bytes must hold at least one S3 part of 8MiB, not %d bytes; leave it out for the default of 48MiB", int64(s.UploadBufferBytes))
 		}
+		v.serverSideEncryption()
+		v.objectLock()
 	case BackendFilesystem:
 		if s.Path == "" {
 			v.errfAt("storage.path", bk, "storage.path is required when storage.backend is filesystem")
@@ -590,11 +592,16 @@ func (v *validator) storage() {
 			// repository.
 			v.c.Storage.Path = v.fromConfigDir(s.Path)
 		}
+		if v.has("storage.object_lock") {
+			// Ignored, it would let a user believe the backups immutable.
+			v.errf("storage.object_lock", "storage.object_lock applies to the s3 backend only (S3 Object Lock); a filesystem repository cannot retain its objects: remove storage.object_lock, or use storage.backend: s3 with a bucket that has Object Lock enabled")
+		}
 		for _, f := range []struct {
 			name string
 			set  bool
 		}{{"bucket", s.Bucket != ""}, {"region", s.Region != ""}, {"endpoint", s.Endpoint != ""}, {"path_style", v.has("storage.path_style")},
-			{"request_timeout", s.RequestTimeout != 0}, {"retry_timeout", s.RetryTimeout != 0}, {"upload_buffer_bytes", v.has("storage.upload_buffer_bytes")}} {
+			{"request_timeout", s.RequestTimeout != 0}, {"retry_timeout", s.RetryTimeout != 0}, {"upload_buffer_bytes", v.has("storage.upload_buffer_bytes")},
+			{"server_side_encryption", v.has("storage.server_side_encryption")}} {
 			if f.set {
 				ignored = append(ignored, f.name)
 			}
@@ -634,6 +641,66 @@ func prefixFix(prefix string) string {
 		return `a path of names separated by single "/", e.g. streams/order-processor`
 	}
 	return strconv.Quote(fix)
+}
+
+// serverSideEncryption checks storage.server_side_encryption (s3): an
+// algorithm S3 knows (storage.SSES3, storage.SSEKMS), and the KMS settings
+// only with aws:kms.
+func (v *validator) serverSideEncryption() {
+	const k = "storage.server_side_encryption"
+	if !v.has(k) {
+		return
+	}
+	sse := v.c.Storage.ServerSideEncryption
+	switch alg := sse.Algorithm; alg {
+	case storage.SSES3, storage.SSEKMS:
+	case "":
+		v.errf(k+".algorithm", "%s.algorithm is required: AES256 (SSE-S3) or aws:kms (SSE-KMS); leave %s out to use the bucket's default encryption", k, k)
+	default:
+		hint := ""
+		switch strings.ToLower(strings.ReplaceAll(alg, "_", "-")) {
+		case "aes256", "sse-s3", "s3":
+			hint = " (did you mean AES256?)"
+		case "aws:kms", "kms", "sse-kms", "awskms":
+			hint = " (did you mean aws:kms?)"
+		case "aws:kms:dsse", "dsse-kms":
+			hint = " (DSSE-KMS is not supported)"
+		}
+		v.errf(k+".algorithm", "%s.algorithm %q is not AES256 (SSE-S3) or aws:kms (SSE-KMS)%s", k, alg, hint)
+	}
+	if sse.Algorithm == "" || sse.Algorithm == storage.SSES3 { // an unknown one is reported once, above
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"kms_key_id", sse.KMSKeyID != ""}, {"bucket_key", v.has(k + ".bucket_key")}} {
+			if f.set {
+				v.errf(k+"."+f.name, "%s.%s applies to algorithm aws:kms (SSE-KMS) only, and the algorithm is %q: set %s.algorithm: aws:kms, or remove %s", k, f.name, sse.Algorithm, k, f.name)
+			}
+		}
+	}
+}
+
+// objectLock checks storage.object_lock (s3): a mode S3 knows and a
+// retention period within S3's limits. It upper-cases the mode.
+func (v *validator) objectLock() {
+	const k = "storage.object_lock"
+	if !v.has(k) {
+		return
+	}
+	ol := &v.c.Storage.ObjectLock
+	switch mode := strings.ToUpper(strings.TrimSpace(ol.Mode)); mode {
+	case storage.RetentionGovernance, storage.RetentionCompliance:
+		ol.Mode = mode
+	case "":
+		v.errf(k+".mode", "%s.mode is required: GOVERNANCE or COMPLIANCE (S3 Object Lock retention modes)", k)
+	default:
+		v.errf(k+".mode", "%s.mode %q is not GOVERNANCE or COMPLIANCE (S3 Object Lock retention modes)", k, ol.Mode)
+	}
+	if strings.TrimSpace(ol.Retention) == "" {
+		v.errf(k+".retention", "%s.retention is required: how long each backup object is retained, in whole days (30d) or hours (36h)", k)
+	} else if _, err := ol.Period(); err != nil {
+		v.errf(k+".retention", "%s.retention %v", k, err)
+	}
 }
 
 func (v *validator) backup() {

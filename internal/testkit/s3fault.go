@@ -116,7 +116,43 @@ type S3Proxy struct {
 	faults   []*faultRule
 	rnd      *rand.Rand
 	log      []string // "<action> <method> <path>" of every injected fault
+	seen     []S3Request
 	done     chan struct{}
+}
+
+// S3Request is one request an S3Proxy received: what the client sent (its
+// headers as they were on the wire) and what the upstream answered.
+type S3Request struct {
+	Method string
+	Path   string // URL path: /<bucket>/<key>
+	Query  string // raw query: "uploads" for CreateMultipartUpload, "partNumber=1&uploadId=..." for UploadPart
+	Header http.Header
+	// Status is the upstream's HTTP status (0 when the proxy answered
+	// itself or got none), and RespHeader its response headers.
+	Status     int
+	RespHeader http.Header
+}
+
+// Requests returns every request received so far, in arrival order.
+func (p *S3Proxy) Requests() []S3Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]S3Request(nil), p.seen...)
+}
+
+// record adds one request to Requests and returns its index.
+func (p *S3Proxy) record(r *http.Request) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, S3Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone()})
+	return len(p.seen) - 1
+}
+
+// answered records the upstream's answer to request i.
+func (p *S3Proxy) answered(i int, resp *http.Response) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[i].Status, p.seen[i].RespHeader = resp.StatusCode, resp.Header.Clone()
 }
 
 type faultRule struct {
@@ -204,6 +240,7 @@ func (p *S3Proxy) match(r *http.Request) (FaultAction, time.Duration) {
 }
 
 func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	seen := p.record(r)
 	action, delay := p.match(r)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -251,6 +288,7 @@ func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	p.answered(seen, resp)
 	if action == FaultLoseResponse {
 		io.Copy(io.Discard, resp.Body)
 		resetConn(w)
