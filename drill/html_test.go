@@ -56,7 +56,7 @@ func passedReport() *drill.Report {
 		},
 		RestoreProgress:    []drill.Sample{{}, {AtMs: 250, Records: 40, Bytes: 800}, {AtMs: 500, Records: 120, Bytes: 2400}, {AtMs: 2400, Records: 300, Bytes: 6000}},
 		SourceKafkaVersion: "v4.4", TargetKafkaVersion: "v4.4",
-		App:                &drill.AppReport{GroupType: "classic", GroupState: "Stable", StartedAt: t0.Add(5300 * time.Millisecond), Members: 1, Partitions: 3},
+		App: &drill.AppReport{GroupType: "classic", GroupState: "Stable", StartedAt: t0.Add(5300 * time.Millisecond), Members: 1, Partitions: 3},
 	}
 	return r
 }
