@@ -246,9 +246,6 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 	if o.Report != "" && (strings.HasSuffix(o.Report, "/") || o.Report == "-") {
 		return &usageError{fmt.Errorf("--report %q: want a file name, e.g. --report drill-report.html", o.Report)}
 	}
-	if o.Report != "" && o.JUnit != "" && sameDir(o.Report, o.JUnit) {
-		return &usageError{fmt.Errorf("--report and --junit name the same file %s: give each its own", o.Report)}
-	}
 	return nil
 }
 
@@ -529,8 +526,12 @@ func finishDrill(s *iostreams, o *drillOptions, rep *drill.Report, header []stri
 }
 
 // checkOutputPaths checks --junit and --report before the drill starts
-// (checkOutputPath).
+// (checkOutputPath), and that they are two files.
 func checkOutputPaths(o *drillOptions, out string) error {
+	if o.Report != "" && o.JUnit != "" && sameDir(o.Report, o.JUnit) {
+		return withCode(exitUsage, fmt.Errorf("--report and --junit name the same file %s", o.Report),
+			"give each its own, e.g. --junit drill-junit.xml --report drill-report.html")
+	}
 	if err := checkOutputPath("--junit", "the XML file", "drill-junit.xml", o.JUnit, out); err != nil {
 		return err
 	}
