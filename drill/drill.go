@@ -311,10 +311,10 @@ type Report struct {
 	// finish.
 	Partitions []RestoredPartition `json:"partitions,omitempty"`
 	// RestoreProgress samples the restore phase's progress over time
-	// (Sample: at most every 250 ms and never more than 240 samples,
-	// the first at 0 and the last at the end of the restore, also when it
-	// failed): the throughput chart of the HTML report. Empty when the
-	// drill did not get to the restore.
+	// (Sample: at most every 10 ms and never more than 240 samples, the
+	// interval doubling as needed; the first at 0 and the last at the end
+	// of the restore, also when it failed): the throughput chart of the
+	// HTML report. Empty when the drill did not get to the restore.
 	RestoreProgress []Sample `json:"restore_progress,omitempty"`
 	// SourceKafkaVersion and TargetKafkaVersion are the Kafka versions
 	// of the source cluster (read after the drill's backup) and of the

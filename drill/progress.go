@@ -22,13 +22,14 @@ type Sample struct {
 
 // Sampling of the restore's progress: a sample at most every
 // sampleInterval (at the first acknowledged batch after it, so a restore
-// that produces nothing for a while has no samples there), and never more
-// than maxSamples: when they are reached every other sample is dropped and
-// the interval doubles, so a long restore keeps an even spread over its
-// whole time. A sample at the start (0, 0) and one at the end are always
-// kept.
+// that produces nothing for a while has no samples there: a restore of a
+// few thousand records produces them in well under a second), and never
+// more than maxSamples: when they are reached every other sample is dropped
+// and the interval doubles, so a long restore keeps an even spread over its
+// whole time (an hour's restore: a sample every 15 to 30 s). A sample at
+// the start (0, 0) and one at the end are always kept.
 const (
-	sampleInterval = 250 * time.Millisecond
+	sampleInterval = 10 * time.Millisecond
 	maxSamples     = 240
 )
 
