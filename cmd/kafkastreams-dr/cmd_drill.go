@@ -78,6 +78,22 @@ interrupted drill (SIGINT, SIGTERM) prints the report so far, the interrupted ph
 failed ("interrupted": true in --json), and exits 130; once its restore started the
 drill target is no longer new, and the next drill needs a new, empty one.
 
+--report FILE also writes the report as one self-contained HTML page for people (platform
+owners, auditors): no network, no script, no external font or image (inline CSS and SVG;
+the page's Content-Security-Policy blocks anything else), every name from Kafka or the
+config escaped as text. It shows the outcome; a timeline of the phases drawn to scale
+(each bar's width proportional to its duration, with the loss of the source and each RTO
+figure marked); the RTO figures and the RPO with their definitions ("not reached" when not
+measured); the volume; a table per topic and per partition of what the restore wrote
+(records, bytes produced and stored, offsets on the source -> on the target, state check);
+each state store's check; the group's offsets; the restore's throughput over time (records
+per second, sampled at most every 10 ms, at most 240 samples); the application on the
+target; the warnings; and what ran: the tool's and Go's versions, the command line rebuilt
+from its flags (the config file's path, never its contents; a URL's password replaced by
+xxxxx) and the clusters' Kafka versions. --report is checked before the drill starts, as
+--junit is (and may not be the same file), and written whether the drill passed, failed
+or was interrupted (into a temporary file renamed over FILE: never half-written).
+
 The report gives each restored state store's state check (the digest of its changelog's
 latest value per key on the target against the backup's): equal, different (the
 restore or verify-cluster phase fails) or not recorded; --json: states[], JUnit:
@@ -149,6 +165,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 		Long:  drillLong,
 		Example: `  kafkastreams-dr drill -c order-processor.yaml --target-bootstrap-servers kafka-drill:9092
   kafkastreams-dr drill -c order-processor.yaml --backup-id latest --junit drill-junit.xml --json
+  kafkastreams-dr drill -c order-processor.yaml --backup-id latest --report drill-report.html
 
   # Measure the recovery time to the application caught up (an empty state dir each time).
   kafkastreams-dr drill -c order-processor.yaml --backup-id latest \
@@ -397,6 +414,8 @@ func drillRunError(err error, o *drillOptions, rep *drill.Report, s *iostreams, 
 	if rep != nil && o.Report != "" {
 		if werr := writeHTMLReport(o, rep); werr != nil {
 			o.Logger.Warn("could not write the HTML report of the interrupted drill", "err", werr)
+		} else {
+			fmt.Fprintf(s.ErrOut, "HTML report: %s\n", o.Report)
 		}
 	}
 	switch {
@@ -521,6 +540,7 @@ func finishDrill(s *iostreams, o *drillOptions, rep *drill.Report, header []stri
 		if err := writeHTMLReport(o, rep); err != nil {
 			return withCode(exitError, fmt.Errorf("--report: %w", err), "")
 		}
+		fmt.Fprintf(s.ErrOut, "HTML report: %s\n", o.Report)
 	}
 	return drillOutcome(rep, file)
 }
