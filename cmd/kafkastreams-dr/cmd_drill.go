@@ -90,7 +90,7 @@ each state store's check; the group's offsets; the restore's throughput over tim
 per second, sampled at most every 10 ms, at most 240 samples); the application on the
 target; the warnings; and what ran: the tool's and Go's versions, the command line rebuilt
 from its flags (the config file's path, never its contents; a URL's password replaced by
-xxxxx) and the clusters' Kafka versions. --report is checked before the drill starts, as
+xxxxx; --app-command as given: keep secrets out of it) and the clusters' Kafka versions. --report is checked before the drill starts, as
 --junit is (and may not be the same file), and written whether the drill passed, failed
 or was interrupted (into a temporary file renamed over FILE: never half-written).
 

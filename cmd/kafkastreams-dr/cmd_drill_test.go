@@ -202,6 +202,9 @@ storage:
 	if s := readJUnit(t, junit); s.Tests != 6 || s.Failures != 0 {
 		t.Errorf("JUnit %+v", s)
 	}
+	if !strings.Contains(stderr, "HTML report: "+report+"\n") {
+		t.Errorf("stderr does not name the HTML report:\n%s", stderr)
+	}
 	if p := readReportPage(t, report); p.Outcome != "passed" || len(p.Bars) != 6 || len(p.Tables["partitions"]) == 0 || len(p.Points) < 2 ||
 		!strings.Contains(p.Text, "kafkastreams-dr --log-level error drill --config "+cfg+" --junit "+junit+" --report "+report) {
 		t.Errorf("the HTML report of the drill that passed: outcome %q, %d bars, %d partition rows, %d samples\n%s",
