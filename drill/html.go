@@ -147,12 +147,10 @@ type htmlFigure struct {
 }
 
 type htmlTopic struct {
-	Topic, Class             string
-	Partitions               int
-	Records, Bytes, Stored   int64
-	States                   string // the distinct state checks of its partitions
-	OldOffsets, NewOffsets   int64  // sums of old_end-old_start and new_end-new_start
-	PartitionsDifferentState int
+	Topic, Class           string
+	Partitions             int
+	Records, Bytes, Stored int64
+	States                 string // the distinct state checks of its partitions
 }
 
 type htmlChart struct {
@@ -297,13 +295,8 @@ func topics(parts []RestoredPartition) []htmlTopic {
 		t.Records += p.Records
 		t.Bytes += p.Bytes
 		t.Stored += p.StoredBytes
-		t.OldOffsets += p.OldEnd - p.OldStart
-		t.NewOffsets += p.NewEnd - p.NewStart
 		if p.State != "" && !slices.Contains(states[p.Topic], p.State) {
 			states[p.Topic] = append(states[p.Topic], p.State)
-		}
-		if p.State == format.StateDigestDifferent {
-			t.PartitionsDifferentState++
 		}
 	}
 	for i := range out {
