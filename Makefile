@@ -1,7 +1,7 @@
 # kafkastreams-dr: build, test and the tools the tests need.
 #
 #   make tools       install the missing system packages (.ci/system-packages:
-#                    kcat, awscli, a JDK >= 17, Maven; apt-get, with sudo when
+#                    kcat, awscli, a JDK >= 17, Maven, Chromium; apt-get, with sudo when
 #                    not root; nothing when present), then fetch what the tests
 #                    need into $(TOOLS_DIR) (idempotent)
 #   make test        make tools, then the full suite with real servers; nothing
@@ -85,8 +85,8 @@ TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VER
 
 .PHONY: registry-java tools build test test-short test-race fuzz bench bench-go quickstart vet fmt-check system-packages lint
 
-# The system packages come first: the tool recipes need mvn, the tests kcat
-# and aws (order-only, so that a run never rebuilds a cached tool).
+# The system packages come first: the tool recipes need mvn, the tests kcat,
+# aws and chromium (order-only, so that a run never rebuilds a cached tool).
 tools: system-packages
 $(VERSITYGW) $(KAFKA_STAMP) $(STREAMS_APP_STAMP) $(APICURIO_STAMP): | system-packages
 

@@ -58,7 +58,7 @@ func newFakeMachine(t *testing.T, m machine) fakeMachine {
 	stub("java", `echo 'openjdk version "`+m.java+`" 2026-01-20' >&2`)
 	stub("apt-get", `echo "apt-get $*" >>`+f.log)
 	stub("sudo", `echo "sudo $*" >>`+f.log+`; exec "$@"`)
-	for _, c := range []string{"kcat", "aws", "javac", "mvn", "make", "git", "go"} {
+	for _, c := range []string{"kcat", "aws", "javac", "mvn", "chromium", "make", "git", "go"} {
 		stub(c, "exit 0")
 	}
 	for _, c := range m.missing {
@@ -108,8 +108,12 @@ func TestSystemPackages(t *testing.T) {
 		{name: "kcat and awscli known to dpkg but not on PATH count as present",
 			m: machine{java: "17.0.15", missing: []string{"kcat", "aws"}, dpkgKnows: []string{"kcat", "awscli"}}, message: "system packages present"},
 		{name: "fresh Debian as root: every package",
-			m:     machine{missing: []string{"kcat", "aws", "java", "javac", "mvn", "make", "git"}},
-			calls: install("kcat awscli openjdk-17-jdk-headless maven make git")},
+			m:     machine{missing: []string{"kcat", "aws", "java", "javac", "mvn", "chromium", "make", "git"}},
+			calls: install("kcat awscli openjdk-17-jdk-headless maven chromium make git")},
+		{name: "no chromium: chromium",
+			m: machine{java: "17.0.15", missing: []string{"chromium"}}, calls: install("chromium")},
+		{name: "chromium known to dpkg but not on PATH counts as present",
+			m: machine{java: "17.0.15", missing: []string{"chromium"}, dpkgKnows: []string{"chromium"}}, message: "system packages present"},
 		{name: "JDK 11: a JDK 17",
 			m: machine{java: "11.0.20"}, calls: install("openjdk-17-jdk-headless")},
 		{name: "a JRE without javac: a JDK 17",

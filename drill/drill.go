@@ -187,6 +187,39 @@ type Offset struct {
 	NeverCommitted bool `json:"never_committed,omitempty"`
 }
 
+// RestoredPartition is what the restore wrote into one partition of the
+// drill target: its records and bytes, and its offsets on the source (as
+// the backup holds them) and on the target.
+type RestoredPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Class is the topic's class in the backup (input, output,
+	// changelog, repartition, ...; topicfilter's classes; a source-topic
+	// changelog is "changelog").
+	Class string `json:"class"`
+	// Records are the records restored into the partition.
+	Records int64 `json:"records"`
+	// Bytes are their bytes as produced (keys, values, header keys and
+	// values); StoredBytes the backup's segment bytes of the partition
+	// (compressed, as stored).
+	Bytes       int64 `json:"bytes"`
+	StoredBytes int64 `json:"stored_bytes"`
+	// OldStart and OldEnd are the offsets the backup covers on the
+	// source, [OldStart, OldEnd) (the manifest's start_offset and
+	// end_offset); NewStart and NewEnd the restored records' offsets on
+	// the target, [NewStart, NewEnd) (NewStart is NewEnd when nothing was
+	// restored). They differ where the source had holes (compaction,
+	// transaction markers, aborted records, a --to-time cut).
+	OldStart int64 `json:"old_start"`
+	OldEnd   int64 `json:"old_end"`
+	NewStart int64 `json:"new_start"`
+	NewEnd   int64 `json:"new_end"`
+	// State is the restore's state check of a changelog partition
+	// (format.PartitionReport.StateDigestResult: equal, different, not
+	// recorded, cut, loss accepted); "" for other partitions.
+	State string `json:"state,omitempty"`
+}
+
 // Report is the outcome of a drill. It is JSON-serialisable; JUnit writes
 // it as JUnit XML.
 type Report struct {
@@ -273,6 +306,24 @@ type Report struct {
 	// report when the restore itself found a state that differs. Empty when
 	// no changelog was restored or the drill did not get that far.
 	States []verify.StoreSummary `json:"states,omitempty"`
+	// Partitions are the partitions the restore wrote, in the restore's
+	// order (by topic, then partition). Empty when the restore did not
+	// finish.
+	Partitions []RestoredPartition `json:"partitions,omitempty"`
+	// RestoreProgress samples the restore phase's progress over time
+	// (Sample: at most every 10 ms and never more than 240 samples, the
+	// interval doubling as needed; the first at 0 and the last at the end
+	// of the restore, also when it failed): the throughput chart of the
+	// HTML report. Empty when the drill did not get to the restore.
+	RestoreProgress []Sample `json:"restore_progress,omitempty"`
+	// SourceKafkaVersion and TargetKafkaVersion are the Kafka versions
+	// of the source cluster (read after the drill's backup) and of the
+	// drill target (read after the restore plan), as franz-go guesses
+	// them from a broker's ApiVersions ("v4.4", "at least v4.4"); "" when
+	// not read (a drill of an existing backup does not contact the
+	// source) or the broker did not answer.
+	SourceKafkaVersion string `json:"source_kafka_version,omitempty"`
+	TargetKafkaVersion string `json:"target_kafka_version,omitempty"`
 }
 
 // RTODataRestoredReached, RTOAppRunningReached and RTOAppCaughtUpReached

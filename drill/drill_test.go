@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/backup"
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
@@ -131,6 +132,8 @@ func TestDrillPasses(t *testing.T) {
 			t.Errorf("%s: %d -> %d, want %s", tp, op.Committed, op.OnTarget, w)
 		}
 	}
+
+	checkRestoreFigures(t, rep, m)
 
 	// The report survives JSON.
 	b, err := json.Marshal(rep)
@@ -453,5 +456,62 @@ func TestRunRefusesAnAppWithoutCommand(t *testing.T) {
 	_, err := drill.Run(t.Context(), drill.Options{Store: newStore(t), Restore: restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}}, App: &drill.App{}})
 	if err == nil || !strings.Contains(err.Error(), "Options.App.Command") {
 		t.Errorf("err = %v, want one naming Options.App.Command", err)
+	}
+}
+
+// checkRestoreFigures checks the restore's per-partition figures and its
+// progress samples against the backup's manifest and the report's volume:
+// one row per restored partition with the manifest's offsets and stored
+// bytes, and samples from 0 to every record and byte restored. And the
+// drill read the clusters' Kafka versions.
+func checkRestoreFigures(t *testing.T, rep *drill.Report, m *format.Manifest) {
+	t.Helper()
+	backed := map[string]format.Partition{}
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
+		for _, p := range tp.PartitionCuts {
+			backed[tp.Name+"/"+strconv.Itoa(int(p.Partition))] = p
+		}
+	}
+	var records, bytes int64
+	for _, rp := range rep.Partitions {
+		tp := rp.Topic + "/" + strconv.Itoa(int(rp.Partition))
+		bp, ok := backed[tp]
+		if !ok {
+			t.Errorf("partition %s restored, not in the backup", tp)
+			continue
+		}
+		var stored int64
+		for _, s := range bp.Segments {
+			stored += s.Size
+		}
+		if rp.OldStart != bp.StartOffset || rp.OldEnd != bp.EndOffset || rp.StoredBytes != stored || rp.Records != bp.Records ||
+			rp.NewEnd-rp.NewStart != rp.Records || (rp.Records > 0 && rp.Bytes <= 0) || rp.Class == "" {
+			t.Errorf("partition %s: %+v; the backup holds [%d, %d), %d records, %d stored bytes", tp, rp, bp.StartOffset, bp.EndOffset, bp.Records, stored)
+		}
+		if rp.Class == "changelog" && rp.State != format.StateDigestEqual {
+			t.Errorf("changelog partition %s: state %q, want equal", tp, rp.State)
+		}
+		records += rp.Records
+		bytes += rp.Bytes
+	}
+	if len(rep.Partitions) != len(backed) || records != rep.Volume.RecordsRestored {
+		t.Errorf("%d partitions with %d records in the report, want %d with %d", len(rep.Partitions), records, len(backed), rep.Volume.RecordsRestored)
+	}
+	ps := rep.RestoreProgress
+	if len(ps) < 2 || ps[0] != (drill.Sample{}) || ps[len(ps)-1].Records != records || ps[len(ps)-1].Bytes != bytes {
+		t.Fatalf("restore progress %+v: want 0 first and %d records, %d bytes last", ps, records, bytes)
+	}
+	for i := 1; i < len(ps); i++ {
+		if ps[i].AtMs < ps[i-1].AtMs || ps[i].Records < ps[i-1].Records || ps[i].Bytes < ps[i-1].Bytes {
+			t.Errorf("restore progress goes back at sample %d: %+v after %+v", i, ps[i], ps[i-1])
+		}
+	}
+	if restore := rep.Phase(drill.PhaseRestore); ps[len(ps)-1].AtMs > time.Duration(restore.Duration).Milliseconds() {
+		t.Errorf("last sample at %d ms, the restore phase took %v", ps[len(ps)-1].AtMs, restore.Duration)
+	}
+	t.Logf("%d partitions restored (%d records, %d bytes), %d progress samples over %d ms; Kafka: source %q, target %q",
+		len(rep.Partitions), records, bytes, len(ps), ps[len(ps)-1].AtMs, rep.SourceKafkaVersion, rep.TargetKafkaVersion)
+	if rep.TargetKafkaVersion == "" || (rep.BackupTaken && rep.SourceKafkaVersion == "") {
+		t.Errorf("Kafka versions: source %q, target %q", rep.SourceKafkaVersion, rep.TargetKafkaVersion)
 	}
 }

@@ -201,6 +201,7 @@ func (d *drill) backup(ctx context.Context, p *Phase) error {
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
+	d.rep.SourceKafkaVersion = kafkaVersion(ctx, bo.Source)
 	d.rep.BackupID, d.rep.BackupTaken = res.BackupID, true
 	d.rep.Volume.BackupRecords, d.rep.Volume.BackupBytes = res.Records, res.Bytes
 	d.addWarnings("backup", res.Warnings)
@@ -286,6 +287,7 @@ func (d *drill) restorePlan(ctx context.Context, p *Phase) error {
 		p.Refused, p.TargetNotNew, p.Problems = true, true, reasons
 		return errors.New("restore refused: nothing was written to the drill target")
 	}
+	d.rep.TargetKafkaVersion = kafkaVersion(ctx, d.o.Restore.Target)
 	var recs int64
 	for _, t := range plan.Topics {
 		for _, pp := range t.PartitionPlans {
@@ -323,7 +325,13 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 	}
 	var re *restorer.RefusedError
 	ro.DryRun = false
+	smp := newSampler(ro.Observer, p.StartedAt)
+	ro.Observer = smp
 	rep, err := restorer.Run(ctx, ro)
+	samples, restoredBytes := smp.finish(time.Now())
+	if len(samples) > 1 {
+		d.rep.RestoreProgress = samples
+	}
 	if errors.As(err, &re) {
 		p.Refused, p.Problems, p.RefusalHint = true, re.Reasons, re.Hint
 		p.TargetNotNew = d.targetHoldsApplication(ctx)
@@ -346,6 +354,7 @@ func (d *drill) restore(ctx context.Context, p *Phase) error {
 			d.rep.Volume.RecordsRestored += pp.Records
 		}
 	}
+	d.rep.Partitions = d.restoredPartitions(rep, restoredBytes)
 	if g := rep.Group; g != nil {
 		d.rep.GroupID = g.GroupID
 		for _, op := range g.Offsets {
@@ -547,4 +556,55 @@ func reportStates(rep *restorer.Report) []verify.StoreSummary {
 			Topic: pr.Topic, Partition: pr.Partition, Result: pr.StateDigestResult, Target: pr.StateDigest})
 	}
 	return verify.Stores(states)
+}
+
+// restoredPartitions are the restore's partitions with the backup's
+// offsets and stored bytes of each, and the bytes the sampler counted.
+func (d *drill) restoredPartitions(rep *restorer.Report, restoredBytes map[topicPartition]int64) []RestoredPartition {
+	backed := map[topicPartition]*format.Partition{}
+	for _, t := range slices.Concat(d.manifest.Topics, d.manifest.InFlight) {
+		for i := range t.PartitionCuts {
+			backed[topicPartition{t.Name, t.PartitionCuts[i].Partition}] = &t.PartitionCuts[i]
+		}
+	}
+	out := make([]RestoredPartition, 0, len(rep.Partitions))
+	for _, pr := range rep.Partitions {
+		tp := topicPartition{pr.Topic, pr.Partition}
+		rp := RestoredPartition{Topic: pr.Topic, Partition: pr.Partition, Class: pr.Class, Records: pr.Records,
+			Bytes: restoredBytes[tp], OldEnd: pr.SourceEnd, NewStart: pr.NewEnd, NewEnd: pr.NewEnd, State: pr.StateDigestResult}
+		if pr.Map != nil && len(pr.Map.Runs) > 0 {
+			rp.NewStart = pr.Map.Runs[0].New
+		}
+		if bp := backed[tp]; bp != nil {
+			rp.OldStart = bp.StartOffset
+			for _, s := range bp.Segments {
+				rp.StoredBytes += s.Size
+			}
+		}
+		out = append(out, rp)
+	}
+	return out
+}
+
+// kafkaVersion is the Kafka version of the cluster opts reach, as franz-go
+// guesses it from the first broker's ApiVersions that answers within 10
+// seconds; "" when none does. Best effort: a report field, never a failure.
+func kafkaVersion(ctx context.Context, opts []kgo.Opt) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return ""
+	}
+	defer cl.Close()
+	vs, err := kadm.NewClient(cl).ApiVersions(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, v := range vs.Sorted() {
+		if v.Err == nil {
+			return v.VersionGuess()
+		}
+	}
+	return ""
 }

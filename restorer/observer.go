@@ -20,6 +20,16 @@ type Observer interface {
 	PhaseDone(phase string, d time.Duration)
 }
 
+// BytesObserver is an Observer that is also told the size of each batch:
+// when Options.Observer implements it, RestoredBytes is called right after
+// each Restored call, for the same batch, with its n records and their
+// bytes (keys, values, header keys and values, as produced; not the
+// stored, compressed segment bytes). Same concurrency rules as Observer.
+type BytesObserver interface {
+	Observer
+	RestoredBytes(topic string, partition int32, records, bytes int64)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) RestoreStart(string, int32, int64) {}

@@ -447,13 +447,16 @@ func (r *restore) restorePartition(ctx context.Context, tp *TopicPlan, pp Partit
 		if len(batch) == 0 {
 			return nil
 		}
-		chunk, chunkOrigs := batch, origs
+		chunk, chunkOrigs, chunkBytes := batch, origs, int64(bytesN)
 		batch, origs, bytesN = nil, nil, 0
 		cctx, ccancel := context.WithTimeout(pctx, r.produceTimeout())
 		done := func(failed bool) {
 			ccancel()
 			if !failed {
 				r.o.Observer.Restored(tp.Topic, pp.Partition, int64(len(chunk)))
+				if bo, ok := r.o.Observer.(BytesObserver); ok {
+					bo.RestoredBytes(tp.Topic, pp.Partition, int64(len(chunk)), chunkBytes)
+				}
 			}
 			wg.Done()
 		}

@@ -35,6 +35,7 @@ type drillOptions struct {
 	SkipGroupConfigs  bool                     // --skip-group-configs, as for restore
 	JSON              bool
 	JUnit             string        // --junit FILE
+	Report            string        // --report FILE: the HTML report
 	NoDeep            bool          // verify the repository by size and SHA-256 only
 	Embedded          bool          // drill on in-process source and target clusters
 	Out               string        // repository directory of --embedded; "" for a new temporary directory
@@ -46,6 +47,9 @@ type drillOptions struct {
 
 	// drill runs the drill; nil means drill.Run. Tests inject one.
 	drill func(context.Context, drill.Options) (*drill.Report, error)
+	// commandLine is the command as it ran, flags only and no secret
+	// (drillCommandLine), for --report.
+	commandLine string
 	// interruptHint is what to do after this drill was interrupted, set
 	// by the run (it depends on how far the drill got).
 	interruptHint string
@@ -73,6 +77,22 @@ A failed phase stops the drill: the phases after it are reported as skipped. An
 interrupted drill (SIGINT, SIGTERM) prints the report so far, the interrupted phase
 failed ("interrupted": true in --json), and exits 130; once its restore started the
 drill target is no longer new, and the next drill needs a new, empty one.
+
+--report FILE also writes the report as one self-contained HTML page for people (platform
+owners, auditors): no network, no script, no external font or image (inline CSS and SVG;
+the page's Content-Security-Policy blocks anything else), every name from Kafka or the
+config escaped as text. It shows the outcome; a timeline of the phases drawn to scale
+(each bar's width proportional to its duration, with the loss of the source and each RTO
+figure marked); the RTO figures and the RPO with their definitions ("not reached" when not
+measured); the volume; a table per topic and per partition of what the restore wrote
+(records, bytes produced and stored, offsets on the source -> on the target, state check);
+each state store's check; the group's offsets; the restore's throughput over time (records
+per second, sampled at most every 10 ms, at most 240 samples); the application on the
+target; the warnings; and what ran: the tool's and Go's versions, the command line rebuilt
+from its flags (the config file's path, never its contents; a URL's password replaced by
+xxxxx; --app-command as given: keep secrets out of it) and the clusters' Kafka versions. --report is checked before the drill starts, as
+--junit is (and may not be the same file), and written whether the drill passed, failed
+or was interrupted (into a temporary file renamed over FILE: never half-written).
 
 The report gives each restored state store's state check (the digest of its changelog's
 latest value per key on the target against the backup's): equal, different (the
@@ -145,6 +165,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 		Long:  drillLong,
 		Example: `  kafkastreams-dr drill -c order-processor.yaml --target-bootstrap-servers kafka-drill:9092
   kafkastreams-dr drill -c order-processor.yaml --backup-id latest --junit drill-junit.xml --json
+  kafkastreams-dr drill -c order-processor.yaml --backup-id latest --report drill-report.html
 
   # Measure the recovery time to the application caught up (an empty state dir each time).
   kafkastreams-dr drill -c order-processor.yaml --backup-id latest \
@@ -160,6 +181,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 			}
 			o.Logger = g.Logger()
 			o.global = g
+			o.commandLine = drillCommandLine(cmd)
 			if runF != nil {
 				return runF(cmd.Context(), o, s)
 			}
@@ -190,6 +212,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.BoolVar(&o.SkipGroupConfigs, "skip-group-configs", false, skipGroupConfigsUsage)
 	f.BoolVar(&o.JSON, "json", false, "print the drill report as JSON")
 	f.StringVar(&o.JUnit, "junit", "", "also write the drill report as JUnit XML to `FILE` (one test case per phase); its directory must exist (or be --out)")
+	f.StringVar(&o.Report, "report", "", "also write the drill report as one self-contained HTML page to `FILE` (timeline, tables, throughput, RTO and RPO); its directory must exist (or be --out)")
 	f.BoolVar(&o.NoDeep, "no-deep", false, "check the backup's objects by size and SHA-256 only, without decoding their records")
 	f.BoolVar(&o.Embedded, "embedded", false, "drill a sample Streams app on in-process source and target clusters (no Kafka needed)")
 	f.StringVar(&o.Out, "out", "", "with --embedded: the repository `DIR`, empty or absent (default: a new temporary directory)")
@@ -237,11 +260,14 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 	if o.JUnit != "" && (strings.HasSuffix(o.JUnit, "/") || o.JUnit == "-") {
 		return &usageError{fmt.Errorf("--junit %q: want a file name", o.JUnit)}
 	}
+	if o.Report != "" && (strings.HasSuffix(o.Report, "/") || o.Report == "-") {
+		return &usageError{fmt.Errorf("--report %q: want a file name, e.g. --report drill-report.html", o.Report)}
+	}
 	return nil
 }
 
 func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
-	if err := checkJUnitPath(o.JUnit, ""); err != nil {
+	if err := checkOutputPaths(o, ""); err != nil {
 		return err
 	}
 	cfg, err := loadConfig(o.ConfigFile, s)
@@ -385,6 +411,13 @@ func drillRunError(err error, o *drillOptions, rep *drill.Report, s *iostreams, 
 			o.Logger.Warn("could not write the JUnit report of the interrupted drill", "err", werr)
 		}
 	}
+	if rep != nil && o.Report != "" {
+		if werr := writeHTMLReport(o, rep); werr != nil {
+			o.Logger.Warn("could not write the HTML report of the interrupted drill", "err", werr)
+		} else {
+			fmt.Fprintf(s.ErrOut, "HTML report: %s\n", o.Report)
+		}
+	}
 	switch {
 	case storage.IsTransient(err):
 		// Before Canceled: a storage request that timed out wraps
@@ -416,7 +449,7 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 			return err
 		}
 	}
-	if err := checkJUnitPath(o.JUnit, o.Out); err != nil {
+	if err := checkOutputPaths(o, o.Out); err != nil {
 		return err
 	}
 	out := o.Out
@@ -503,21 +536,41 @@ func finishDrill(s *iostreams, o *drillOptions, rep *drill.Report, header []stri
 			return withCode(exitError, fmt.Errorf("--junit: %w", err), "")
 		}
 	}
+	if o.Report != "" {
+		if err := writeHTMLReport(o, rep); err != nil {
+			return withCode(exitError, fmt.Errorf("--report: %w", err), "")
+		}
+		fmt.Fprintf(s.ErrOut, "HTML report: %s\n", o.Report)
+	}
 	return drillOutcome(rep, file)
 }
 
-// checkJUnitPath checks --junit FILE before the drill starts, so that a
-// drill is never run for a report it cannot write: FILE must not be a
-// directory, and its directory must exist (it is never created), except
-// when it is out, the --out repository directory the embedded drill
-// creates. Every problem exits 2 naming the flag and the fix.
-func checkJUnitPath(file, out string) error {
+// checkOutputPaths checks --junit and --report before the drill starts
+// (checkOutputPath), and that they are two files.
+func checkOutputPaths(o *drillOptions, out string) error {
+	if o.Report != "" && o.JUnit != "" && sameDir(o.Report, o.JUnit) {
+		return withCode(exitUsage, fmt.Errorf("--report and --junit name the same file %s", o.Report),
+			"give each its own, e.g. --junit drill-junit.xml --report drill-report.html")
+	}
+	if err := checkOutputPath("--junit", "the XML file", "drill-junit.xml", o.JUnit, out); err != nil {
+		return err
+	}
+	return checkOutputPath("--report", "the HTML file", "drill-report.html", o.Report, out)
+}
+
+// checkOutputPath checks the file of an output flag (--junit, --report)
+// before the drill starts, so that a drill is never run for a report it
+// cannot write: file must not be a directory, and its directory must exist
+// (it is never created), except when it is out, the --out repository
+// directory the embedded drill creates. Every problem exits 2 naming the
+// flag and the fix.
+func checkOutputPath(flag, what, example, file, out string) error {
 	if file == "" {
 		return nil
 	}
 	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
-		return withCode(exitUsage, fmt.Errorf("--junit %s is a directory: --junit names the XML file to write", file),
-			fmt.Sprintf("name a file, e.g. --junit %s", filepath.Join(file, "drill-junit.xml")))
+		return withCode(exitUsage, fmt.Errorf("%s %s is a directory: %s names %s to write", flag, file, flag, what),
+			fmt.Sprintf("name a file, e.g. %s %s", flag, filepath.Join(file, example)))
 	}
 	dir := filepath.Dir(file)
 	fi, err := os.Stat(dir)
@@ -525,13 +578,13 @@ func checkJUnitPath(file, out string) error {
 	case errors.Is(err, os.ErrNotExist) && out != "" && sameDir(dir, out):
 		return nil // the embedded drill creates --out first
 	case errors.Is(err, os.ErrNotExist):
-		return withCode(exitUsage, fmt.Errorf("--junit %s: the directory %s does not exist (the drill does not create it)", file, dir),
+		return withCode(exitUsage, fmt.Errorf("%s %s: the directory %s does not exist (the drill does not create it)", flag, file, dir),
 			fmt.Sprintf("create it first (mkdir -p %s), or name a file in an existing directory", dir))
 	case errors.Is(err, syscall.ENOTDIR) || (err == nil && !fi.IsDir()):
-		return withCode(exitUsage, fmt.Errorf("--junit %s: %s is not a directory", file, dir),
+		return withCode(exitUsage, fmt.Errorf("%s %s: %s is not a directory", flag, file, dir),
 			"name a file in an existing directory")
 	case err != nil:
-		return withCode(exitUsage, fmt.Errorf("--junit %s: %w", file, err), "name a file in a directory you can write to")
+		return withCode(exitUsage, fmt.Errorf("%s %s: %w", flag, file, err), "name a file in a directory you can write to")
 	}
 	return nil
 }
@@ -544,7 +597,7 @@ func sameDir(a, b string) bool {
 }
 
 // writeJUnit writes rep as JUnit XML to file; its directory must exist
-// (checkJUnitPath).
+// (checkOutputPath).
 func writeJUnit(file string, rep *drill.Report) error {
 	f, err := os.Create(file)
 	if err != nil {

@@ -194,16 +194,28 @@ storage:
 		t.Fatal(err)
 	}
 
-	code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--junit", junit)
+	report := filepath.Join(filepath.Dir(junit), "drill.html")
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--junit", junit, "--report", report)
 	if code != exitOK || !strings.Contains(stdout, "drill PASSED") || !strings.Contains(stdout, "DR drill of order-processor") {
 		t.Fatalf("drill: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	if s := readJUnit(t, junit); s.Tests != 6 || s.Failures != 0 {
 		t.Errorf("JUnit %+v", s)
 	}
+	if !strings.Contains(stderr, "HTML report: "+report+"\n") {
+		t.Errorf("stderr does not name the HTML report:\n%s", stderr)
+	}
+	if p := readReportPage(t, report); p.Outcome != "passed" || len(p.Bars) != 6 || len(p.Tables["partitions"]) == 0 || len(p.Points) < 2 ||
+		!strings.Contains(p.Text, "kafkastreams-dr --log-level error drill --config "+cfg+" --junit "+junit+" --report "+report) {
+		t.Errorf("the HTML report of the drill that passed: outcome %q, %d bars, %d partition rows, %d samples\n%s",
+			p.Outcome, len(p.Bars), len(p.Tables["partitions"]), len(p.Points), p.Text)
+	}
 
 	t.Run("target already restored: refused", func(t *testing.T) {
-		code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest", "--junit", junit)
+		code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest", "--junit", junit, "--report", report)
+		if p := readReportPage(t, report); p.Outcome != "failed" || len(p.Bars) != 1 || p.Bars[0].Status != "failed" || !strings.Contains(p.Text, "already restored into the drill target") {
+			t.Errorf("the HTML report of the refused drill: outcome %q, bars %+v\n%s", p.Outcome, p.Bars, p.Text)
+		}
 		if code != exitUsage || !strings.Contains(stderr, "drill FAILED in phase restore-plan: restore refused") ||
 			!strings.Contains(stderr, "a drill restores into a new cluster") || !regexp.MustCompile(`(?m)^restore-plan +\S+ +FAILED \(refused\)`).MatchString(stdout) {
 			t.Errorf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -310,11 +322,12 @@ func writeFileIn(t *testing.T, dir, name, content string) {
 
 // TestInterruptedDrillWritesJUnit is a regression test (new-user test): a
 // drill stopped by Ctrl-C wrote no JUnit file, so a cancelled CI job showed
-// nothing.
+// nothing. It writes its HTML report (--report) too.
 func TestInterruptedDrillWritesJUnit(t *testing.T) {
 	junit := filepath.Join(t.TempDir(), "junit.xml")
-	o := &drillOptions{JUnit: junit, Logger: slog.New(slog.DiscardHandler)}
-	rep := &drill.Report{ApplicationID: "app", Phases: []drill.Phase{
+	report := filepath.Join(t.TempDir(), "drill.html")
+	o := &drillOptions{JUnit: junit, Report: report, Logger: slog.New(slog.DiscardHandler)}
+	rep := &drill.Report{ApplicationID: "app", Interrupted: true, Phases: []drill.Phase{
 		{Name: drill.PhaseBackup, Status: drill.StatusPassed},
 		{Name: drill.PhaseRestore, Status: drill.StatusFailed, Error: "context canceled"},
 		{Name: drill.PhaseVerifyCluster, Status: drill.StatusSkipped},
@@ -328,4 +341,17 @@ func TestInterruptedDrillWritesJUnit(t *testing.T) {
 	if s.Tests != 3 || s.Failures != 1 || s.Cases[1].Failure == nil {
 		t.Fatalf("JUnit of the interrupted drill: %+v", s)
 	}
+	if p := readReportPage(t, report); p.Outcome != "interrupted" || !strings.Contains(p.Text, "INTERRUPTED in phase restore") {
+		t.Errorf("HTML report of the interrupted drill: outcome %q\n%s", p.Outcome, p.Text)
+	}
+}
+
+// readReportPage reads and parses the HTML report of --report.
+func readReportPage(t *testing.T, file string) *testkit.ReportPage {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testkit.ParseReportPage(t, string(b))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
 	"github.com/kafkastreams-dr/kafkastreams-dr/estimate"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
@@ -88,10 +90,20 @@ storage:
 			app := testkit.StreamsAppCommand(t, tt.opts, "--bootstrap-servers", `"$KAFKASTREAMS_DR_BOOTSTRAP_SERVERS"`,
 				"--application-id", `"$KAFKASTREAMS_DR_APPLICATION_ID"`, "--state-dir", stateDir)
 			junit := filepath.Join(t.TempDir(), "drill.xml")
-			code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest", "--strategy", strategy,
-				"--target-bootstrap-servers", dst.Bootstrap(), "--app-command", app, "--app-timeout", "4m", "--json", "--junit", junit)
+			args := []string{"--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest", "--strategy", strategy,
+				"--target-bootstrap-servers", dst.Bootstrap(), "--app-command", app, "--app-timeout", "4m", "--json", "--junit", junit}
+			// The changelog drill also writes the HTML report, which the
+			// browser test below checks against this run's --json.
+			report := filepath.Join(t.TempDir(), "drill-report.html")
+			if tt.name == "changelog" {
+				args = append(args, "--report", report)
+			}
+			code, stdout, stderr := runCLI(t, args...)
 			if code != exitOK {
 				t.Fatalf("drill: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			if tt.name == "changelog" {
+				checkReportInBrowser(t, report, stdout)
 			}
 			d := decodeDrillJSON(t, stdout)
 			if d.RTODataRestored == nil || d.RTOAppRunning == nil || d.RTOAppCaughtUp == nil {
@@ -138,6 +150,49 @@ storage:
 			}
 		})
 	}
+}
+
+// checkReportInBrowser renders the drill's HTML report in headless
+// Chromium and checks, on the DOM after load, that it rendered with no
+// console message (no script error, nothing its Content-Security-Policy
+// blocked: no network), that its timeline, figures and tables are those of
+// the JSON report of the same run (testkit.CheckReportPage), that it names
+// the target's Kafka 4.4, and that a screenshot of it is not blank.
+func checkReportInBrowser(t *testing.T, report, reportJSON string) {
+	t.Helper()
+	begin := time.Now()
+	browser := testkit.NewChromium(t)
+	page := browser.Load(t, report)
+	if len(page.Console) > 0 {
+		t.Errorf("the report's console:\n%s", strings.Join(page.Console, "\n"))
+	}
+	p := testkit.ParseReportPage(t, page.DOM)
+	testkit.CheckReportPage(t, p, []byte(reportJSON))
+	var rep drill.Report
+	if err := json.Unmarshal([]byte(reportJSON), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{drill.PhasePlan, drill.PhaseVerifyRepository, drill.PhaseRestore, drill.PhaseVerifyCluster, drill.PhaseVerifyOffsets, drill.PhaseAppRunning, drill.PhaseAppCaughtUp}
+	var got []string
+	for _, b := range p.Bars {
+		got = append(got, b.Phase)
+	}
+	if !slices.Equal(got, want) || p.Outcome != "passed" || p.Scripts != 0 || len(p.External) != 0 {
+		t.Errorf("the page: phases %v, outcome %q, %d scripts, external %q; want phases %v, passed, none", got, p.Outcome, p.Scripts, p.External, want)
+	}
+	if len(p.Tables["partitions"]) == 0 || len(p.Tables["partitions"]) != len(rep.Partitions) || len(p.Points) < 2 {
+		t.Errorf("the page: %d partition rows (JSON %d), %d throughput samples", len(p.Tables["partitions"]), len(rep.Partitions), len(p.Points))
+	}
+	if !strings.Contains(rep.TargetKafkaVersion, "4.4") || !strings.Contains(p.Text, rep.TargetKafkaVersion) {
+		t.Errorf("target Kafka version %q, want 4.4, on the page", rep.TargetKafkaVersion)
+	}
+	png := filepath.Join(t.TempDir(), "drill-report.png")
+	browser.Screenshot(t, report, png, 1280, 1400)
+	if n := testkit.Colours(t, png); n < 8 {
+		t.Errorf("screenshot %s: %d colours, want a drawn page", png, n)
+	}
+	t.Logf("HTML report %s rendered in Chromium as the JSON report says (%d phases, %d partitions, %d samples) in %v; screenshot %s",
+		report, len(p.Bars), len(p.Tables["partitions"]), len(p.Points), time.Since(begin).Round(time.Millisecond), png)
 }
 
 // waitGroupAtEnd waits until group's committed offsets on every partition

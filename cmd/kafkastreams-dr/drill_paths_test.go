@@ -12,7 +12,8 @@ import (
 // DIR", and only then failed "open DIR: is a directory"; --junit
 // /missing/dir/x.xml created /missing/dir/. --junit and --out are checked
 // before anything starts: a directory, a missing parent directory (never
-// created) or a file as --out exit 2 naming the flag and the fix.
+// created) or a file as --out exit 2 naming the flag and the fix. So is
+// --report (the HTML report), and --report and --junit naming one file.
 func TestDrillChecksOutputPathsFirst(t *testing.T) {
 	tmp := t.TempDir()
 	aDir := filepath.Join(tmp, "reports")
@@ -42,6 +43,14 @@ func TestDrillChecksOutputPathsFirst(t *testing.T) {
 			[]string{"--junit " + aDir, "is a directory"}, filepath.Join(tmp, "repo")},
 		{"config, junit's directory is missing", []string{"-c", cfg, "--junit", filepath.Join(missing, "x.xml")},
 			[]string{"--junit", missing, "does not exist"}, missing},
+		{"embedded, report is a directory", []string{"--embedded", "--out", filepath.Join(tmp, "out4"), "--report", aDir},
+			[]string{"--report " + aDir, "is a directory", "drill-report.html"}, filepath.Join(tmp, "out4")},
+		{"config, report's directory is missing", []string{"-c", cfg, "--report", filepath.Join(missing, "drill.html")},
+			[]string{"--report", missing, "does not exist", "mkdir -p"}, missing},
+		{"config, report's directory is a file", []string{"-c", cfg, "--report", filepath.Join(aFile, "drill.html")},
+			[]string{"--report", aFile, "is not a directory"}, filepath.Join(tmp, "repo")},
+		{"config, report and junit are one file", []string{"-c", cfg, "--report", filepath.Join(tmp, "r.out"), "--junit", filepath.Join(tmp, "r.out")},
+			[]string{"--report and --junit name the same file"}, filepath.Join(tmp, "repo")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runBounded(t, append([]string{"drill"}, tt.args...)...)
