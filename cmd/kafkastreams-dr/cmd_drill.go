@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,9 @@ type drillOptions struct {
 	Out               string        // repository directory of --embedded; "" for a new temporary directory
 	AppCommand        string        // --app-command; "" falls back to drill.app.command
 	AppTimeout        time.Duration // --app-timeout; 0 falls back to drill.app.timeout
+	Scorecard         string        // --scorecard FILE (cmd_drill_scorecard.go)
+	SignKeyFile       string        // --sign-key-file FILE; "" falls back to $KDR_SIGN_KEY
+	signKey           ed25519.PrivateKey
 
 	Logger *slog.Logger
 	global *globalOptions // --metrics-addr, --push-gateway, --push-job
@@ -195,6 +199,8 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.StringVar(&o.Out, "out", "", "with --embedded: the repository `DIR`, empty or absent (default: a new temporary directory)")
 	f.StringVar(&o.AppCommand, "app-command", "", "start the application with the shell `COMMAND` on the drill target after the restore and measure the RTO to it caught up (default: drill.app.command)")
 	durationFlag(f, &o.AppTimeout, "app-timeout", 0, "", "bound the wait for the application caught up to `DURATION` from its start (default: drill.app.timeout, 10m)")
+	f.StringVar(&o.Scorecard, "scorecard", "", scorecardUsage)
+	f.StringVar(&o.SignKeyFile, "sign-key-file", "", signKeyUsage)
 	return cmd
 }
 
@@ -237,7 +243,7 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 	if o.JUnit != "" && (strings.HasSuffix(o.JUnit, "/") || o.JUnit == "-") {
 		return &usageError{fmt.Errorf("--junit %q: want a file name", o.JUnit)}
 	}
-	return nil
+	return o.completeScorecard()
 }
 
 func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
@@ -313,7 +319,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 		}
 		return drillRunError(err, o, rep, s, header)
 	}
-	return finishDrill(s, o, rep, header, cfg.File())
+	return scorecardAfter(ctx, s, o, store, rep, finishDrill(s, o, rep, header, cfg.File()))
 }
 
 // drillApp is the application the drill starts: --app-command over
@@ -476,7 +482,7 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 	}
 
 	story := embeddedDrillStory(rep, sourceSeeds, targetSeeds, out)
-	if err := finishDrill(s, o, rep, story, ""); err != nil {
+	if err := scorecardAfter(ctx, s, o, store, rep, finishDrill(s, o, rep, story, "")); err != nil {
 		return err
 	}
 	if !o.JSON {

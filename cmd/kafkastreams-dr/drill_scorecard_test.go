@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+)
+
+// openssl runs openssl with args and fails the test when it fails: the
+// keys of these tests are made as docs/OPERATIONS.md tells operators to.
+func openssl(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("openssl", args...).CombinedOutput(); err != nil {
+		t.Fatalf("openssl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// signingKey makes an Ed25519 key pair with openssl in dir: the PEM
+// PKCS#8 private key file and the PEM SPKI public key file.
+func signingKey(t *testing.T, dir, name string) (priv, pub string) {
+	t.Helper()
+	priv, pub = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".pub.pem")
+	openssl(t, "genpkey", "-algorithm", "ed25519", "-out", priv)
+	openssl(t, "pkey", "-in", priv, "-pubout", "-out", pub)
+	return priv, pub
+}
+
+// envelopeOf decodes a scorecard file.
+func envelopeOf(t *testing.T, file string) (*format.ScorecardEnvelope, *format.Scorecard) {
+	t.Helper()
+	env, sc, err := format.DecodeScorecardEnvelope([]byte(readFile(t, file)))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return env, sc
+}
+
+// writeEnvelope writes env as a scorecard file in dir.
+func writeEnvelope(t *testing.T, dir, name string, env *format.ScorecardEnvelope) string {
+	t.Helper()
+	b, err := json.MarshalIndent(env, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDrillScorecard is issue 15's acceptance on real drills (kfake
+// clusters, a filesystem repository, keys made by openssl): two drills
+// write signed scorecards, verify-report passes on them and fails, exit 2
+// with the check named, on every kind of tampering; no report holds the
+// private key; drill history shows both drills, oldest first.
+func TestDrillScorecard(t *testing.T) {
+	t.Parallel()
+	src := testkit.StartKfake(t, 3)
+	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
+		t.Fatal(err)
+	}
+	target1, target2 := testkit.StartKfake(t, 3), testkit.StartKfake(t, 3)
+	repo := t.TempDir()
+	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
+source_changelog_topics: [customers]
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [orders, customers, customer-totals, payments, "order-processor-*"]
+target:
+  bootstrap_servers: [%s]
+storage:
+  backend: filesystem
+  path: %s
+`, strings.Join(src.Addrs(), ", "), strings.Join(target1.Addrs(), ", "), repo))
+	dir := t.TempDir()
+	priv, pub := signingKey(t, dir, "drill-signing")
+	_, otherPub := signingKey(t, dir, "other")
+	// The second drill signs with a raw base64 seed.
+	seedKey := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	seedFile := filepath.Join(dir, "seed.b64")
+	if err := os.WriteFile(seedFile, []byte(base64.StdEncoding.EncodeToString(seedKey.Seed())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seedPub := filepath.Join(dir, "seed.pub.pem")
+	openssl(t, "pkey", "-in", writePKCS8(t, dir, seedKey), "-pubout", "-out", seedPub)
+
+	sc1, sc2 := filepath.Join(dir, "scorecard-1.json"), filepath.Join(dir, "scorecard-2.json")
+	code, stdout1, stderr1 := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--json", "--scorecard", sc1, "--sign-key-file", priv)
+	if code != exitOK {
+		t.Fatalf("drill 1: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout1, stderr1)
+	}
+	code, stdout2, stderr2 := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest",
+		"--target-bootstrap-servers", target2.Bootstrap(), "--json", "--scorecard", sc2, "--sign-key-file", seedFile)
+	if code != exitOK {
+		t.Fatalf("drill 2: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout2, stderr2)
+	}
+	var rep1, rep2 drill.Report
+	if err := json.Unmarshal([]byte(stdout1), &rep1); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(stdout2), &rep2); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the scorecard holds: the drill's ids and figures, bound to its
+	// restore report and manifest as stored.
+	env1, card1 := envelopeOf(t, sc1)
+	env2, card2 := envelopeOf(t, sc2)
+	if card1.DrillID != rep1.DrillID || card1.RestoreID != rep1.RestoreID || card1.BackupID != rep1.BackupID || !card1.OK ||
+		card1.Figures.RTODataRestored.Seconds == nil || *card1.Figures.RTODataRestored.Seconds != rep1.RTODataRestored.Seconds() ||
+		card1.Figures.RTO.Seconds == nil || card1.Figures.RPO.Seconds == nil || card1.Figures.RTOAppRunning.Seconds != nil ||
+		card1.Volume.Records != rep1.Volume.Records || card1.Volume.Bytes != rep1.Volume.Bytes || len(card1.Phases) != 6 ||
+		len(card1.States) != 2 || !card1.States[0].Equal || card1.ToolVersion == "" {
+		t.Errorf("scorecard 1 %+v\nagainst the report %+v", card1, rep1)
+	}
+	reportBytes, err := os.ReadFile(filepath.Join(repo, format.RestoreReportKey(rep1.RestoreID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sha256Hex(reportBytes); card1.Binding.RestoreReportSHA256 != want || card1.Binding.ManifestSHA256 == "" {
+		t.Errorf("binding %+v, want restore report SHA-256 %s", card1.Binding, want)
+	}
+	if card2.RestoreID == card1.RestoreID || card2.Binding.ManifestSHA256 != card1.Binding.ManifestSHA256 {
+		t.Errorf("two drills of one backup: restores %s and %s, manifests %s and %s", card1.RestoreID, card2.RestoreID, card1.Binding.ManifestSHA256, card2.Binding.ManifestSHA256)
+	}
+	if stored := readFile(t, filepath.Join(repo, format.ScorecardKey(rep1.DrillID))); stored != readFile(t, sc1) {
+		t.Errorf("the repository's scorecard is not --scorecard's:\n%s", stored)
+	}
+	if !strings.Contains(stderr1, "scorecard: "+sc1+" (signed by key sha256:") {
+		t.Errorf("stderr of drill 1 does not name the scorecard and its key:\n%s", stderr1)
+	}
+
+	// Tampered copies.
+	flipped := *env1
+	flipped.Payload = bytes.Replace(env1.Payload, []byte(`"records_restored":`), []byte(`"records_restored":9`), 1)
+	changedRTO := *env1
+	{
+		var m map[string]any
+		if err := json.Unmarshal(env1.Payload, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["figures"].(map[string]any)["rto"].(map[string]any)["seconds"] = 0.5
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changedRTO.Payload = b
+	}
+	swapped := *env1
+	swapped.Signatures = []format.ScorecardSignature{{KeyID: env1.Signatures[0].KeyID, Sig: env2.Signatures[0].Sig}}
+	unsigned := *env1
+	unsigned.Signatures = nil
+	// card1 moved onto drill 2's restore, unsigned: the binding still
+	// names restore 1's report bytes.
+	moved := *card1
+	moved.RestoreID = card2.RestoreID
+	moved.Binding.RestoreReportKey = card2.Binding.RestoreReportKey
+	movedEnv, err := format.NewScorecardEnvelope(&moved, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	movedFile := filepath.Join(dir, "moved.json")
+	if err := os.WriteFile(movedFile, movedEnv, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Another repository of the same application: drill 1's scorecard
+	// checked against it finds no restore there.
+	otherCfg := writeFile(t, "other.yaml", strings.Replace(readFile(t, cfg), "path: "+repo, "path: "+t.TempDir(), 1))
+	notJSON := filepath.Join(dir, "not-json.json")
+	if err := os.WriteFile(notJSON, []byte(readFile(t, sc1)[:40]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout (valid) or stderr (not)
+	}{
+		{"valid: signature and binding", []string{sc1, "--public-key-file", pub, "-c", cfg}, exitOK, "scorecard " + sc1 + " is valid"},
+		{"valid: seed key, signature only", []string{sc2, "--public-key-file", seedPub}, exitOK, "is valid"},
+		{"valid: any of two keys", []string{sc2, "--public-key-file", pub, "--public-key-file", seedPub, "-c", cfg}, exitOK, "is valid"},
+		{"valid: the repository's copy", []string{filepath.Join(repo, format.ScorecardKey(rep2.DrillID)), "--public-key-file", seedPub, "-c", cfg}, exitOK, "is valid"},
+		{"one byte of the payload changed", []string{writeEnvelope(t, dir, "flipped.json", &flipped), "--public-key-file", pub}, exitUsage, "signature: the signature does not verify"},
+		{"an RTO changed and re-encoded, not re-signed", []string{writeEnvelope(t, dir, "rto.json", &changedRTO), "--public-key-file", pub, "-c", cfg}, exitUsage, "signature: the signature does not verify"},
+		{"another scorecard's signature", []string{writeEnvelope(t, dir, "swapped.json", &swapped), "--public-key-file", pub}, exitUsage, "signature: the signature does not verify"},
+		{"signed by another key", []string{sc1, "--public-key-file", otherPub}, exitUsage, "no signature by the given public key: signed by " + env1.Signatures[0].KeyID},
+		{"unsigned, a key required", []string{writeEnvelope(t, dir, "unsigned.json", &unsigned), "--public-key-file", pub}, exitUsage, "signature: the scorecard is not signed"},
+		{"moved onto another restore", []string{movedFile, "-c", cfg}, exitUsage, "restore report: " + card2.Binding.RestoreReportKey + " has SHA-256 " + card2.Binding.RestoreReportSHA256 + ", the scorecard was bound to " + card1.Binding.RestoreReportSHA256},
+		{"another repository", []string{sc1, "-c", otherCfg}, exitUsage, "has no restore " + card1.RestoreID},
+		{"malformed", []string{notJSON, "--public-key-file", pub}, exitUsage, "envelope: not a scorecard envelope"},
+		{"no such file", []string{filepath.Join(dir, "absent.json"), "--public-key-file", pub}, exitUsage, "no such file or directory"},
+		{"a private key given as public", []string{sc1, "--public-key-file", priv}, exitUsage, `a PEM "PRIVATE KEY" block: want "PUBLIC KEY"`},
+		{"nothing to check", []string{sc1}, exitUsage, "nothing to check"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"drill", "verify-report"}, tc.args...)...)
+			out := stderr
+			if tc.code == exitOK {
+				out = stdout
+			}
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tc.code, tc.want, stdout, stderr)
+			}
+			if tc.code != exitOK && strings.Contains(stdout, "is valid") {
+				t.Errorf("a failed check printed valid:\n%s", stdout)
+			}
+		})
+	}
+
+	t.Run("no secret in any report", func(t *testing.T) {
+		pemKey := readFile(t, priv)
+		body := strings.Join(regexp.MustCompile(`(?m)^[A-Za-z0-9+/=]+$`).FindAllString(pemKey, -1), "")
+		der, err := base64.StdEncoding.DecodeString(body)
+		if err != nil || len(der) < ed25519.SeedSize {
+			t.Fatalf("the PEM key's body %q: %v", body, err)
+		}
+		seed := der[len(der)-ed25519.SeedSize:] // PKCS#8 Ed25519: the seed is the last 32 bytes
+		secrets := map[string][]byte{
+			"the PEM body": []byte(body), "the seed (key 1)": seed, "its base64": []byte(base64.StdEncoding.EncodeToString(seed)),
+			"the seed (key 2)": seedKey.Seed(), "its base64 (key 2)": []byte(base64.StdEncoding.EncodeToString(seedKey.Seed())),
+		}
+		outputs := map[string][]byte{"drill 1 stdout": []byte(stdout1), "drill 1 stderr": []byte(stderr1), "drill 2 stdout": []byte(stdout2),
+			"drill 2 stderr": []byte(stderr2), "scorecard 1": []byte(readFile(t, sc1)), "scorecard 2": []byte(readFile(t, sc2)),
+			"payload 1": env1.Payload, "payload 2": env2.Payload}
+		filepath.WalkDir(repo, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(path)
+				outputs[path] = b
+			}
+			return err
+		})
+		for on, o := range outputs {
+			for sn, s := range secrets {
+				if bytes.Contains(o, s) {
+					t.Errorf("%s holds %s of the private key", on, sn)
+				}
+			}
+		}
+		if len(outputs) < 10 {
+			t.Errorf("only %d outputs searched", len(outputs))
+		}
+	})
+
+	t.Run("history", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "drill", "history", "-c", cfg, "--json")
+		var res drillHistoryResult
+		if code != exitOK || json.Unmarshal([]byte(stdout), &res) != nil {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		if len(res.Drills) != 2 || res.Drills[0].DrillID != rep1.DrillID || res.Drills[1].DrillID != rep2.DrillID ||
+			res.Drills[0].RTOChange != nil || res.Drills[1].RTOChange == nil || res.Drills[1].RTOName != drill.FigureRTODataRestored ||
+			res.Drills[1].RPO == nil || res.Drills[1].Bytes != rep2.Volume.Bytes || res.Drills[1].Topics != rep2.Volume.Topics ||
+			res.Trend.Baseline != 1 || res.Trend.Median == nil || *res.Trend.Median != *res.Drills[0].RTO {
+			t.Errorf("history %+v", res)
+		}
+		code, stdout, stderr = runCLI(t, "drill", "history", "-c", cfg)
+		for _, re := range []string{
+			`(?m)^DRILL +STARTED +RESULT +STRATEGY +RTO +CHANGE +RPO +CHANGE +RECORDS +CHANGE +BYTES +TOPICS +PARTITIONS$`,
+			`(?m)^` + rep1.DrillID + ` .* passed +changelog +\d+\.\d{3}s \(data\) +- +\d+\.\d{3}s +- +\d+ +- `,
+			`(?m)^` + rep2.DrillID + ` .* passed +changelog +\d+\.\d{3}s \(data\) +[+-]\d+\.\d{3}s +\d+\.\d{3}s +[+-]\d+\.\d{3}s +\d+ +\+0 `,
+			`(?m)^RTO (GREW|steady): the latest drill's rto_data_restored is \d+\.\d{3}s, .* of 1 earlier drill \(threshold 20%\)$`,
+		} {
+			if !regexp.MustCompile(re).MatchString(stdout) {
+				t.Errorf("exit %d; stdout does not match %s:\n%s\nstderr:\n%s", code, re, stdout, stderr)
+			}
+		}
+	})
+}
+
+// writePKCS8 writes k as a PEM PRIVATE KEY file in dir, as openssl
+// genpkey does.
+func writePKCS8(t *testing.T, dir string, k ed25519.PrivateKey) string {
+	t.Helper()
+	p := filepath.Join(dir, fmt.Sprintf("key-%x.pem", k.Public().(ed25519.PublicKey)[:4]))
+	if err := os.WriteFile(p, pkcs8PEM(t, k), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pkcs8PEM is k as a PEM PRIVATE KEY block (PKCS#8).
+func pkcs8PEM(t *testing.T, k ed25519.PrivateKey) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
