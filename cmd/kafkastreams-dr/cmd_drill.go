@@ -125,6 +125,19 @@ A failed drill leaves out what it did not reach: rto_seconds, the three RTO figu
 rpo_seconds are null in --json and absent from the JUnit properties (as is an empty
 backup_id), never 0.
 
+EVIDENCE
+--scorecard FILE writes the drill's scorecard (passed or failed): its ids, the RTO figures and
+RPO with their definitions, the volume, the state checks and the phases, bound to its restore
+by the SHA-256 of restores/<restore-id>/report.json (the restore's plan as stored) and of the
+backup's manifest, in a DSSE envelope signed with Ed25519 when a key is given (--sign-key-file
+FILE, else $KDR_SIGN_KEY: PEM PKCS#8 as openssl genpkey -algorithm ed25519 writes it, or the
+base64 of a 32-byte seed). A drill that records its report also stores its scorecard as
+drills/<drill-id>/scorecard.json. It holds no secret: no key, no credential, no broker
+address. A key that cannot be read or parsed, and a --scorecard that is a directory or in a
+directory that does not exist, exit 2 before the drill starts. Check a scorecard with
+drill verify-report FILE --public-key-file PUB.pem -c FILE; see the trend of the recorded
+drills with drill history -c FILE (docs/OPERATIONS.md, "Drill evidence").
+
 EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed (the application
 exited by itself or was not caught up within --app-timeout included), 2 when the
 restore was refused (the target is not new), when the --backup-id backup does not exist

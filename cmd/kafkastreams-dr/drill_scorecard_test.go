@@ -5,10 +5,10 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io/fs"
 	"os"
@@ -312,4 +312,58 @@ func pkcs8PEM(t *testing.T, k ed25519.PrivateKey) []byte {
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// TestDrillSigningKeyRefusedFirst: a signing key that cannot be read or
+// is not an Ed25519 private key exits 2 before the drill starts (no
+// cluster is contacted: the config's brokers do not exist), naming the
+// flag or the variable and never the key's bytes; a --scorecard whose
+// directory does not exist too. $KDR_SIGN_KEY is read when
+// --sign-key-file is not given.
+func TestDrillSigningKeyRefusedFirst(t *testing.T) {
+	cfg := writeFile(t, "app.yaml", goodConfig)
+	dir := t.TempDir()
+	const secret = "c2VjcmV0LXNlY3JldC1zZWNyZXQ=" // base64 of 21 bytes: no seed
+	bad := filepath.Join(dir, "bad.pem")
+	if err := os.WriteFile(bad, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+		want string
+	}{
+		{"not a key", "", []string{"--sign-key-file", bad}, "--sign-key-file " + bad + ": not an Ed25519 signing key: neither a PEM PRIVATE KEY block nor the base64 of a 32-byte Ed25519 seed; make one with: openssl genpkey -algorithm ed25519"},
+		{"no such file", "", []string{"--sign-key-file", filepath.Join(dir, "absent.pem")}, "cannot read the signing key: no such file or directory"},
+		{"not a key in the environment", secret, nil, "$KDR_SIGN_KEY: not an Ed25519 signing key"},
+		{"the flag over the environment", secret, []string{"--sign-key-file", bad}, "--sign-key-file " + bad + ": not an Ed25519"},
+		{"a scorecard in a directory that does not exist", "", []string{"--scorecard", filepath.Join(dir, "no", "sc.json")}, "the directory " + filepath.Join(dir, "no") + " does not exist"},
+		{"a scorecard that is a directory", "", []string{"--scorecard", dir}, "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(signKeyEnv, tc.env)
+			code, stdout, stderr := runCLI(t, append([]string{"drill", "-c", cfg}, tc.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, want 2 with %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, stdout, stderr)
+			}
+			if strings.Contains(stdout+stderr, secret) || strings.Contains(stderr, "PHASE") {
+				t.Errorf("the key's bytes are printed, or the drill ran:\n%s%s", stdout, stderr)
+			}
+		})
+	}
+
+	t.Run("the environment's key", func(t *testing.T) {
+		k := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+		t.Setenv(signKeyEnv, string(pkcs8PEM(t, k)))
+		o := &drillOptions{}
+		if err := o.completeScorecard(); err != nil || !o.signKey.Equal(k) {
+			t.Errorf("completeScorecard: %v, key %v", err, o.signKey != nil)
+		}
+		t.Setenv(signKeyEnv, "")
+		o = &drillOptions{}
+		if err := o.completeScorecard(); err != nil || o.signKey != nil {
+			t.Errorf("no key: %v, key %v", err, o.signKey != nil)
+		}
+	})
 }
