@@ -228,6 +228,40 @@ storage:
 		})
 	}
 
+	// An independent verifier, as docs/OPERATIONS.md shows auditors:
+	// openssl over the PAE built from the envelope's JSON (not through
+	// package format), on the scorecard and on a tampered copy.
+	t.Run("openssl verifies the signature too", func(t *testing.T) {
+		for _, tc := range []struct {
+			file string
+			ok   bool
+		}{{sc1, true}, {filepath.Join(dir, "rto.json"), false}} {
+			var raw struct {
+				PayloadType string `json:"payloadType"`
+				Payload     string `json:"payload"`
+				Signatures  []struct {
+					Sig string `json:"sig"`
+				} `json:"signatures"`
+			}
+			if err := json.Unmarshal([]byte(readFile(t, tc.file)), &raw); err != nil || len(raw.Signatures) != 1 {
+				t.Fatalf("%s: %v", tc.file, err)
+			}
+			body, err1 := base64.StdEncoding.DecodeString(raw.Payload)
+			sig, err2 := base64.StdEncoding.DecodeString(raw.Signatures[0].Sig)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			pae := filepath.Join(t.TempDir(), "pae.bin")
+			sigFile := filepath.Join(filepath.Dir(pae), "sig.bin")
+			os.WriteFile(pae, fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(raw.PayloadType), raw.PayloadType, len(body), body), 0o600)
+			os.WriteFile(sigFile, sig, 0o600)
+			out, err := exec.Command("openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pub, "-rawin", "-in", pae, "-sigfile", sigFile).CombinedOutput()
+			if (err == nil) != tc.ok {
+				t.Errorf("openssl pkeyutl -verify of %s: %v, want ok %v\n%s", tc.file, err, tc.ok, out)
+			}
+		}
+	})
+
 	t.Run("no secret in any report", func(t *testing.T) {
 		pemKey := readFile(t, priv)
 		body := strings.Join(regexp.MustCompile(`(?m)^[A-Za-z0-9+/=]+$`).FindAllString(pemKey, -1), "")
