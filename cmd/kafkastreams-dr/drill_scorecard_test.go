@@ -17,11 +17,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // openssl runs openssl with args and fails the test when it fails: the
@@ -186,6 +189,7 @@ storage:
 	// Another repository of the same application: drill 1's scorecard
 	// checked against it finds no restore there.
 	otherCfg := writeFile(t, "other.yaml", strings.Replace(readFile(t, cfg), "path: "+repo, "path: "+t.TempDir(), 1))
+	otherApp := writeFile(t, "other-app.yaml", strings.Replace(readFile(t, cfg), "application_id: order-processor", "application_id: other-app", 1))
 	notJSON := filepath.Join(dir, "not-json.json")
 	if err := os.WriteFile(notJSON, []byte(readFile(t, sc1)[:40]), 0o600); err != nil {
 		t.Fatal(err)
@@ -208,6 +212,7 @@ storage:
 		{"unsigned, a key required", []string{writeEnvelope(t, dir, "unsigned.json", &unsigned), "--public-key-file", pub}, exitUsage, "signature: the scorecard is not signed"},
 		{"moved onto another restore", []string{movedFile, "-c", cfg}, exitUsage, "restore report: " + card2.Binding.RestoreReportKey + " has SHA-256 " + card2.Binding.RestoreReportSHA256 + ", the scorecard was bound to " + card1.Binding.RestoreReportSHA256},
 		{"another repository", []string{sc1, "-c", otherCfg}, exitUsage, "has no restore " + card1.RestoreID},
+		{"another application's config", []string{sc1, "-c", otherApp}, exitUsage, `application: the scorecard is of application "order-processor", ` + otherApp + ` is of "other-app"`},
 		{"malformed", []string{notJSON, "--public-key-file", pub}, exitUsage, "envelope: not a scorecard envelope"},
 		{"no such file", []string{filepath.Join(dir, "absent.json"), "--public-key-file", pub}, exitUsage, "no such file or directory"},
 		{"a private key given as public", []string{sc1, "--public-key-file", priv}, exitUsage, `a PEM "PRIVATE KEY" block: want "PUBLIC KEY"`},
@@ -400,4 +405,47 @@ func TestDrillSigningKeyRefusedFirst(t *testing.T) {
 			t.Errorf("no key: %v, key %v", err, o.signKey != nil)
 		}
 	})
+}
+
+// TestDrillHistoryFlagsGrowth: three recorded drills whose RTO grew 50%
+// over the median of the two before: the table says RTO GREW, --json sets
+// trend.grew, --fail-on-growth exits 1, and a higher threshold holds it.
+func TestDrillHistoryFlagsGrowth(t *testing.T) {
+	repo := t.TempDir()
+	store, err := storage.NewFilesystem(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for i, rto := range []float64{10, 12, 16.5} {
+		r := &format.DrillReport{DrillID: format.NewBackupID(at.Add(time.Duration(i)*time.Hour), [4]byte{byte(i)}), ApplicationID: "order-processor",
+			Strategy: format.StrategyChangelog, StartedAt: at.Add(time.Duration(i) * time.Hour), OK: true, RTODataRestored: &rto, RTOAppCaughtUp: &rto}
+		if err := repository.SaveDrillReport(t.Context(), store, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := writeFile(t, "app.yaml", strings.Replace(goodConfig, "path: /tmp/backups", "path: "+repo, 1))
+	if !strings.Contains(readFile(t, cfg), repo) {
+		t.Fatalf("the config does not name the repository:\n%s", readFile(t, cfg))
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"grew", nil, exitOK, "RTO GREW: the latest drill's rto_app_caught_up is 16.500s, 50% above the median 11.000s of 2 earlier drills (threshold 20%)"},
+		{"the change against the previous drill", nil, exitOK, "16.500s (caught up)  +4.500s"},
+		{"--fail-on-growth", []string{"--fail-on-growth"}, exitError, "the latest drill's RTO grew 50% over the median of the earlier drills' (more than 20%)"},
+		{"a higher threshold", []string{"--rto-growth-threshold", "60", "--fail-on-growth"}, exitOK, "RTO steady: the latest drill's rto_app_caught_up is 16.500s, +50% against the median 11.000s of 2 earlier drills (threshold 60%)"},
+		{"--json", []string{"--json"}, exitOK, `"grew": true`},
+		{"a negative threshold", []string{"--rto-growth-threshold", "-1"}, exitUsage, "want a percentage of 0 or more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"drill", "history", "-c", cfg}, tc.args...)...)
+			if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+				t.Errorf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tc.code, tc.want, stdout, stderr)
+			}
+		})
+	}
 }
