@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPAE is DSSE's own example (protocol.md, "Signature definition"):
@@ -177,5 +179,62 @@ func TestScorecardEnvelope(t *testing.T) {
 				t.Errorf("err %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// goldenScorecard is a scorecard with every field set.
+func goldenScorecard() *Scorecard {
+	at := time.Date(2026, 12, 2, 7, 8, 7, 48_000_000, time.UTC)
+	s := func(f float64) *float64 { return &f }
+	return &Scorecard{
+		ScorecardVersion: ScorecardVersion, Tool: "kafkastreams-dr", ToolVersion: "v1.0.0",
+		DrillID: "20261202T070807.048Z-b91c92b0", ApplicationID: "order-processor", BackupID: "20261202T070807.052Z-40070c03",
+		RestoreID: "20261202T070807.173Z-8acd95d8", Strategy: StrategyChangelog,
+		StartedAt: at, LostAt: at.Add(500 * time.Millisecond), CutAt: at.Add(100 * time.Millisecond), FinishedAt: at.Add(2 * time.Second), OK: true,
+		Figures: ScorecardFigures{
+			RTO:             ScorecardFigure{Name: "rto", Seconds: s(1.156), Definition: "from the start of the drill to the restored records verified"},
+			RTODataRestored: ScorecardFigure{Name: "rto_data_restored", Seconds: s(0.625), Definition: "from lost_at to the restored records verified"},
+			RTOAppRunning:   ScorecardFigure{Name: "rto_app_running", Definition: "from lost_at to the application running"},
+			RTOAppCaughtUp:  ScorecardFigure{Name: "rto_app_caught_up", Definition: "from lost_at to the application caught up"},
+			RPO:             ScorecardFigure{Name: "rpo", Seconds: s(0.4), Definition: "lost_at - cut_at"},
+		},
+		Volume: ScorecardVolume{Topics: 8, Partitions: 15, Records: 105, Bytes: 3087, RecordsRestored: 105, RecordsVerified: 105},
+		States: []ScorecardState{{Store: "customers", Topic: "customers", Result: StateDigestEqual, Equal: true}},
+		Phases: []ScorecardPhase{{Name: "restore", Status: "passed", DurationSeconds: 0.544}},
+		Binding: ScorecardBinding{
+			RestoreReportKey: RestoreReportKey("20261202T070807.173Z-8acd95d8"), RestoreReportSHA256: strings.Repeat("6f", 32),
+			ManifestKey: ManifestKey("20261202T070807.052Z-40070c03"), ManifestSHA256: strings.Repeat("0c", 32),
+		},
+	}
+}
+
+// TestScorecardGolden pins a signed scorecard's envelope byte for byte
+// (Ed25519 is deterministic: a fixed seed signs the same bytes alike), so
+// that the payload's encoding, the PAE and the key id never change
+// unnoticed; -update rewrites it.
+func TestScorecardGolden(t *testing.T) {
+	k := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0x5c}, ed25519.SeedSize))
+	b, err := NewScorecardEnvelope(goldenScorecard(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, '\n')
+	path := filepath.Join("testdata", "scorecard-v1.golden.json")
+	if *update {
+		os.WriteFile(path, b, 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatalf("the scorecard's envelope changed (docs/FORMAT.md is the contract):\n%s", b)
+	}
+	env, sc, err := DecodeScorecardEnvelope(want)
+	if err != nil || !reflect.DeepEqual(sc, goldenScorecard()) {
+		t.Fatalf("decoded %+v, %v", sc, err)
+	}
+	if _, err := env.Verify([]ed25519.PublicKey{k.Public().(ed25519.PublicKey)}); err != nil {
+		t.Fatal(err)
 	}
 }
