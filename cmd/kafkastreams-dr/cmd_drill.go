@@ -93,7 +93,7 @@ With --app-command COMMAND (or drill.app.command) the drill starts the applicati
 the drill target once the restore is verified, and watches its group there (phases
 app-running and app-caught-up). COMMAND is run by /bin/sh -c in a process group of its
 own, with KAFKASTREAMS_DR_BOOTSTRAP_SERVERS (the target's host:port,...) and
-KAFKASTREAMS_DR_APPLICATION_ID in its environment; start it with exec, and with an empty
+KAFKASTREAMS_DR_APPLICATION_ID in its environment (and not $KDR_SIGN_KEY); start it with exec, and with an empty
 state directory (see state wipe). The drill stops it at the end, passed, failed or
 interrupted: SIGTERM to its process group, then SIGKILL after drill.app.stop_grace (30s);
 a process that leaves the group (setsid) is not stopped. Before writing anything the
@@ -346,7 +346,7 @@ func drillApp(o *drillOptions, c config.DrillApp, bootstrap []string) *drill.App
 	if strings.TrimSpace(command) == "" {
 		return nil
 	}
-	a := &drill.App{Command: command, BootstrapServers: bootstrap, Timeout: c.Timeout, StopGrace: c.StopGrace}
+	a := &drill.App{Command: command, BootstrapServers: bootstrap, Timeout: c.Timeout, StopGrace: c.StopGrace, OmitEnv: []string{signKeyEnv}}
 	if o.AppTimeout > 0 {
 		a.Timeout = o.AppTimeout
 	}

@@ -449,3 +449,35 @@ func TestDrillHistoryFlagsGrowth(t *testing.T) {
 		})
 	}
 }
+
+// TestDrillAppDoesNotGetTheSigningKey is a regression test: the
+// application command inherited the drill's environment, $KDR_SIGN_KEY
+// (the private key) included, so an application that logs its
+// environment (or a shell with set -x) published the key. It gets the
+// drill's variables and its own, not the key.
+func TestDrillAppDoesNotGetTheSigningKey(t *testing.T) {
+	k := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
+	seed := base64.StdEncoding.EncodeToString(k.Seed())
+	t.Setenv(signKeyEnv, seed)
+	cfg, _ := drillAppRepo(t, "")
+	target := testkit.StartKfake(t, 1)
+	envFile := filepath.Join(t.TempDir(), "env")
+	sc := filepath.Join(t.TempDir(), "scorecard.json")
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "-c", cfg, "--backup-id", "latest",
+		"--target-bootstrap-servers", target.Bootstrap(), "--app-command", "env > "+envFile+"; exit 3", "--scorecard", sc)
+	if code != exitError || !strings.Contains(stderr, "drill FAILED in phase app-running") {
+		t.Fatalf("exit %d, want 1 (the command exits at once)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	env := readFile(t, envFile)
+	if !strings.Contains(env, drill.EnvBootstrapServers+"=") {
+		t.Fatalf("the command's environment lacks %s:\n%s", drill.EnvBootstrapServers, env)
+	}
+	if strings.Contains(env, signKeyEnv) || strings.Contains(env, seed) {
+		t.Errorf("the application command got the signing key ($%s)", signKeyEnv)
+	}
+	// The failed drill's scorecard is signed with that key all the same.
+	envl, card := envelopeOf(t, sc)
+	if _, err := envl.Verify([]ed25519.PublicKey{k.Public().(ed25519.PublicKey)}); err != nil || card.OK {
+		t.Errorf("the failed drill's scorecard: %v, ok %v", err, card.OK)
+	}
+}
