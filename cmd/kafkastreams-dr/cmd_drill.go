@@ -93,8 +93,8 @@ With --app-command COMMAND (or drill.app.command) the drill starts the applicati
 the drill target once the restore is verified, and watches its group there (phases
 app-running and app-caught-up). COMMAND is run by /bin/sh -c in a process group of its
 own, with KAFKASTREAMS_DR_BOOTSTRAP_SERVERS (the target's host:port,...) and
-KAFKASTREAMS_DR_APPLICATION_ID in its environment (and not $KDR_SIGN_KEY); start it with exec, and with an empty
-state directory (see state wipe). The drill stops it at the end, passed, failed or
+KAFKASTREAMS_DR_APPLICATION_ID in its environment (and without $KDR_SIGN_KEY); start it
+with exec, and with an empty state directory (see state wipe). The drill stops it at the end, passed, failed or
 interrupted: SIGTERM to its process group, then SIGKILL after drill.app.stop_grace (30s);
 a process that leaves the group (setsid) is not stopped. Before writing anything the
 drill checks that the first word of a plain command (after exec) is a program on PATH or
