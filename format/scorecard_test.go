@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// TestPAE is DSSE's own example (protocol.md, "Signature definition"):
+// TestPAE is DSSE's own worked example (protocol.md, github.com/secure-systems-lab/dsse):
 // PAE("http://example.com/HelloWorld", "hello world").
 func TestPAE(t *testing.T) {
 	got := PAE("http://example.com/HelloWorld", []byte("hello world"))
