@@ -41,3 +41,11 @@ func SaveScorecard(ctx context.Context, store storage.Backend, drillID string, e
 	}
 	return nil
 }
+
+// LoadScorecard returns the bytes of the scorecard of the drill drillID
+// (format.ScorecardKey) as stored. A storage error is returned as "read
+// <key>: ..." (storage.ErrNotFound and storage.ErrTransient stay
+// testable).
+func LoadScorecard(ctx context.Context, store storage.Backend, drillID string) ([]byte, error) {
+	return readWhole(ctx, store, format.ScorecardKey(drillID))
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/config"
 	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
@@ -19,13 +20,16 @@ import (
 // drillVerifyReportOptions are the flags of `drill verify-report`.
 type drillVerifyReportOptions struct {
 	File           string   // the scorecard
+	DrillID        string   // --drill-id: the repository's drills/<drill-id>/scorecard.json instead of File
 	PublicKeyFiles []string // --public-key-file, repeatable
 	ConfigFile     string   // -c: check the binding against this repository
 	JSON           bool
+
+	cfg *config.Config // -c, loaded
 }
 
-const drillVerifyReportLong = `Check a drill's scorecard (drill --scorecard FILE, or drills/<drill-id>/scorecard.json in
-the repository): that FILE is a scorecard envelope (DSSE: payloadType, payload, signatures)
+const drillVerifyReportLong = `Check a drill's scorecard (drill --scorecard FILE; or, with --drill-id ID -c FILE, the one
+the drill stored in the repository, drills/<drill-id>/scorecard.json): that it is a scorecard envelope (DSSE: payloadType, payload, signatures)
 whose payload decodes; with --public-key-file, that it is signed and that a signature by
 that key (PEM SPKI: openssl pkey -in key.pem -pubout) verifies over the payload's exact
 bytes; with -c, that the restore it names is in that repository and its report
@@ -51,14 +55,28 @@ CONFIG KEYS USED (with -c)
 func newDrillVerifyReportCmd(s *iostreams, runF func(context.Context, *drillVerifyReportOptions, *iostreams) error) *cobra.Command {
 	o := &drillVerifyReportOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify-report FILE [--public-key-file F] [-c FILE]",
+		Use:   "verify-report {FILE | --drill-id ID -c FILE} [--public-key-file F] [-c FILE]",
 		Short: "Check a drill scorecard's signature and its binding to the restore",
 		Long:  drillVerifyReportLong,
 		Example: `  kafkastreams-dr drill verify-report drill-scorecard.json --public-key-file drill-signing.pub.pem -c order-processor.yaml
-  kafkastreams-dr drill verify-report drill-scorecard.json -c order-processor.yaml   # binding only (unsigned)`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+  kafkastreams-dr drill verify-report drill-scorecard.json -c order-processor.yaml   # binding only (unsigned)
+  kafkastreams-dr drill verify-report --drill-id 20261202T070807.048Z-b91c92b0 -c order-processor.yaml --public-key-file drill-signing.pub.pem`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.File = args[0]
+			switch {
+			case len(args) == 1 && o.DrillID != "":
+				return &usageError{errors.New("give the scorecard FILE or --drill-id ID, not both")}
+			case len(args) == 1:
+				o.File = args[0]
+			case o.DrillID == "":
+				return &usageError{errors.New("no scorecard: give its FILE (drill --scorecard FILE), or --drill-id ID -c FILE for the one in the repository")}
+			case o.ConfigFile == "":
+				return &usageError{fmt.Errorf("--drill-id %s reads drills/%s/scorecard.json in the repository: give -c FILE", o.DrillID, o.DrillID)}
+			case !format.ValidBackupID(o.DrillID):
+				return &usageError{fmt.Errorf("--drill-id %q is not a drill id (the form of a backup id; drill history -c FILE lists them)", o.DrillID)}
+			default:
+				o.File = format.ScorecardKey(o.DrillID)
+			}
 			if len(o.PublicKeyFiles) == 0 && o.ConfigFile == "" {
 				return &usageError{errors.New("nothing to check: give --public-key-file F (the signature), -c FILE (the binding to the restore in that repository), or both")}
 			}
@@ -71,6 +89,7 @@ func newDrillVerifyReportCmd(s *iostreams, runF func(context.Context, *drillVeri
 	f := cmd.Flags()
 	f.StringArrayVar(&o.PublicKeyFiles, "public-key-file", nil, "require a valid signature by the Ed25519 public key in `FILE` (PEM PUBLIC KEY); repeat for several keys, any one suffices")
 	f.StringVarP(&o.ConfigFile, "config", "c", "", "check the binding against the repository of config `FILE` (storage.*)")
+	f.StringVar(&o.DrillID, "drill-id", "", "check the scorecard the drill `ID` stored in the repository (drills/<drill-id>/scorecard.json; needs -c)")
 	f.BoolVar(&o.JSON, "json", false, "print the checks and the scorecard as JSON")
 	return cmd
 }
@@ -103,8 +122,29 @@ func runDrillVerifyReport(ctx context.Context, o *drillVerifyReportOptions, s *i
 		}
 		keys = append(keys, k)
 	}
-	b, err := os.ReadFile(o.File)
-	if err != nil {
+	var store storage.Backend
+	if o.ConfigFile != "" {
+		cfg, err := loadRepositoryConfig(o.ConfigFile, s)
+		if err != nil {
+			return err
+		}
+		if store, err = openExistingStorage(ctx, cfg.Storage, "drill verify-report"); err != nil {
+			return storageError(err)
+		}
+		o.cfg = cfg
+	}
+	var b []byte
+	var err error
+	if o.DrillID != "" {
+		b, err = repository.LoadScorecard(ctx, store, o.DrillID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return withCode(exitUsage, fmt.Errorf("%s has no scorecard of drill %s (no %s)", store.Location(), o.DrillID, o.File),
+				"see the recorded drills with kafkastreams-dr drill history -c "+quoteArgs([]string{o.ConfigFile})[0]+" (drills before issue 15 have none)")
+		}
+		if err != nil {
+			return repositoryError(err, store.Location())
+		}
+	} else if b, err = os.ReadFile(o.File); err != nil {
 		return withCode(exitUsage, fmt.Errorf("verify-report %s: %w", o.File, errors.Unwrap(err)), "name the scorecard a drill wrote (drill --scorecard FILE)")
 	}
 	res := &verifyReportResult{File: o.File}
@@ -118,8 +158,8 @@ func runDrillVerifyReport(ctx context.Context, o *drillVerifyReportOptions, s *i
 	if len(keys) > 0 {
 		res.Checks = append(res.Checks, signatureCheck(env, keys))
 	}
-	if o.ConfigFile != "" {
-		checks, err := bindingChecks(ctx, o.ConfigFile, sc, s)
+	if store != nil {
+		checks, err := bindingChecks(ctx, o.cfg, store, sc)
 		if err != nil {
 			return err
 		}
@@ -161,21 +201,13 @@ func signatureCheck(env *format.ScorecardEnvelope, keys []ed25519.PublicKey) sco
 	return c
 }
 
-// bindingChecks compare the scorecard's binding with the repository of
-// config file: the restore report's and the manifest's SHA-256. An error
-// is for a config or a repository that cannot be read.
-func bindingChecks(ctx context.Context, file string, sc *format.Scorecard, s *iostreams) ([]scorecardCheck, error) {
-	cfg, err := loadRepositoryConfig(file, s)
-	if err != nil {
-		return nil, err
-	}
+// bindingChecks compare the scorecard's binding with store, the
+// repository of cfg: the restore report's and the manifest's SHA-256. An
+// error is for a repository that cannot be read.
+func bindingChecks(ctx context.Context, cfg *config.Config, store storage.Backend, sc *format.Scorecard) ([]scorecardCheck, error) {
 	var checks []scorecardCheck
 	if cfg.ApplicationID != "" && sc.ApplicationID != cfg.ApplicationID {
 		return append(checks, scorecardCheck{Name: "application", Detail: fmt.Sprintf("the scorecard is of application %q, %s is of %q", sc.ApplicationID, cfg.File(), cfg.ApplicationID)}), nil
-	}
-	store, err := openExistingStorage(ctx, cfg.Storage, "drill verify-report")
-	if err != nil {
-		return nil, storageError(err)
 	}
 	b := sc.Binding
 	if b.RestoreReportKey == "" || b.RestoreReportSHA256 == "" {
