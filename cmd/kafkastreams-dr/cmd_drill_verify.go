@@ -29,8 +29,8 @@ type drillVerifyReportOptions struct {
 }
 
 const drillVerifyReportLong = `Check a drill's scorecard (drill --scorecard FILE; or, with --drill-id ID -c FILE, the one
-the drill stored in the repository, drills/<drill-id>/scorecard.json): that it is a scorecard envelope (DSSE: payloadType, payload, signatures)
-whose payload decodes; with --public-key-file, that it is signed and that a signature by
+the drill stored in the repository, drills/<drill-id>/scorecard.json): that it is a
+scorecard envelope (DSSE: payloadType, payload, signatures) whose payload decodes; with --public-key-file, that it is signed and that a signature by
 that key (PEM SPKI: openssl pkey -in key.pem -pubout) verifies over the payload's exact
 bytes; with -c, that the restore it names is in that repository and its report
 (restores/<restore-id>/report.json, which holds the restore's plan) and the backup's
