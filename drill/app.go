@@ -62,7 +62,7 @@ const (
 // keep state in the old offset numbering; see `state wipe`).
 type App struct {
 	// Command is a shell command, run as /bin/sh -c Command in a process
-	// group of its own, with the drill's environment plus
+	// group of its own, with the drill's environment (less OmitEnv) plus
 	// KAFKASTREAMS_DR_BOOTSTRAP_SERVERS and KAFKASTREAMS_DR_APPLICATION_ID
 	// (EnvBootstrapServers, EnvApplicationID). Start it with exec (exec
 	// java -jar app.jar ...) so that the JVM is the process the drill
@@ -82,6 +82,10 @@ type App struct {
 	// Output, when set, gets the application's stdout and stderr as they
 	// come. They are also logged at debug level, line by line.
 	Output io.Writer
+	// OmitEnv names variables of the drill's environment the command does
+	// not get: the drill's own secrets (the scorecard's signing key,
+	// KDR_SIGN_KEY), which the application has no use for and might log.
+	OmitEnv []string
 }
 
 // AppReport is what the drill saw of the application it started.
@@ -134,10 +138,22 @@ type appProcess struct {
 	done    sync.WaitGroup // the output copier
 }
 
+// omitEnv is env ("NAME=value" entries) without the variables names.
+func omitEnv(env, names []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // startApp starts a's command for applicationID.
 func startApp(a *App, applicationID string, logger *slog.Logger) (*appProcess, error) {
 	cmd := exec.Command("/bin/sh", "-c", a.Command)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(omitEnv(os.Environ(), a.OmitEnv),
 		EnvBootstrapServers+"="+strings.Join(a.BootstrapServers, ","),
 		EnvApplicationID+"="+applicationID)
 	// Its own process group, so that the drill stops the shell and what it

@@ -172,6 +172,8 @@ func (d *drill) record(ctx context.Context) {
 	fr.RTODataRestored = seconds(d.rep.RTODataRestoredReached(), d.rep.RTODataRestored)
 	fr.RTOAppRunning = seconds(d.rep.RTOAppRunningReached(), d.rep.RTOAppRunning)
 	fr.RTOAppCaughtUp = seconds(d.rep.RTOAppCaughtUpReached(), d.rep.RTOAppCaughtUp)
+	fr.RPO = seconds(d.rep.RPOKnown(), d.rep.RPO)
+	fr.Topics, fr.Partitions, fr.Bytes = d.rep.Volume.Topics, d.rep.Volume.Partitions, d.rep.Volume.Bytes
 	if d.rep.App != nil {
 		fr.GroupType = d.rep.App.GroupType
 	}

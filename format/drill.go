@@ -47,4 +47,13 @@ type DrillReport struct {
 	// start the application. A streams group (KIP-1071) was measured to
 	// take seconds longer to its first stable assignment.
 	GroupType string `json:"group_type,omitempty"`
+	// RPO is LostAt - the backup's cut_at, in seconds (never below 0);
+	// null in reports written before it was recorded.
+	RPO *float64 `json:"rpo_seconds"`
+	// Topics, Partitions and Bytes are the backup's topics, partitions
+	// and stored segment bytes (the whole chain); 0 in reports written
+	// before they were recorded.
+	Topics     int   `json:"topics,omitempty"`
+	Partitions int   `json:"partitions,omitempty"`
+	Bytes      int64 `json:"bytes,omitempty"`
 }

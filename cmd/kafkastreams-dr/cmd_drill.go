@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,9 @@ type drillOptions struct {
 	Out               string        // repository directory of --embedded; "" for a new temporary directory
 	AppCommand        string        // --app-command; "" falls back to drill.app.command
 	AppTimeout        time.Duration // --app-timeout; 0 falls back to drill.app.timeout
+	Scorecard         string        // --scorecard FILE (cmd_drill_scorecard.go)
+	SignKeyFile       string        // --sign-key-file FILE; "" falls back to $KDR_SIGN_KEY
+	signKey           ed25519.PrivateKey
 
 	Logger *slog.Logger
 	global *globalOptions // --metrics-addr, --push-gateway, --push-job
@@ -109,8 +113,8 @@ With --app-command COMMAND (or drill.app.command) the drill starts the applicati
 the drill target once the restore is verified, and watches its group there (phases
 app-running and app-caught-up). COMMAND is run by /bin/sh -c in a process group of its
 own, with KAFKASTREAMS_DR_BOOTSTRAP_SERVERS (the target's host:port,...) and
-KAFKASTREAMS_DR_APPLICATION_ID in its environment; start it with exec, and with an empty
-state directory (see state wipe). The drill stops it at the end, passed, failed or
+KAFKASTREAMS_DR_APPLICATION_ID in its environment (and without $KDR_SIGN_KEY); start it
+with exec, and with an empty state directory (see state wipe). The drill stops it at the end, passed, failed or
 interrupted: SIGTERM to its process group, then SIGKILL after drill.app.stop_grace (30s);
 a process that leaves the group (setsid) is not stopped. Before writing anything the
 drill checks that the first word of a plain command (after exec) is a program on PATH or
@@ -140,6 +144,19 @@ from which estimate projects the recovery time of each strategy.
 A failed drill leaves out what it did not reach: rto_seconds, the three RTO figures and
 rpo_seconds are null in --json and absent from the JUnit properties (as is an empty
 backup_id), never 0.
+
+EVIDENCE
+--scorecard FILE writes the drill's scorecard (passed or failed): its ids, the RTO figures and
+RPO with their definitions, the volume, the state checks and the phases, bound to its restore
+by the SHA-256 of restores/<restore-id>/report.json (the restore's plan as stored) and of the
+backup's manifest, in a DSSE envelope signed with Ed25519 when a key is given (--sign-key-file
+FILE, else $KDR_SIGN_KEY: PEM PKCS#8 as openssl genpkey -algorithm ed25519 writes it, or the
+base64 of a 32-byte seed). A drill that records its report also stores its scorecard as
+drills/<drill-id>/scorecard.json. It holds no secret: no key, no credential, no broker
+address. A key that cannot be read or parsed, and a --scorecard that is a directory or in a
+directory that does not exist, exit 2 before the drill starts. Check a scorecard with
+drill verify-report FILE --public-key-file PUB.pem -c FILE; see the trend of the recorded
+drills with drill history -c FILE (docs/OPERATIONS.md, "Drill evidence").
 
 EXIT STATUS of a drill: 0 when every phase passed, 1 when a phase failed (the application
 exited by itself or was not caught up within --app-timeout included), 2 when the
@@ -218,6 +235,8 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.StringVar(&o.Out, "out", "", "with --embedded: the repository `DIR`, empty or absent (default: a new temporary directory)")
 	f.StringVar(&o.AppCommand, "app-command", "", "start the application with the shell `COMMAND` on the drill target after the restore and measure the RTO to it caught up (default: drill.app.command)")
 	durationFlag(f, &o.AppTimeout, "app-timeout", 0, "", "bound the wait for the application caught up to `DURATION` from its start (default: drill.app.timeout, 10m)")
+	f.StringVar(&o.Scorecard, "scorecard", "", scorecardUsage)
+	f.StringVar(&o.SignKeyFile, "sign-key-file", "", signKeyUsage)
 	return cmd
 }
 
@@ -263,7 +282,7 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 	if o.Report != "" && (strings.HasSuffix(o.Report, "/") || o.Report == "-") {
 		return &usageError{fmt.Errorf("--report %q: want a file name, e.g. --report drill-report.html", o.Report)}
 	}
-	return nil
+	return o.completeScorecard()
 }
 
 func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
@@ -339,7 +358,7 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 		}
 		return drillRunError(err, o, rep, s, header)
 	}
-	return finishDrill(s, o, rep, header, cfg.File())
+	return scorecardAfter(ctx, s, o, store, rep, finishDrill(s, o, rep, header, cfg.File()))
 }
 
 // drillApp is the application the drill starts: --app-command over
@@ -353,7 +372,7 @@ func drillApp(o *drillOptions, c config.DrillApp, bootstrap []string) *drill.App
 	if strings.TrimSpace(command) == "" {
 		return nil
 	}
-	a := &drill.App{Command: command, BootstrapServers: bootstrap, Timeout: c.Timeout, StopGrace: c.StopGrace}
+	a := &drill.App{Command: command, BootstrapServers: bootstrap, Timeout: c.Timeout, StopGrace: c.StopGrace, OmitEnv: []string{signKeyEnv}}
 	if o.AppTimeout > 0 {
 		a.Timeout = o.AppTimeout
 	}
@@ -509,7 +528,7 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 	}
 
 	story := embeddedDrillStory(rep, sourceSeeds, targetSeeds, out)
-	if err := finishDrill(s, o, rep, story, ""); err != nil {
+	if err := scorecardAfter(ctx, s, o, store, rep, finishDrill(s, o, rep, story, "")); err != nil {
 		return err
 	}
 	if !o.JSON {

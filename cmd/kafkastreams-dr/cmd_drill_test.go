@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -28,7 +29,9 @@ func TestDrillEmbedded(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "kdr-quickstart")
 	junit := filepath.Join(dir, "drill-junit.xml")
-	code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "--embedded", "--out", dir, "--junit", junit, "--json")
+	priv, pub := signingKey(t, t.TempDir(), "drill-signing") // openssl genpkey -algorithm ed25519
+	scorecard := filepath.Join(t.TempDir(), "scorecard.json")
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "drill", "--embedded", "--out", dir, "--junit", junit, "--json", "--scorecard", scorecard, "--sign-key-file", priv)
 	if code != exitOK {
 		t.Fatalf("drill --embedded: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -61,6 +64,18 @@ func TestDrillEmbedded(t *testing.T) {
 	}
 	if props["state.order-totals-store"] != "equal" || props["state.customers"] != "equal" || len(rep.States) != 2 {
 		t.Errorf("state of the stores: JUnit %v, --json %+v; want order-totals-store and customers equal", props, rep.States)
+	}
+
+	// The signed scorecard verifies; a tampered copy does not (issue 15).
+	if code, out, errOut := runCLI(t, "drill", "verify-report", scorecard, "--public-key-file", pub); code != exitOK || !strings.Contains(out, "is valid") {
+		t.Errorf("verify-report of the drill's scorecard: exit %d\n%s%s", code, out, errOut)
+	}
+	tampered := filepath.Join(t.TempDir(), "tampered.json")
+	env, _ := envelopeOf(t, scorecard)
+	env.Payload = bytes.Replace(env.Payload, []byte(`"ok":true`), []byte(`"ok":false`), 1)
+	writeEnvelope(t, filepath.Dir(tampered), filepath.Base(tampered), env)
+	if code, out, errOut := runCLI(t, "drill", "verify-report", tampered, "--public-key-file", pub); code != exitUsage || !strings.Contains(errOut, "the signature does not verify") {
+		t.Errorf("verify-report of a tampered scorecard: exit %d, want 2\n%s%s", code, out, errOut)
 	}
 
 	// The readable report, into a new temporary directory.

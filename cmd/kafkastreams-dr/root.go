@@ -236,7 +236,7 @@ func newRootCmd(s *iostreams) (*cobra.Command, *globalOptions) {
 	root.AddCommand(
 		newBackupCmd(g, s, nil),
 		newRestoreCmd(g, s, nil),
-		newDrillCmd(g, s, nil),
+		withDrillSubcommands(newDrillCmd(g, s, nil), s),
 		newVerifyCmd(g, s, nil),
 		newListCmd(g, s, nil),
 		newDescribeCmd(g, s, nil),
