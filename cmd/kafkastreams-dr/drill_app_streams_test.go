@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -94,9 +95,14 @@ storage:
 				"--target-bootstrap-servers", dst.Bootstrap(), "--app-command", app, "--app-timeout", "4m", "--json", "--junit", junit}
 			// The changelog drill also writes the HTML report, which the
 			// browser test below checks against this run's --json.
+			// It signs its scorecard too, which verify-report accepts and
+			// refuses once tampered with.
 			report := filepath.Join(t.TempDir(), "drill-report.html")
+			keys := t.TempDir()
+			scorecard := filepath.Join(keys, "scorecard.json")
+			priv, pub := signingKey(t, keys, "drill")
 			if tt.name == "changelog" {
-				args = append(args, "--report", report)
+				args = append(args, "--report", report, "--scorecard", scorecard, "--sign-key-file", priv)
 			}
 			code, stdout, stderr := runCLI(t, args...)
 			if code != exitOK {
@@ -104,6 +110,7 @@ storage:
 			}
 			if tt.name == "changelog" {
 				checkReportInBrowser(t, report, stdout)
+				checkScorecardTamperingFails(t, scorecard, pub, cfg)
 			}
 			d := decodeDrillJSON(t, stdout)
 			if d.RTODataRestored == nil || d.RTOAppRunning == nil || d.RTOAppCaughtUp == nil {
@@ -149,6 +156,28 @@ storage:
 				t.Errorf("estimate projects %.3fs for %s, the drill measured %.3fs: outside a factor of %.1f", *st.Recovery.Seconds, strategy, *d.RTOAppCaughtUp, calibrationTolerance)
 			}
 		})
+	}
+}
+
+// checkScorecardTamperingFails: verify-report accepts the drill's signed
+// scorecard (signature and binding to this repository's restore report
+// and manifest), and refuses (exit 2) a copy whose restored record count
+// was changed without re-signing.
+func checkScorecardTamperingFails(t *testing.T, scorecard, pub, cfg string) {
+	t.Helper()
+	if code, stdout, stderr := runCLI(t, "drill", "verify-report", scorecard, "--public-key-file", pub, "-c", cfg); code != exitOK || !strings.Contains(stdout, "is valid") {
+		t.Fatalf("verify-report of the drill's scorecard: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	env, _ := envelopeOf(t, scorecard)
+	tampered := *env
+	tampered.Payload = bytes.Replace(env.Payload, []byte(`"records_restored":`), []byte(`"records_restored":1`), 1)
+	if bytes.Equal(tampered.Payload, env.Payload) {
+		t.Fatalf("the scorecard has no records_restored to change:\n%s", env.Payload)
+	}
+	bad := writeEnvelope(t, t.TempDir(), "tampered.json", &tampered)
+	code, stdout, stderr := runCLI(t, "drill", "verify-report", bad, "--public-key-file", pub, "-c", cfg)
+	if code != exitUsage || !strings.Contains(stderr, "signature: the signature does not verify") {
+		t.Errorf("verify-report of a tampered scorecard: exit %d, want %d naming the signature\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
 	}
 }
 
