@@ -4,7 +4,11 @@
 #                    kcat, awscli, a JDK >= 17, Maven, Chromium; apt-get, with sudo when
 #                    not root; nothing when present), then fetch what the tests
 #                    need into $(TOOLS_DIR) (idempotent)
-#   make test        make tools, then the full suite with real servers; nothing
+#   make test        make tools, then the full suite with real servers under
+#                    the race detector (go test -race, TEST_P packages at a
+#                    time), then, without the detector, the tests that
+#                    measure allocations or memory (RACE_SKIP: the detector
+#                    changes allocations and multiplies memory); nothing
 #                    may skip
 #   make test-short  go test -short, without fetching tools
 #   make bench       make tools, then the benchmark harness on a real broker:
@@ -16,21 +20,13 @@
 #                    parser and the topic filter; a failing input is written
 #                    to the package's testdata/fuzz/<Target>/ (commit it
 #                    with the fix)
-#   make test-race   go test -race on the packages whose goroutines share
-#                    state (RACE_PACKAGES: storage, repository, catalog,
-#                    offsets; the restorer's concurrent restores on kfake,
-#                    RACE_RESTORER_RUN), real servers included; the tests
-#                    that measure allocations are left out (-skip
-#                    RACE_SKIP: the race detector changes allocations, and
-#                    they run in make test); CI runs it after make fuzz
 #   make lint        golangci-lint (.golangci.yml: depguard's layering rules,
 #                    staticcheck, govet, errcheck, ineffassign, unused), then
 #                    .ci/lint-selftest: a deliberate violation of each
 #                    depguard rule fails it
 #
 # .ci/run (CI on a fresh Debian machine) runs the same .ci/system-packages,
-# then `make tools`, `make lint`, `make test`, `make fuzz FUZZTIME=5s` and
-# `make test-race`.
+# then `make tools`, `make lint`, `make test` and `make fuzz FUZZTIME=5s`.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -83,7 +79,7 @@ APICURIO_STAMP := $(APICURIO_DIR)/.complete
 TEST_ENV := KDR_REQUIRE_TOOLS=1 KDR_KAFKA_LIBS=$(KAFKA_LIBS) KDR_VERSITYGW=$(VERSITYGW) \
 	KDR_STREAMS_APP_JAR=$(STREAMS_APP_JAR) KDR_SCHEMA_REGISTRY=$(APICURIO_DIR)
 
-.PHONY: registry-java tools build test test-short test-race fuzz bench bench-go quickstart vet fmt-check system-packages lint
+.PHONY: registry-java tools build test test-short fuzz bench bench-go quickstart vet fmt-check system-packages lint
 
 # The system packages come first: the tool recipes need mvn, the tests kcat,
 # aws and chromium (order-only, so that a run never rebuilds a cached tool).
@@ -153,8 +149,14 @@ $(APICURIO_STAMP):
 build:
 	$(GO) build -o bin/kafkastreams-dr ./cmd/kafkastreams-dr
 
+# The tests that measure allocations or memory: they run without the race
+# detector, which changes allocations and multiplies memory; every other
+# test runs under it.
+RACE_SKIP ?= Alloc|Allocates|DoesNotCopy|BoundedMemory|ReusesEncoders|TestMeasureChild
+TEST_P ?= 4
 test: tools
-	$(TEST_ENV) $(GO) test -count=1 -timeout 15m ./...
+	$(TEST_ENV) $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m -skip '$(RACE_SKIP)' ./...
+	$(TEST_ENV) $(GO) test -count=1 -timeout 15m -run '$(RACE_SKIP)' ./...
 
 test-short:
 	$(GO) test -short ./...
@@ -167,17 +169,6 @@ FUZZ_TARGETS ?= format:FuzzRecordSegment format:FuzzBatchSegment format:FuzzLz4F
 	format:FuzzManifest format:FuzzRestoreReport format:FuzzRestoreJournal format:FuzzDrillReport \
 	internal/config:FuzzParse topicfilter:FuzzGlob topicfilter:FuzzParseTopology \
 	format:FuzzSegmentHeaders offsets:FuzzTranslateMonotonic
-RACE_PACKAGES ?= ./storage/ ./repository/ ./catalog/ ./offsets/
-RACE_SKIP ?= Alloc|Allocates|DoesNotCopy
-# The restorer's tests on kfake whose restores run many goroutines at once
-# (produce waves and chunks in flight, several restores, shards, faults,
-# commits); its tests on a real broker or that wait out budgets run in make
-# test only (the whole package took 270 s under the detector, CI 19 min).
-RACE_RESTORER_RUN ?= TestRestoreKafkaFaults|TestConcurrentRestoresNeverDuplicate|TestRestoreResumesAfterAFailure|TestRestoreIntoPreCreatedTopicsResumesAfterAFailure|TestRestoreRoundTripOnKfake|TestForeignProducerMidRestoreIsCaught|TestShardPrechecksItsOwnPartitions|TestRestoreCompressionPerTopic|TestCommitOffsets|TestCreateTopicsTimeoutWhoseTopicTheBrokerCreated
-test-race: tools
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout 15m -skip '$(RACE_SKIP)' $(RACE_PACKAGES)
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout 15m -run '$(RACE_RESTORER_RUN)' ./restorer/
-
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "==> fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
