@@ -166,7 +166,7 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS ?= format:FuzzRecordSegment format:FuzzBatchSegment format:FuzzLz4Frame \
 	format:FuzzManifest format:FuzzRestoreReport format:FuzzRestoreJournal format:FuzzDrillReport \
 	internal/config:FuzzParse topicfilter:FuzzGlob topicfilter:FuzzParseTopology \
-	format:FuzzSegmentHeaders offsets:FuzzTranslateMonotonic
+	format:FuzzSegmentHeaders offsets:FuzzTranslateMonotonic storage:FuzzEnvelope
 RACE_PACKAGES ?= ./storage/ ./repository/ ./catalog/ ./offsets/
 RACE_SKIP ?= Alloc|Allocates|DoesNotCopy
 # The restorer's tests on kfake whose restores run many goroutines at once
