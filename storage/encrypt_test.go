@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage/storagetest"
-	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 )
 
 // newKey returns a fresh random repository key.
