@@ -86,7 +86,7 @@ func (u *segmentUpload) abort(cause error) {
 	<-u.errc //nolint:errcheck // the Put fails with cause; abort only waits for it to end
 }
 
-func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
+func (u *segmentUpload) finish(backupID, keyID string) (format.Segment, error) {
 	var st format.SegmentStats
 	var err error
 	if u.bw != nil {
@@ -105,7 +105,7 @@ func (u *segmentUpload) finish(backupID string) (format.Segment, error) {
 	sum, size := u.hw.Sum()
 	s := format.Segment{Key: u.key, BackupID: backupID, Size: size, SHA256: sum, RawSize: st.RawBytes,
 		Records: st.Records, FirstOffset: st.FirstOffset, LastOffset: st.LastOffset,
-		MinTimestamp: st.MinTimestamp, MaxTimestamp: st.MaxTimestamp, MaxRecordBytes: st.MaxRecordBytes, NullKeys: st.NullKeys}
+		MinTimestamp: st.MinTimestamp, MaxTimestamp: st.MaxTimestamp, MaxRecordBytes: st.MaxRecordBytes, NullKeys: st.NullKeys, KeyID: keyID}
 	if u.bw != nil {
 		s.Kind = format.KindBatch
 	}
@@ -144,7 +144,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	// full closes the segment once it reached the segment limits.
 	full := func() error {
 		if st := seg.stats(); st.RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && st.Records >= r.o.SegmentMaxRecords) {
-			s, err := seg.finish(r.m.BackupID)
+			s, err := seg.finish(r.m.BackupID, r.o.KeyID)
 			seg = nil
 			if err != nil {
 				return err
@@ -158,7 +158,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	// batch backup).
 	open := func(kind string, firstOffset int64) error {
 		if seg != nil && seg.kind() != kind {
-			s, err := seg.finish(r.m.BackupID)
+			s, err := seg.finish(r.m.BackupID, r.o.KeyID)
 			seg = nil
 			if err != nil {
 				return err
@@ -346,7 +346,7 @@ copy:
 		}
 	}
 	if seg != nil {
-		s, err := seg.finish(r.m.BackupID)
+		s, err := seg.finish(r.m.BackupID, r.o.KeyID)
 		seg = nil
 		if err != nil {
 			return err

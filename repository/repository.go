@@ -106,6 +106,8 @@ func (e *LatestError) Error() string {
 	switch {
 	case storage.IsTransient(e.Err):
 		fix = "the storage failed, the backup may be intact: run the command again"
+	case errors.Is(e.Err, storage.ErrNoKey):
+		fix = "its encryption key is not configured (storage.encryption)"
 	case errors.Is(e.Err, storage.ErrNotFound):
 		fix = "it was deleted while it was read (is a prune running?): run the command again"
 	default:
