@@ -47,6 +47,12 @@ func (e *damagedError) Unwrap() []error { return []error{e.err, ErrDamaged} }
 // never reported as damage.
 func LoadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
 	rc, err := store.Get(ctx, key)
+	if err != nil && storage.IsCorrupt(err) && ctx.Err() == nil {
+		// The object was read and is not what was stored: an encrypted
+		// envelope whose header is cut or changed (storage.Encrypt fails
+		// at Get). Damage, as a manifest that does not decode.
+		return nil, &damagedError{fmt.Errorf("manifest %s: %w", key, err)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", key, err)
 	}

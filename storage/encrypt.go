@@ -437,13 +437,13 @@ type envelopeHeader struct {
 func parseHeader(key string, h []byte) (envelopeHeader, error) {
 	n := len(EnvelopeMagic)
 	if len(h) < EnvelopeHeaderSize {
-		return envelopeHeader{}, fmt.Errorf("object %s: encrypted envelope header truncated at %d of %d bytes: %w", key, len(h), EnvelopeHeaderSize, ErrCorrupt)
+		return envelopeHeader{}, &corruptError{fmt.Errorf("object %s: encrypted envelope header truncated at %d of %d bytes", key, len(h), EnvelopeHeaderSize)}
 	}
 	if h[n] != EnvelopeVersion {
-		return envelopeHeader{}, fmt.Errorf("object %s: encrypted envelope version %d, this kafkastreams-dr reads only version %d (a newer writer, or damage: upgrade kafkastreams-dr): %w", key, h[n], EnvelopeVersion, ErrCorrupt)
+		return envelopeHeader{}, &corruptError{fmt.Errorf("object %s: encrypted envelope version %d, this kafkastreams-dr reads only version %d (a newer writer, or damage: upgrade kafkastreams-dr)", key, h[n], EnvelopeVersion)}
 	}
 	if h[n+1] != EnvelopeAlgorithm {
-		return envelopeHeader{}, fmt.Errorf("object %s: encrypted envelope algorithm %d is not known (version 1 has only 1, AES-256-GCM): %w", key, h[n+1], ErrCorrupt)
+		return envelopeHeader{}, &corruptError{fmt.Errorf("object %s: encrypted envelope algorithm %d is not known (version 1 has only 1, AES-256-GCM)", key, h[n+1])}
 	}
 	eh := envelopeHeader{raw: h[:EnvelopeHeaderSize]}
 	copy(eh.keyID[:], h[n+2:])
@@ -533,11 +533,11 @@ func (o *opener) fill() error {
 	}
 	nonce, aad, err := o.st.next(last)
 	if err != nil {
-		return fmt.Errorf("object %s: %v: %w", o.key, err, ErrCorrupt)
+		return &corruptError{fmt.Errorf("object %s: %v", o.key, err)}
 	}
 	plain, err := o.st.aead.Open(o.buf[:0], nonce, o.buf[:total], aad)
 	if err != nil {
-		return fmt.Errorf("object %s: encrypted chunk %d does not authenticate: the object was changed, truncated, extended or stored under another key: %w", o.key, o.st.counter, ErrCorrupt)
+		return &corruptError{fmt.Errorf("object %s: encrypted chunk %d does not authenticate: the object was changed, truncated, extended or stored under another key", o.key, o.st.counter)}
 	}
 	o.st.counter++
 	o.plain = plain

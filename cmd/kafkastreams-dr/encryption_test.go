@@ -19,6 +19,7 @@ import (
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/backupcheck"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit/restorecheck"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -354,5 +355,127 @@ func restoredExactly(t *testing.T, store storage.Backend, m *format.Manifest, ad
 	}
 	if n == 0 {
 		t.Error("the backup has no group offsets to compare")
+	}
+}
+
+// TestEncryptedCorruptionIsRefusedBeforeTheFirstWrite is the corruption
+// matrix (TestCorruptionIsRefusedBeforeTheFirstWrite) on an encrypted
+// repository: a ciphertext byte flipped, a chunk truncated or extended,
+// two segments swapped (each is sealed to its own key), a manifest
+// flipped, cut inside its envelope header or replaced by a segment's
+// envelope. verify --deep exits 2 naming the object; restore exits 2
+// before its first write (the target has no topic after it).
+func TestEncryptedCorruptionIsRefusedBeforeTheFirstWrite(t *testing.T) {
+	src := testkit.StartKfake(t, 3)
+	cl := testkit.Client(t, src.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := sample.Seed(t.Context(), cl); err != nil {
+		t.Fatal(err)
+	}
+	produceOrders(t, cl, 0, 300)
+	k1 := newRepoKey(t)
+	base := encFilesystemRepo(t)
+	if code, _, stderr := runCLI(t, "backup", "-c", encConfig(t, src.Addrs(), nil, base, &k1)); code != exitOK {
+		t.Fatalf("backup: exit %d\n%s", code, stderr)
+	}
+	baseDir := strings.TrimSuffix(strings.TrimPrefix(base.storageYAML, "storage:\n  backend: filesystem\n  path: "), "\n")
+	ring := &storage.Keyring{}
+	if err := ring.Add(k1.raw); err != nil {
+		t.Fatal(err)
+	}
+	m, err := repository.Latest(t.Context(), storage.Encrypt(base.raw, ring))
+	if err != nil || m == nil {
+		t.Fatalf("latest: %v", err)
+	}
+	var segs []format.Segment
+	for _, tp := range m.Topics {
+		for _, p := range tp.PartitionCuts {
+			segs = append(segs, p.Segments...)
+		}
+	}
+	if len(segs) < 2 {
+		t.Fatalf("%d segments, want at least 2", len(segs))
+	}
+	a, b, manifest := segs[0].Key, segs[1].Key, format.ManifestKey(m.BackupID)
+	for _, tc := range []struct {
+		name   string
+		damage func(r *corruptRepo) string
+	}{
+		{"segment: a ciphertext byte flipped", func(r *corruptRepo) string {
+			x := r.read(t, a)
+			x[len(x)/2] ^= 1
+			r.write(t, a, x)
+			return a
+		}},
+		{"segment: its last bytes cut off", func(r *corruptRepo) string {
+			x := r.read(t, a)
+			r.write(t, a, x[:len(x)-7])
+			return a
+		}},
+		{"segment: bytes appended", func(r *corruptRepo) string {
+			r.write(t, a, append(r.read(t, a), make([]byte, 32)...))
+			return a
+		}},
+		{"segment: cut inside its envelope header", func(r *corruptRepo) string {
+			r.write(t, a, r.read(t, a)[:storage.EnvelopeHeaderSize-1])
+			return a
+		}},
+		{"segment: envelope version changed", func(r *corruptRepo) string {
+			x := r.read(t, a)
+			x[len(storage.EnvelopeMagic)] = 9
+			r.write(t, a, x)
+			return a
+		}},
+		{"segment: swapped with another partition's", func(r *corruptRepo) string {
+			x, y := r.read(t, a), r.read(t, b)
+			r.write(t, a, y)
+			r.write(t, b, x)
+			return a
+		}},
+		{"manifest: a ciphertext byte flipped", func(r *corruptRepo) string {
+			x := r.read(t, manifest)
+			x[len(x)-100] ^= 0x20
+			r.write(t, manifest, x)
+			return manifest
+		}},
+		{"manifest: cut inside its envelope header", func(r *corruptRepo) string {
+			r.write(t, manifest, r.read(t, manifest)[:storage.EnvelopeHeaderSize-5])
+			return manifest
+		}},
+		{"manifest: replaced by a segment's envelope", func(r *corruptRepo) string {
+			r.write(t, manifest, r.read(t, a))
+			return manifest
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "repo")
+			copyTree(t, baseDir, dir)
+			r := &corruptRepo{dir: dir}
+			key := tc.damage(r)
+			raw, err := storage.NewFilesystem(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := testkit.StartKfake(t, 3)
+			cfg := encConfig(t, src.Addrs(), target.Addrs(), encRepo{storageYAML: "storage:\n  backend: filesystem\n  path: " + dir + "\n", raw: raw}, &k1)
+			code, stdout, stderr := runBounded(t, "--log-level", "error", "verify", "-c", cfg, "--deep")
+			t.Logf("verify --deep: exit %d\n%s\n%s", code, stdout, stderr)
+			if code != damageExitCode {
+				t.Errorf("verify --deep: exit %d, want %d (damage)", code, damageExitCode)
+			}
+			if !strings.Contains(stdout+stderr, key) {
+				t.Errorf("verify --deep does not name %s", key)
+			}
+			code, _, stderr = runBounded(t, "--log-level", "error", "restore", "-c", cfg, "--yes")
+			t.Logf("restore: exit %d\n%s", code, stderr)
+			if code != damageExitCode {
+				t.Errorf("restore: exit %d, want %d (refused before the first write)", code, damageExitCode)
+			}
+			if !strings.Contains(stderr, key) {
+				t.Errorf("restore does not name %s", key)
+			}
+			if topics, err := testkit.Admin(t, target.Addrs()).ListTopics(t.Context()); err != nil || len(topics) != 0 {
+				t.Fatalf("after the refused restore the target has topics %v (%v)", topics.Names(), err)
+			}
+		})
 	}
 }
