@@ -479,3 +479,80 @@ func TestEncryptedCorruptionIsRefusedBeforeTheFirstWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestEncryptionTurnedOnLater: a repository of plaintext backups stays
+// readable once storage.encryption is set (encryption may be turned on
+// after the first backups): list shows the old backup as plaintext, the
+// next backup continues its chain with encrypted objects of its own, and
+// both restore exactly with the key configured. A key that cannot be read
+// (a file missing, a key of 16 bytes) refuses backup and config validate
+// with exit 2 naming the setting and its line, and the backup writes
+// nothing.
+func TestEncryptionTurnedOnLater(t *testing.T) {
+	src := testkit.StartKfake(t, 3)
+	cl := testkit.Client(t, src.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := sample.Seed(t.Context(), cl); err != nil {
+		t.Fatal(err)
+	}
+	produceOrders(t, cl, 0, 100)
+	repo := encFilesystemRepo(t)
+	if code, _, stderr := runCLI(t, "backup", "-c", encConfig(t, src.Addrs(), nil, repo, nil)); code != exitOK {
+		t.Fatalf("plaintext backup: exit %d\n%s", code, stderr)
+	}
+	k1 := newRepoKey(t)
+	produceOrders(t, cl, 100, 100)
+	cfg := encConfig(t, src.Addrs(), nil, repo, &k1)
+	if code, _, stderr := runCLI(t, "backup", "-c", cfg); code != exitOK {
+		t.Fatalf("encrypted backup after a plaintext one: exit %d\n%s", code, stderr)
+	}
+	ring := &storage.Keyring{}
+	if err := ring.Add(k1.raw); err != nil {
+		t.Fatal(err)
+	}
+	store := storage.Encrypt(repo.raw, ring)
+	ids := completeIDs(t, store)
+	if len(ids) != 2 {
+		t.Fatalf("complete backups %v, want 2", ids)
+	}
+	keyIDs := listKeyIDs(t, cfg)
+	if len(keyIDs[ids[1]]) != 0 || !slices.Equal(keyIDs[ids[0]], []string{k1.id}) {
+		t.Errorf("list key ids %v: want none for the plaintext %s, [%s] for %s", keyIDs, ids[1], k1.id, ids[0])
+	}
+	if code, stdout, _ := runCLI(t, "list", "-c", cfg); !strings.Contains(stdout, "plaintext") {
+		t.Errorf("list (exit %d) does not show the plaintext backup as such:\n%s", code, stdout)
+	}
+	for _, id := range ids {
+		target := testkit.StartKfake(t, 3)
+		rcfg := encConfig(t, src.Addrs(), target.Addrs(), repo, &k1)
+		if code, _, stderr := runCLI(t, "--log-level", "error", "restore", "-c", rcfg, "--backup-id", id, "--yes"); code != exitOK {
+			t.Fatalf("restore %s: exit %d\n%s", id, code, stderr)
+		}
+		restoredExactly(t, store, backupcheck.Latest(t, store, id), target.Addrs())
+	}
+
+	short := writeFile(t, "short.key", base64.StdEncoding.EncodeToString(make([]byte, 16))+"\n")
+	for _, tc := range []struct {
+		name, keyFile, want string
+	}{
+		{"missing key file", filepath.Join(t.TempDir(), "absent.key"), "storage.encryption.key_file"},
+		{"16-byte key", short, "decodes to 16 bytes, not 32"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			empty := encFilesystemRepo(t)
+			dir := strings.TrimSuffix(strings.TrimPrefix(empty.storageYAML, "storage:\n  backend: filesystem\n  path: "), "\n")
+			bad := encConfig(t, src.Addrs(), nil, empty, &repoKey{file: tc.keyFile})
+			code, _, stderr := runCLI(t, "config", "validate", "-c", bad)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "line 11") {
+				t.Errorf("config validate: exit %d, want %d naming %q at line 11:\n%s", code, exitUsage, tc.want, stderr)
+			}
+			code, _, stderr = runCLI(t, "backup", "-c", bad)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("backup: exit %d, want %d naming %q:\n%s", code, exitUsage, tc.want, stderr)
+			}
+			var n int
+			if err := empty.raw.List(t.Context(), "", func(storage.ObjectInfo) error { n++; return nil }); err != nil || n != 0 {
+				t.Errorf("the refused backup wrote %d objects under %s (%v)", n, dir, err)
+			}
+		})
+	}
+}
