@@ -204,7 +204,9 @@ func EncryptedSize(n int64) int64 {
 // key its header names, returning the plaintext; an object that does not
 // begin with EnvelopeMagic is returned as it is, so that backups written
 // before encryption was turned on stay readable. PutIfAbsent (the locks)
-// always writes plaintext: its atomic compare is of the bytes given.
+// always writes plaintext: its atomic compare is of the bytes given; so
+// does Put of a key for which plaintext (when not nil) returns true (the
+// locks' heartbeats: format.IsLockKey).
 //
 // Errors: Get of an object encrypted with a key ring does not hold
 // returns a *KeyError (ErrNoKey) before any byte is read; a header that is
@@ -219,20 +221,24 @@ func EncryptedSize(n int64) int64 {
 // an encrypted object). Memory is bounded by two chunks per open reader
 // or Put, whatever the object's size. Safe for concurrent use when b is.
 // The key material never appears in an error or in the repository.
-func Encrypt(b Backend, ring *Keyring) Backend {
+func Encrypt(b Backend, ring *Keyring, plaintext func(key string) bool) Backend {
 	if ring == nil {
 		ring = &Keyring{}
 	}
-	return &encrypted{b: b, ring: ring}
+	if plaintext == nil {
+		plaintext = func(string) bool { return false }
+	}
+	return &encrypted{b: b, ring: ring, plaintext: plaintext}
 }
 
 type encrypted struct {
-	b    Backend
-	ring *Keyring
+	b         Backend
+	ring      *Keyring
+	plaintext func(string) bool
 }
 
 func (e *encrypted) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	if len(e.ring.keys) == 0 {
+	if len(e.ring.keys) == 0 || e.plaintext(key) {
 		return e.b.Put(ctx, key, r, size)
 	}
 	s, err := newSealer(e.ring.keys[0], key, checkedReader(ctx, r, size))

@@ -59,7 +59,7 @@ func FuzzEnvelope(f *testing.F) {
 func seal(t testing.TB, r *storage.Keyring, plain []byte) []byte {
 	t.Helper()
 	b, _ := newDir(t)
-	if err := storage.Encrypt(b, r).Put(context.Background(), fuzzObject, bytes.NewReader(plain), int64(len(plain))); err != nil {
+	if err := storage.Encrypt(b, r, nil).Put(context.Background(), fuzzObject, bytes.NewReader(plain), int64(len(plain))); err != nil {
 		t.Fatal(err)
 	}
 	return getAll(t, b, fuzzObject)

@@ -54,7 +54,7 @@ func TestEncryptedFilesystemConformance(t *testing.T) {
 	key := newKey(t)
 	storagetest.RunStoredSize(t, storage.EncryptedSize, func(t *testing.T) storage.Backend {
 		b, _ := newDir(t)
-		return storage.Encrypt(b, ring(t, key))
+		return storage.Encrypt(b, ring(t, key), nil)
 	})
 }
 
@@ -63,7 +63,7 @@ func TestEncryptedS3Conformance(t *testing.T) {
 	srv.SetEnv(t)
 	key := newKey(t)
 	storagetest.RunStoredSize(t, storage.EncryptedSize, func(t *testing.T) storage.Backend {
-		return storage.Encrypt(newTestS3(t, srv, storage.S3Options{}), ring(t, key))
+		return storage.Encrypt(newTestS3(t, srv, storage.S3Options{}), ring(t, key), nil)
 	})
 }
 
@@ -73,7 +73,7 @@ func TestEncryptedS3Conformance(t *testing.T) {
 func TestEncryptRoundTrip(t *testing.T) {
 	const c = storage.EnvelopeChunkSize
 	b, _ := newDir(t)
-	e := storage.Encrypt(b, ring(t, newKey(t)))
+	e := storage.Encrypt(b, ring(t, newKey(t)), nil)
 	ctx := context.Background()
 	for _, n := range []int{0, 1, 15, 16, c - 1, c, c + 1, 2 * c, 3*c + 17} {
 		for _, size := range []int64{int64(n), -1} {
@@ -162,7 +162,7 @@ func TestEncryptDetectsTampering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, _ := newDir(t)
-			e := storage.Encrypt(b, ring(t, newKey(t)))
+			e := storage.Encrypt(b, ring(t, newKey(t)), nil)
 			ctx := context.Background()
 			for _, k := range []string{"segments/a/t/0/1.kseg", "segments/a/t/0/2.kseg"} {
 				if err := e.Put(ctx, k, bytes.NewReader(data), -1); err != nil {
@@ -200,13 +200,13 @@ func TestEncryptKeys(t *testing.T) {
 	id1, id2 := storage.KeyID(k1), storage.KeyID(k2)
 	b, _ := newDir(t)
 	ctx := context.Background()
-	if err := storage.Encrypt(b, ring(t, k1)).Put(ctx, "old", strings.NewReader("under k1"), -1); err != nil {
+	if err := storage.Encrypt(b, ring(t, k1), nil).Put(ctx, "old", strings.NewReader("under k1"), -1); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Put(ctx, "plain", strings.NewReader("written before encryption"), -1); err != nil {
 		t.Fatal(err)
 	}
-	rotated := storage.Encrypt(b, ring(t, k2, k1))
+	rotated := storage.Encrypt(b, ring(t, k2, k1), func(k string) bool { return k == "lock" })
 	if err := rotated.Put(ctx, "new", strings.NewReader("under k2"), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestEncryptKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := storage.Encrypt(b, tt.ring).Get(ctx, tt.key)
+			_, err := storage.Encrypt(b, tt.ring, nil).Get(ctx, tt.key)
 			var ke *storage.KeyError
 			if !errors.As(err, &ke) || !errors.Is(err, storage.ErrNoKey) {
 				t.Fatalf("Get = %v, want a *KeyError", err)
@@ -253,6 +253,13 @@ func TestEncryptKeys(t *testing.T) {
 	}
 	if raw := getAll(t, b, "lock"); string(raw) != `{"run":"x"}` {
 		t.Errorf("the lock was stored as %q, want its plaintext", raw)
+	}
+	// So do the keys plaintext names (a lock's heartbeat, a Put).
+	if err := rotated.Put(ctx, "lock", strings.NewReader(`{"run":"y"}`), -1); err != nil {
+		t.Fatal(err)
+	}
+	if raw := getAll(t, b, "lock"); string(raw) != `{"run":"y"}` {
+		t.Errorf("the lock's heartbeat was stored as %q, want its plaintext", raw)
 	}
 }
 
@@ -313,7 +320,7 @@ func TestParseKey(t *testing.T) {
 // not the object: the bytes allocated stay under 1 MiB each way.
 func TestEncryptMemoryBounded(t *testing.T) {
 	b, _ := newDir(t)
-	e := storage.Encrypt(b, ring(t, newKey(t)))
+	e := storage.Encrypt(b, ring(t, newKey(t)), nil)
 	ctx := context.Background()
 	const n = 32 << 20
 	put := func() {
@@ -367,7 +374,7 @@ func BenchmarkEncrypt(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := storage.Encrypt(fs, r)
+		e := storage.Encrypt(fs, r, nil)
 		ctx := context.Background()
 		b.Run("put/"+name, func(b *testing.B) {
 			b.SetBytes(n)

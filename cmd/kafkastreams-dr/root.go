@@ -368,7 +368,7 @@ func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error)
 	// Always the encrypting wrapper: without storage.encryption it writes
 	// plaintext, and an encrypted object is refused naming its key id
 	// instead of being read as damage.
-	return storage.Encrypt(b, ring), nil
+	return storage.Encrypt(b, ring, format.IsLockKey), nil
 }
 
 // openBackend is openStorage's backend, before encryption.
