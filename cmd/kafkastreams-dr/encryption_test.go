@@ -205,6 +205,20 @@ func TestEncryptedRepository(t *testing.T) {
 				restoredExactly(t, store, m, target.Addrs())
 			}
 
+			// The readers and prune with k1 dropped: exit 2 naming k1's id,
+			// and prune deletes nothing.
+			only2 := encConfig(t, src.Addrs(), nil, repo, &k2)
+			before := countObjects(t, repo.raw)
+			for _, args := range [][]string{{"list"}, {"describe", "--backup-id", b1}, {"verify", "--backup-id", b2}, {"prune", "--keep-last", "1"}} {
+				code, stdout, stderr := runCLI(t, append(args, "-c", only2)...)
+				if code != exitUsage || !strings.Contains(stdout+stderr, "key id "+k1.id) {
+					t.Errorf("%s with k1 dropped: exit %d, want %d naming key id %s:\n%s\n%s", args[0], code, exitUsage, k1.id, stdout, stderr)
+				}
+			}
+			if after := countObjects(t, repo.raw); after != before {
+				t.Errorf("the refused commands changed the repository: %d objects, then %d", before, after)
+			}
+
 			// Refusals: nothing is written to the target.
 			for _, tc := range []struct {
 				name    string
@@ -304,6 +318,15 @@ func assertSealed(t *testing.T, raw storage.Backend, keys ...repoKey) {
 	if n < 5 {
 		t.Fatalf("only %d objects in the repository", n)
 	}
+}
+
+func countObjects(t *testing.T, b storage.Backend) int {
+	t.Helper()
+	n := 0
+	if err := b.List(t.Context(), "", func(storage.ObjectInfo) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func mustDecodeHex(t *testing.T, s string) []byte {
