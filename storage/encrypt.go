@@ -409,10 +409,10 @@ func (s *sealer) fill() error {
 	m, err := io.ReadFull(s.src, s.in[s.carry:])
 	total := s.carry + m
 	last := false
-	switch {
-	case err == nil:
+	switch err {
+	case nil:
 		total = EnvelopeChunkSize
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
+	case io.EOF, io.ErrUnexpectedEOF: // ReadFull's own, unwrapped
 		last = true
 	default:
 		return err
@@ -529,10 +529,10 @@ func (o *opener) fill() error {
 	m, err := io.ReadFull(o.rc, o.buf[o.carry:])
 	total := o.carry + m
 	last := false
-	switch {
-	case err == nil:
+	switch err {
+	case nil:
 		total = EnvelopeChunkSize + tagSize
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
+	case io.EOF, io.ErrUnexpectedEOF: // ReadFull's own, unwrapped
 		last = true
 	default:
 		return err
