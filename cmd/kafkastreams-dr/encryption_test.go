@@ -192,6 +192,9 @@ func TestEncryptedRepository(t *testing.T) {
 				t.Errorf("list: exit %d, want a KEY IDS column naming both keys:\n%s", code, stdout)
 			}
 
+			if code, stdout, stderr := runCLI(t, "describe", "-c", cfg2, "--backup-id", b2); code != exitOK || !strings.Contains(stdout, "key ids "+strings.Join(want2, ", ")) {
+				t.Errorf("describe %s: exit %d, want the key ids %v:\n%s\n%s", b2, code, want2, stdout, stderr)
+			}
 			for _, id := range []string{b1, b2} {
 				m := backupcheck.Latest(t, store, id)
 				target := testkit.StartKfake(t, 3)
@@ -506,8 +509,9 @@ func TestEncryptedCorruptionIsRefusedBeforeTheFirstWrite(t *testing.T) {
 // TestEncryptionTurnedOnLater: a repository of plaintext backups stays
 // readable once storage.encryption is set (encryption may be turned on
 // after the first backups): list shows the old backup as plaintext, the
-// next backup continues its chain with encrypted objects of its own, and
-// both restore exactly with the key configured. A key that cannot be read
+// next backup continues its chain with encrypted objects of its own, both
+// restore exactly with the key configured, and prune forgets the old one
+// keeping what the new one names (verify --deep passes after it). A key that cannot be read
 // (a file missing, a key of 16 bytes) refuses backup and config validate
 // with exit 2 naming the setting and its line, and the backup writes
 // nothing.
@@ -551,6 +555,18 @@ func TestEncryptionTurnedOnLater(t *testing.T) {
 			t.Fatalf("restore %s: exit %d\n%s", id, code, stderr)
 		}
 		restoredExactly(t, store, backupcheck.Latest(t, store, id), target.Addrs())
+	}
+
+	// Prune with the key: forgets the plaintext backup, keeps the
+	// segments the encrypted one still names, and what is left verifies.
+	if code, stdout, stderr := runCLI(t, "prune", "-c", cfg, "--keep-last", "1"); code != exitOK {
+		t.Fatalf("prune: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if left := completeIDs(t, store); !slices.Equal(left, ids[:1]) {
+		t.Errorf("after prune --keep-last 1: %v, want %v", left, ids[:1])
+	}
+	if code, stdout, stderr := runCLI(t, "verify", "-c", cfg, "--deep"); code != exitOK {
+		t.Errorf("verify --deep after prune: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
 	short := writeFile(t, "short.key", base64.StdEncoding.EncodeToString(make([]byte, 16))+"\n")
