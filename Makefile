@@ -12,8 +12,9 @@
 #   make fuzz        every fuzz target (FUZZ_TARGETS) for FUZZTIME each
 #                    (default 60s; CI runs FUZZTIME=5s after make test), one
 #                    `go test -run '^$$' -fuzz` per target: the segment,
-#                    manifest, report and journal decoders, the config
-#                    parser and the topic filter; a failing input is written
+#                    manifest, report and journal decoders, the envelope
+#                    decoder (encryption), the config parser and the topic
+#                    filter; a failing input is written
 #                    to the package's testdata/fuzz/<Target>/ (commit it
 #                    with the fix)
 #   make test-race   go test -race on the packages whose goroutines share
