@@ -318,7 +318,7 @@ func TestParseKey(t *testing.T) {
 
 // Reading and writing a 32 MiB object through Encrypt holds a few chunks,
 // not the object: the bytes allocated stay under 1 MiB each way.
-func TestEncryptMemoryBounded(t *testing.T) {
+func TestEncryptAllocatesChunksNotTheObject(t *testing.T) {
 	b, _ := newDir(t)
 	e := storage.Encrypt(b, ring(t, newKey(t)), nil)
 	ctx := context.Background()
