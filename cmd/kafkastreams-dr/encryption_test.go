@@ -208,6 +208,12 @@ func TestEncryptedRepository(t *testing.T) {
 				}
 				restoredExactly(t, store, m, target.Addrs())
 			}
+			// The restores' reports and journals are sealed too.
+			var reports int
+			if err := repo.raw.List(t.Context(), "restores/", func(storage.ObjectInfo) error { reports++; return nil }); err != nil || reports < 4 {
+				t.Fatalf("%d objects under restores/ after two restores (%v), want reports and journals", reports, err)
+			}
+			assertSealed(t, repo.raw, k1, k2)
 
 			// The readers and prune with k1 dropped: exit 2 naming k1's id,
 			// and prune deletes nothing.
