@@ -389,19 +389,32 @@ func newSealer(k ringKey, key string, src io.Reader) (*sealer, error) {
 		out: hdr, buf: make([]byte, 0, EnvelopeChunkSize+tagSize)}, nil
 }
 
+// Read fills p as far as the stream goes (whole buffers: a sealed chunk
+// is 16 bytes longer than a power of two, and a short read each chunk
+// would cost the store one more write call).
 func (s *sealer) Read(p []byte) (int, error) {
-	for len(s.out) == 0 {
-		if s.err != nil {
-			return 0, s.err
+	n := 0
+	for n < len(p) {
+		if len(s.out) == 0 {
+			if s.err != nil || s.done {
+				break
+			}
+			if s.err = s.fill(); s.err != nil {
+				break
+			}
+			continue
 		}
-		if s.done {
-			return 0, io.EOF
-		}
-		s.err = s.fill()
+		m := copy(p[n:], s.out)
+		s.out = s.out[m:]
+		n += m
 	}
-	n := copy(p, s.out)
-	s.out = s.out[n:]
-	return n, nil
+	switch {
+	case n > 0:
+		return n, nil
+	case s.err != nil:
+		return 0, s.err
+	}
+	return 0, io.EOF
 }
 
 // fill seals the next chunk into out.
