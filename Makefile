@@ -16,8 +16,9 @@
 #   make fuzz        every fuzz target (FUZZ_TARGETS) for FUZZTIME each
 #                    (default 60s; CI runs FUZZTIME=5s after make test), one
 #                    `go test -run '^$$' -fuzz` per target: the segment,
-#                    manifest, report and journal decoders, the config
-#                    parser and the topic filter; a failing input is written
+#                    manifest, report and journal decoders, the envelope
+#                    decoder (encryption), the config parser and the topic
+#                    filter; a failing input is written
 #                    to the package's testdata/fuzz/<Target>/ (commit it
 #                    with the fix)
 #   make lint        golangci-lint (.golangci.yml: depguard's layering rules,
@@ -168,7 +169,7 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS ?= format:FuzzRecordSegment format:FuzzBatchSegment format:FuzzLz4Frame \
 	format:FuzzManifest format:FuzzRestoreReport format:FuzzRestoreJournal format:FuzzDrillReport \
 	internal/config:FuzzParse topicfilter:FuzzGlob topicfilter:FuzzParseTopology \
-	format:FuzzSegmentHeaders offsets:FuzzTranslateMonotonic
+	format:FuzzSegmentHeaders offsets:FuzzTranslateMonotonic storage:FuzzEnvelope
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "==> fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \

@@ -33,6 +33,13 @@ type Options struct {
 	// directory backend creates the directory). Its error is returned as
 	// a PhaseRepository error.
 	OpenStore func(context.Context) (storage.Backend, error)
+	// KeyID is the id of the key the store encrypts the objects it is
+	// given with (storage.Encrypt with a keyring whose primary is KeyID:
+	// storage.Keyring.Primary), recorded in the manifest (its
+	// "encryption" and every segment this run writes); "" when the store
+	// writes plaintext. Run does not check it against the store: the
+	// command opens both from one config.
+	KeyID string
 
 	// topologyResolved is set by Run once it has resolved Topology
 	// (appTopology): SelectTopics then takes Topology as it is, nil too,

@@ -98,7 +98,7 @@ func (u *segmentUpload) abort(cause error) {
 // same first offset, a segment the interrupted run stored but no progress
 // manifest named, with the same records encoded alike, and a store with
 // Object Lock and no versioning (versitygw) refuses to replace it.
-func (u *segmentUpload) finish(ctx context.Context, backupID string) (format.Segment, error) {
+func (u *segmentUpload) finish(ctx context.Context, backupID, keyID string) (format.Segment, error) {
 	var st format.SegmentStats
 	var err error
 	if u.bw != nil {
@@ -117,7 +117,7 @@ func (u *segmentUpload) finish(ctx context.Context, backupID string) (format.Seg
 	}
 	s := format.Segment{Key: u.key, BackupID: backupID, Size: size, SHA256: sum, RawSize: st.RawBytes,
 		Records: st.Records, FirstOffset: st.FirstOffset, LastOffset: st.LastOffset,
-		MinTimestamp: st.MinTimestamp, MaxTimestamp: st.MaxTimestamp, MaxRecordBytes: st.MaxRecordBytes, NullKeys: st.NullKeys}
+		MinTimestamp: st.MinTimestamp, MaxTimestamp: st.MaxTimestamp, MaxRecordBytes: st.MaxRecordBytes, NullKeys: st.NullKeys, KeyID: keyID}
 	if u.bw != nil {
 		s.Kind = format.KindBatch
 	}
@@ -169,7 +169,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	// full closes the segment once it reached the segment limits.
 	full := func() error {
 		if st := seg.stats(); st.RawBytes >= r.o.SegmentMaxBytes || (r.o.SegmentMaxRecords > 0 && st.Records >= r.o.SegmentMaxRecords) {
-			s, err := seg.finish(ctx, r.m.BackupID)
+			s, err := seg.finish(ctx, r.m.BackupID, r.o.KeyID)
 			seg = nil
 			if err != nil {
 				return err
@@ -183,7 +183,7 @@ func (r *runner) copyPartition(ctx context.Context, w *work) (err error) {
 	// batch backup).
 	open := func(kind string, firstOffset int64) error {
 		if seg != nil && seg.kind() != kind {
-			s, err := seg.finish(ctx, r.m.BackupID)
+			s, err := seg.finish(ctx, r.m.BackupID, r.o.KeyID)
 			seg = nil
 			if err != nil {
 				return err
@@ -371,7 +371,7 @@ copy:
 		}
 	}
 	if seg != nil {
-		s, err := seg.finish(ctx, r.m.BackupID)
+		s, err := seg.finish(ctx, r.m.BackupID, r.o.KeyID)
 		seg = nil
 		if err != nil {
 			return err

@@ -383,6 +383,7 @@ func runPhases(ctx context.Context, o Options) (_ *Result, phase Phase, _ error)
 	defer func() { o.Observer.PhaseDone("manifest", time.Since(manifestStarted)) }()
 	r.m.State = format.StateComplete
 	r.m.FinishedAt = time.Now().UTC()
+	r.m.Encryption = r.encryption()
 	b, err := r.m.Marshal()
 	if err != nil {
 		return &r.result, PhaseManifest, err
@@ -1200,6 +1201,7 @@ func (r *runner) writeProgress(ctx context.Context) error {
 		return err
 	}
 	r.mu.Lock()
+	r.m.Encryption = r.encryption()
 	b, err := r.m.MarshalCompact()
 	r.mu.Unlock()
 	if err != nil {
@@ -1380,4 +1382,13 @@ func topologyName(s *format.Selection) string {
 		return "none"
 	}
 	return fmt.Sprintf("%s, sha256 %.12s", s.TopologyFrom, s.TopologySHA256)
+}
+
+// encryption is the manifest's "encryption" for this run's objects: nil
+// when the store writes them in plaintext (Options.KeyID "").
+func (r *runner) encryption() *format.Encryption {
+	if r.o.KeyID == "" {
+		return nil
+	}
+	return &format.Encryption{Algorithm: format.EncryptionAlgorithm, KeyID: r.o.KeyID}
 }

@@ -183,6 +183,7 @@ func (r *runner) shardCut(ctx context.Context, id string, parent *format.Manifes
 	}
 	s := r.o.Shard
 	r.m.ShardRun = &format.ShardRun{Run: s.Run, Shards: s.Count, Assignment: assignShards(r.m, todo, s.Count)}
+	r.m.Encryption = r.encryption()
 	b, err := r.m.Marshal()
 	if err != nil {
 		return nil, err
@@ -298,6 +299,7 @@ func (r *runner) commitShards(ctx context.Context) (pending []int, err error) {
 	}
 	m := format.MergeShards(cut, parts)
 	m.State = format.StateComplete
+	m.Encryption = r.encryption() // the shard that writes it: its own key
 	b, err := m.Marshal()
 	if err != nil {
 		return nil, err

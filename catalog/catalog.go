@@ -82,6 +82,11 @@ type Summary struct {
 	// run died between the two writes); it is garbage, Prune deletes it.
 	LeftoverProgress bool   `json:"leftover_progress,omitempty"`
 	Error            string `json:"error,omitempty"` // why the manifest is unreadable
+	// KeyIDs are the ids of the encryption keys a restore of the backup
+	// needs (format.Manifest.KeyIDs); empty when it is plaintext. A key
+	// may be dropped from storage.encryption once no kept backup lists it
+	// (docs/OPERATIONS.md, "Encryption").
+	KeyIDs []string `json:"key_ids,omitempty"`
 	// Shards is N for a sharded run that is running (backup --shard I/N;
 	// format.ShardRun), 0 otherwise; ShardsDone counts its shards whose
 	// progress is done. A running sharded run's figures sum every shard's
@@ -239,6 +244,7 @@ func summarize(m *format.Manifest, s Summary) Summary {
 	s.StartedAt, s.CutAt, s.FinishedAt = m.StartedAt, m.CutAt, m.FinishedAt
 	s.Topics = len(m.Topics)
 	s.Warnings = len(m.Warnings)
+	s.KeyIDs = m.KeyIDs()
 	for _, t := range m.Topics {
 		s.Partitions += len(t.PartitionCuts)
 		for _, p := range t.PartitionCuts {

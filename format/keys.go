@@ -121,6 +121,15 @@ func RestoreLockKey(clusterID string) string {
 	return restoreLocksDir + clusterID
 }
 
+// IsLockKey reports whether key is a lock: the repository lock (LockKey)
+// or a restore lock (under RestoreLocksPrefix). Locks stay plaintext in
+// an encrypted repository (docs/FORMAT.md, "Encryption"): they hold no
+// record data, PutIfAbsent creates them from the bytes it compares, and
+// their heartbeat rewrites them.
+func IsLockKey(key string) bool {
+	return key == LockKey || strings.HasPrefix(key, restoreLocksDir)
+}
+
 // DrillsPrefix is the prefix under which drills keep their reports
 // (DrillReportKey): drills/.
 func DrillsPrefix() string { return drillsPrefix }

@@ -63,6 +63,12 @@ type Manifest struct {
 	// --shard I/N): the run they share and which partitions each copies.
 	// Absent on a backup of one process.
 	ShardRun *ShardRun `json:"shard_run,omitempty"`
+	// Encryption is set when the backup's own objects (this manifest, its
+	// progress.json and the segments it wrote) are encrypted
+	// (docs/FORMAT.md, "Encryption"); absent when they are plaintext.
+	// The segments of earlier backups it names carry their own
+	// Segment.KeyID: KeyIDs lists every key a restore needs.
+	Encryption *Encryption `json:"encryption,omitempty"`
 }
 
 // ShardRun is one backup split across Shards processes (docs/FORMAT.md,
@@ -456,6 +462,46 @@ type Segment struct {
 	// segment, KindBatch for a batch segment (docs/FORMAT.md, "Batch
 	// segments"). A manifest naming a batch segment has format_version 2.
 	Kind string `json:"kind,omitempty"`
+	// KeyID is the id (storage.KeyID, 16 hex digits) of the key the
+	// segment object is encrypted with (docs/FORMAT.md, "Encryption");
+	// absent for a plaintext segment. Size and SHA256 are of the
+	// plaintext object, the bytes the envelope holds.
+	KeyID string `json:"key_id,omitempty"`
+}
+
+// Encryption is a manifest's "encryption": how the backup's own objects
+// are encrypted.
+type Encryption struct {
+	// Algorithm is EncryptionAlgorithm.
+	Algorithm string `json:"algorithm"`
+	// KeyID is the id of the key that encrypted the backup's own objects.
+	KeyID string `json:"key_id"`
+}
+
+// EncryptionAlgorithm names the envelope of docs/FORMAT.md ("Encryption"),
+// version 1: AES-256-GCM over 64 KiB chunks, per-object keys from
+// HKDF-SHA-256.
+const EncryptionAlgorithm = "aes-256-gcm-hkdf-sha256-stream64k-v1"
+
+// KeyIDs returns the ids of every key a restore of m needs, sorted: the
+// key of m's own objects and those of every segment it names (its own and
+// its ancestors'); empty when nothing m names is encrypted.
+func (m *Manifest) KeyIDs() []string {
+	var ids []string
+	if m.Encryption != nil && m.Encryption.KeyID != "" {
+		ids = append(ids, m.Encryption.KeyID)
+	}
+	for _, t := range slices.Concat(m.Topics, m.InFlight) {
+		for _, p := range t.PartitionCuts {
+			for _, s := range p.Segments {
+				if s.KeyID != "" {
+					ids = append(ids, s.KeyID)
+				}
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // hasBatchSegments reports whether m names a segment of kind batch (its

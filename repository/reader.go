@@ -238,6 +238,12 @@ func CheckSegment(ctx context.Context, store storage.Backend, topic string, part
 		c.Missing, c.Err = true, err
 		return c, nil
 	}
+	if err != nil && storage.IsCorrupt(err) && ctx.Err() == nil {
+		// Damage found as the object was opened (an encrypted
+		// envelope's header cut or changed: storage.Encrypt).
+		c.Err = err
+		return c, nil
+	}
 	if err != nil {
 		c.Err = err
 		return c, fmt.Errorf("read segment %s: %w", s.Key, err)
@@ -372,6 +378,10 @@ func readSegment(ctx context.Context, store storage.Backend, topic string, parti
 	if errors.Is(err, storage.ErrNotFound) {
 		c.Missing, c.Err = true, err
 		return damaged(missingProblem)
+	}
+	if err != nil && storage.IsCorrupt(err) && ctx.Err() == nil {
+		c.Err = err
+		return damaged(fmt.Sprintf("cannot be read: %v", err))
 	}
 	if err != nil {
 		c.Err = err

@@ -47,6 +47,12 @@ func (e *damagedError) Unwrap() []error { return []error{e.err, ErrDamaged} }
 // never reported as damage.
 func LoadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
 	rc, err := store.Get(ctx, key)
+	if err != nil && storage.IsCorrupt(err) && ctx.Err() == nil {
+		// The object was read and is not what was stored: an encrypted
+		// envelope whose header is cut or changed (storage.Encrypt fails
+		// at Get). Damage, as a manifest that does not decode.
+		return nil, &damagedError{fmt.Errorf("manifest %s: %w", key, err)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", key, err)
 	}
@@ -106,6 +112,8 @@ func (e *LatestError) Error() string {
 	switch {
 	case storage.IsTransient(e.Err):
 		fix = "the storage failed, the backup may be intact: run the command again"
+	case errors.Is(e.Err, storage.ErrNoKey):
+		fix = "its encryption key is not configured (storage.encryption)"
 	case errors.Is(e.Err, storage.ErrNotFound):
 		fix = "it was deleted while it was read (is a prune running?): run the command again"
 	default:

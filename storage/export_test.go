@@ -1,6 +1,10 @@
 package storage
 
-import "sync"
+import (
+	"bytes"
+	"io"
+	"sync"
+)
 
 // CountDirSyncs counts the directory fsyncs of this package from now on:
 // count returns them by directory; restore stops counting. Tests that call
@@ -30,4 +34,10 @@ func CountDirSyncs() (count func() map[string]int, restore func()) {
 // made, their capacity in bytes, and the most in use at once.
 func PartBuffers(s *S3) (made, bytes, peakInUse int64) {
 	return s.parts.made.Load(), s.parts.bytes.Load(), s.parts.peakInUse.Load()
+}
+
+// OpenEnvelope is Encrypt's Get without a backend: data is the stored
+// object under key (the envelope decoder's fuzz target).
+func OpenEnvelope(ring *Keyring, key string, data []byte) (io.ReadCloser, error) {
+	return openEnvelope(ring, key, io.NopCloser(bytes.NewReader(data)))
 }

@@ -1,8 +1,10 @@
 // Package storage is the object store a backup repository lives in: one small
 // interface (Backend) with a local-directory backend (NewFilesystem) and an
-// S3 backend (NewS3), and one wrapper around the same interface, ReadOnly,
+// S3 backend (NewS3), and two wrappers around the same interface: ReadOnly,
 // through which the commands that only read the repository open it (a write
-// through it fails with ErrReadOnly). Retries are not a wrapper: the
+// through it fails with ErrReadOnly), and Encrypt, the client-side
+// encryption of every object (docs/FORMAT.md, "Encryption"), through which
+// every command opens it. Retries are not a wrapper: the
 // S3 backend retries each request itself within S3Options.RetryTimeout (a
 // local directory has nothing to retry), and marks what is left after the
 // budget ErrTransient. A dry run (restore --dry-run, prune --dry-run) is the

@@ -196,7 +196,14 @@ const backupInterruptHint = "run the same command again: the backup resumes wher
 // build's version as the manifests' tool_version; Source, Store and Logger
 // are filled by the caller.
 func backupOptionsFromConfig(cfg *config.Config) backup.Options {
+	// The primary key's id (a key that cannot be read: openStorage
+	// refuses the run before it writes).
+	var keyID string
+	if ring, err := cfg.Storage.Keyring(); err == nil {
+		keyID = ring.Primary()
+	}
 	return backup.Options{
+		KeyID:                 keyID,
 		ApplicationID:         cfg.ApplicationID,
 		SourceChangelogTopics: cfg.SourceChangelogTopics,
 		InternalPrefixes:      cfg.InternalTopicPrefixes,

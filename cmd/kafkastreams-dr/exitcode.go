@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // Exit codes of every command. They are listed once, here, and shown
@@ -73,6 +76,11 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
+	if errors.Is(err, storage.ErrNoKey) {
+		// An object encrypted with a key not configured: a
+		// configuration error, whatever the command wrapped it in.
+		return exitUsage
+	}
 	var ee *exitErr
 	if errors.As(err, &ee) {
 		return ee.code
@@ -82,9 +90,25 @@ func exitCode(ctx context.Context, err error) int {
 
 // errorHint returns the next-command hint attached to err, if any.
 func errorHint(err error) string {
+	// An object encrypted with a key not configured: the fix is the
+	// config, whatever the command that met it would advise (a re-run
+	// meets it again).
+	var ke *storage.KeyError
+	if errors.As(err, &ke) {
+		return keyHint(ke)
+	}
 	var ee *exitErr
 	if errors.As(err, &ee) {
 		return ee.hint
 	}
 	return ""
+}
+
+// keyHint is what to do about an object encrypted with a key that is not
+// configured (docs/OPERATIONS.md, "Encryption").
+func keyHint(ke *storage.KeyError) string {
+	if len(ke.Configured) == 0 {
+		return fmt.Sprintf("the repository is encrypted: set storage.encryption.key_file (or key_env) in the config file (-c FILE) to the key with id %s", ke.KeyID)
+	}
+	return fmt.Sprintf("add the key with id %s to storage.encryption.previous_keys in the config file (-c FILE); a key is dropped only once no kept backup lists it (kafkastreams-dr list -c FILE shows each backup's key ids)", ke.KeyID)
 }

@@ -40,6 +40,9 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 	row("cut", fmtTime(d.CutAt))
 	row("finished", fmtTime(d.FinishedAt))
 	row("tool version", d.ToolVersion)
+	if len(d.KeyIDs) > 0 {
+		row("encryption", "key ids "+strings.Join(d.KeyIDs, ", ")+" (every key a restore needs)")
+	}
 	row("chain", fmt.Sprintf("%s, %s in %s, %s stored (%s uncompressed, ratio %s)",
 		plural(d.Topics, "topic", "topics"), plural64(d.Records, "record", "records"), plural(d.Segments, "segment", "segments"),
 		formatBytes(d.StoredBytes), formatBytes(d.RawBytes), formatRatio(d.CompressionRatio)))

@@ -79,11 +79,29 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 		}
 		return applicationName(b.ApplicationID) + "\t"
 	}
-	if mixed {
-		fmt.Fprintln(tw, "BACKUP ID\tSTATE\tAPPLICATION\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO")
-	} else {
-		fmt.Fprintln(tw, "BACKUP ID\tSTATE\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO")
+	// keys is the KEY IDS cell with its tab, when a backup is encrypted
+	// (docs/OPERATIONS.md, "Encryption": a key is dropped once no kept
+	// backup lists it); "plaintext" for one that is not.
+	encrypted := slices.ContainsFunc(list, func(b catalog.Summary) bool { return len(b.KeyIDs) > 0 })
+	keys := func(b catalog.Summary) string {
+		switch {
+		case !encrypted:
+			return ""
+		case b.State == catalog.StateUnreadable:
+			return "\t-"
+		case len(b.KeyIDs) == 0:
+			return "\tplaintext"
+		}
+		return "\t" + strings.Join(b.KeyIDs, ",")
 	}
+	header := "BACKUP ID\tSTATE\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO"
+	if mixed {
+		header = "BACKUP ID\tSTATE\tAPPLICATION\tCUT (UTC)\tAGE\tPARENT\tTOPICS\tPARTITIONS\tRECORDS\tSTORED\tRATIO"
+	}
+	if encrypted {
+		header += "\tKEY IDS"
+	}
+	fmt.Fprintln(tw, header)
 	counts := map[catalog.State]int{}
 	// latest is what --backup-id latest means (repository.Latest): the
 	// newest backup with a manifest.json, readable or not.
@@ -98,7 +116,7 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 		}
 		if b.State == catalog.StateUnreadable {
 			unreadable = append(unreadable, b)
-			fmt.Fprintf(tw, "%s\t%s\t%s-\t-\t-\t-\t-\t-\t-\t-\n", b.BackupID, b.State, app(b))
+			fmt.Fprintf(tw, "%s\t%s\t%s-\t-\t-\t-\t-\t-\t-\t-%s\n", b.BackupID, b.State, app(b), keys(b))
 			continue
 		}
 		state := string(b.State)
@@ -109,9 +127,9 @@ func printBackupList(w io.Writer, location string, list []catalog.Summary, now t
 		if b.Shards > 0 {
 			state += fmt.Sprintf(" (%d/%d shards done)", b.ShardsDone, b.Shards)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", b.BackupID, state, app(b),
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s%s\n", b.BackupID, state, app(b),
 			b.CutAt.UTC().Format("2006-01-02 15:04:05"), formatAge(now.Sub(b.CutAt)), dash(b.ParentBackupID),
-			b.Topics, b.Partitions, b.Records, formatBytes(b.StoredBytes), formatRatio(b.CompressionRatio))
+			b.Topics, b.Partitions, b.Records, formatBytes(b.StoredBytes), formatRatio(b.CompressionRatio), keys(b))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s in %s: %d complete", plural(len(list), "backup", "backups"), location, counts[catalog.StateComplete])

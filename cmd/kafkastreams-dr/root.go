@@ -372,13 +372,32 @@ func clientOptionsError(cfg *config.Config, side string, err error) error {
 	return withCode(exitUsage, fmt.Errorf("%s: %s.security: %w", cfg.File(), side, err), "")
 }
 
-// openStorage opens the repository's storage backend. S3 credentials come
+// openStorage opens the repository's storage backend, with the
+// encryption of storage.encryption (storage.Encrypt: a key that cannot be
+// read is exit 2, naming the setting). S3 credentials come
 // from the AWS default chain. Errors name the settings to fix: storage.path
 // (and storage.prefix) for a directory that is not one or cannot be
 // created; the bucket and endpoint for S3. A bucket that does not exist
 // (storage.ErrNoSuchBucket) carries exit 2, a configuration error like a
 // missing storage.path; other S3 failures none (storageError gives 1).
 func openStorage(ctx context.Context, s config.Storage) (storage.Backend, error) {
+	// The keys first: a bad key opens (and creates) nothing.
+	ring, err := s.Keyring()
+	if err != nil {
+		return nil, withCode(exitUsage, err, "check storage.encryption: kafkastreams-dr config validate -c FILE")
+	}
+	b, err := openBackend(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	// Always the encrypting wrapper: without storage.encryption it writes
+	// plaintext, and an encrypted object is refused naming its key id
+	// instead of being read as damage.
+	return storage.Encrypt(b, ring, format.IsLockKey), nil
+}
+
+// openBackend is openStorage's backend, before encryption.
+func openBackend(ctx context.Context, s config.Storage) (storage.Backend, error) {
 	switch s.Backend {
 	case config.BackendS3:
 		period, err := s.ObjectLock.Period() // valid: config.Load checked it

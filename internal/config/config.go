@@ -276,6 +276,11 @@ type Storage struct {
 	// Object Lock enabled. See storage.S3Options.Retention and
 	// docs/OPERATIONS.md ("Object Lock").
 	ObjectLock ObjectLock `yaml:"object_lock"`
+	// Encryption turns on client-side encryption of the repository's
+	// objects (storage.Encrypt; docs/FORMAT.md "Encryption",
+	// docs/OPERATIONS.md "Encryption"); nil (absent) writes plaintext.
+	// Either way, an encrypted object is read only with its key.
+	Encryption *Encryption `yaml:"encryption"`
 }
 
 // ServerSideEncryption is storage.server_side_encryption: the
@@ -331,6 +336,33 @@ func (o ObjectLock) Period() (time.Duration, error) {
 		return 0, fmt.Errorf("%q is above S3's limit of 36500d (100 years)", s)
 	}
 	return time.Duration(v) * unit, nil
+}
+
+// Encryption is storage.encryption: the repository key that encrypts the
+// objects a run writes (key_file or key_env), and the previous keys of a
+// rotation, which only decrypt. A key is 32 bytes in standard base64
+// (`openssl rand -base64 32`); its id (storage.KeyID) is what manifests,
+// list and describe show, never the key.
+type Encryption struct {
+	// KeyFile is a file holding the key in base64 (one line; white space
+	// around it is ignored), relative to the config file. Exactly one of
+	// KeyFile and KeyEnv is set.
+	KeyFile string `yaml:"key_file" config:"location"`
+	// KeyEnv is the name of an environment variable holding the key in
+	// base64, e.g. KDR_REPOSITORY_KEY (a Kubernetes Secret mounted as an
+	// environment variable).
+	KeyEnv string `yaml:"key_env"`
+	// PreviousKeys are keys that only decrypt: the earlier primary keys,
+	// kept until no kept backup names an object under them (list shows
+	// each backup's key ids).
+	PreviousKeys []EncryptionKey `yaml:"previous_keys"`
+}
+
+// EncryptionKey is one of storage.encryption.previous_keys: key_file or
+// key_env, as the primary key's.
+type EncryptionKey struct {
+	KeyFile string `yaml:"key_file" config:"location"`
+	KeyEnv  string `yaml:"key_env"`
 }
 
 // Backup holds the settings of a backup run.

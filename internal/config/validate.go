@@ -163,6 +163,7 @@ func (v *validator) validate() {
 		v.cluster("target", c.Target, false)
 	}
 	v.storage()
+	v.encryption()
 	v.backup()
 	v.drill()
 	v.schemaRegistry()

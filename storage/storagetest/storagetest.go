@@ -98,6 +98,32 @@ func Run(t *testing.T, newBackend func(t *testing.T) storage.Backend) {
 	}
 }
 
+// RunStoredSize is Run for a wrapper that stores an object of n bytes as
+// storedSize(n) bytes (storage.Encrypt: storage.EncryptedSize), the size
+// its Stat and List report; every other rule of the suite is the same.
+func RunStoredSize(t *testing.T, storedSize func(n int64) int64, newBackend func(t *testing.T) storage.Backend) {
+	t.Helper()
+	for _, tt := range subtests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.fn(t, sized{newBackend(t), storedSize})
+		})
+	}
+}
+
+// sized carries RunStoredSize's storedSize to the subtests.
+type sized struct {
+	storage.Backend
+	storedSize func(int64) int64
+}
+
+// stored is the size b's Stat and List report for an object of n bytes.
+func stored(b storage.Backend, n int) int64 {
+	if s, ok := b.(sized); ok {
+		return s.storedSize(int64(n))
+	}
+	return int64(n)
+}
+
 // streamOnly hides every method but Read (no Seek, ReadAt, WriterTo, Len),
 // as a pipe or a compressor would.
 type streamOnly struct{ r io.Reader }
@@ -131,15 +157,15 @@ func testPutGet(t *testing.T, b storage.Backend) {
 			if err != nil {
 				t.Fatalf("Stat(%q): %v", tt.key, err)
 			}
-			if info.Size != int64(len(tt.data)) || info.Key != tt.key {
-				t.Errorf("Stat(%q) = key %q size %d, want key %q size %d", tt.key, info.Key, info.Size, tt.key, len(tt.data))
+			if info.Size != stored(b, len(tt.data)) || info.Key != tt.key {
+				t.Errorf("Stat(%q) = key %q size %d, want key %q size %d", tt.key, info.Key, info.Size, tt.key, stored(b, len(tt.data)))
 			}
 			if info.ModTime.IsZero() {
 				t.Errorf("Stat(%q).ModTime is zero", tt.key)
 			}
 			listed := listAll(t, b, tt.key)
-			if len(listed) != 1 || listed[0].Key != tt.key || listed[0].Size != int64(len(tt.data)) {
-				t.Errorf("List(%q) = %v, want just %q with size %d", tt.key, listed, tt.key, len(tt.data))
+			if len(listed) != 1 || listed[0].Key != tt.key || listed[0].Size != stored(b, len(tt.data)) {
+				t.Errorf("List(%q) = %v, want just %q with size %d", tt.key, listed, tt.key, stored(b, len(tt.data)))
 			}
 		})
 	}
@@ -155,8 +181,8 @@ func testOverwrite(t *testing.T, b storage.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Size != int64(len(second)) {
-		t.Errorf("Stat size after overwrite = %d, want %d", info.Size, len(second))
+	if info.Size != stored(b, len(second)) {
+		t.Errorf("Stat size after overwrite = %d, want %d", info.Size, stored(b, len(second)))
 	}
 	if keys := listKeys(t, b, ""); !slices.Equal(keys, []string{"obj"}) {
 		t.Errorf("List after overwrite = %q, want [obj]", keys)
@@ -231,7 +257,7 @@ func testListOrder(t *testing.T, b storage.Backend) {
 			var gotKeys []string
 			for _, info := range got {
 				gotKeys = append(gotKeys, info.Key)
-				if wantSize := int64(slices.Index(keys, info.Key)); info.Size != wantSize {
+				if wantSize := stored(b, slices.Index(keys, info.Key)); info.Size != wantSize {
 					t.Errorf("List(%q): %q has size %d, want %d", tt.prefix, info.Key, info.Size, wantSize)
 				}
 			}
