@@ -674,10 +674,13 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 // (log.message.timestamp.type), which would replace every restored
 // timestamp with the restore time: it stays CreateTime when the source
 // topic was (with a warning), and turns LogAppendTime after the records
-// when the source's was (as a backed-up LogAppendTime topic does).
+// when the source's was (as a backed-up LogAppendTime topic does). A
+// topic an earlier run of this restore created (resume) is planned as it
+// was created: a run killed before the final configs still ends with
+// them.
 func (r *restore) keepTimestampsOnCreate(plan *Plan, tp *TopicPlan, t *format.Topic, bd brokerDefaults, validated map[string]kadm.Config) {
 	const key = "message.timestamp.type"
-	if tp.Action != format.ActionCreate || tp.FinalConfigs != nil {
+	if tp.Action != format.ActionCreate && tp.Action != format.ActionResume || tp.FinalConfigs != nil {
 		return
 	}
 	if _, explicit := tp.Configs[key]; explicit {

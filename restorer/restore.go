@@ -43,6 +43,11 @@ type restore struct {
 	// target state found by preflight
 	targetStart map[string]map[int32]int64
 	targetEnd   map[string]map[int32]int64
+	// preConfigsWere holds, per filled topic with pre-configs, those
+	// configs as the target described them before any run of this
+	// restore altered them: recorded in the journal (FilledConfigs)
+	// before createTopics alters them.
+	preConfigsWere map[string]map[string]format.TopicConfig
 	// clientOpts are r.cl's options, which producerFor's clients share.
 	clientOpts []kgo.Opt
 	prodMu     sync.Mutex
