@@ -341,6 +341,11 @@ type RestoreJournal struct {
 	// them, not from the altered topic: a run killed between the
 	// pre-configs and the final configs still ends with the final ones.
 	FilledConfigs map[string]map[string]TopicConfig `json:"filled_configs,omitempty"`
+	// RestoreID is the restore id of the run that began this restore
+	// (written with the journal's first save): a run that resumes it
+	// keeps it, so the restore's report has one key whichever run writes
+	// it. Empty in journals written before it was recorded.
+	RestoreID string `json:"restore_id,omitempty"`
 	// Complete is set once the records are in and the offsets committed;
 	// Committed holds those offsets ("topic/partition" -> offset).
 	Complete  bool             `json:"complete,omitempty"`
