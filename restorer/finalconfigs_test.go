@@ -75,6 +75,13 @@ func TestResumedRestoreEndsWithTheDeferredConfigs(t *testing.T) {
 			wantType:    "CreateTime",
 			wantSetBack: "--entity-name old --add-config retention.ms=604800000",
 		},
+		{
+			name:        "created topic kept past retention.ms",
+			topic:       testTopic{name: "old-created", configs: map[string]string{"retention.ms": fmt.Sprint(7 * day)}, records: records(3000, now-30*day)},
+			retention:   restorer.RetentionKeep,
+			wantType:    "CreateTime",
+			wantSetBack: "--entity-name old-created --add-config retention.ms=604800000",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
