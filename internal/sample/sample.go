@@ -10,8 +10,8 @@
 package sample
 
 import (
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
