@@ -333,6 +333,19 @@ type RestoreJournal struct {
 	// recorded before its first record: a run killed after writing some
 	// resumes it like a topic it created.
 	Filled map[string]string `json:"filled,omitempty"`
+	// FilledConfigs holds, for each filled topic whose plan alters configs
+	// before its records (TopicPlan.PreConfigs: message.timestamp.type,
+	// retention.ms), those configs as the target described them before the
+	// restore altered them (Value nil: null or sensitive), recorded with
+	// Filled, before the alteration. A re-run plans the resumed fill from
+	// them, not from the altered topic: a run killed between the
+	// pre-configs and the final configs still ends with the final ones.
+	FilledConfigs map[string]map[string]TopicConfig `json:"filled_configs,omitempty"`
+	// RestoreID is the restore id of the run that began this restore
+	// (written with the journal's first save): a run that resumes it
+	// keeps it, so the restore's report has one key whichever run writes
+	// it. Empty in journals written before it was recorded.
+	RestoreID string `json:"restore_id,omitempty"`
 	// Complete is set once the records are in and the offsets committed;
 	// Committed holds those offsets ("topic/partition" -> offset).
 	Complete  bool             `json:"complete,omitempty"`

@@ -61,7 +61,7 @@ func (e *unreadableDrillReportError) Unwrap() []error {
 func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string) (*format.DrillReport, error) {
 	key := format.DrillReportKey(drillID)
 	b, err := readWhole(ctx, store, key)
-	if errors.Is(err, storage.ErrNotRegular) {
+	if errors.Is(err, storage.ErrNotRegular) || errors.Is(err, ErrObjectTooLarge) {
 		return nil, &unreadableDrillReportError{msg: fmt.Sprintf("drill report %s is damaged: %v; the backups are not affected, and estimate leaves it out of its calibration (remove %s; a new drill writes a new report)",
 			key, err, key), err: err}
 	}

@@ -16,10 +16,10 @@
 package repository
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
@@ -42,22 +42,33 @@ func (e *damagedError) Unwrap() []error { return []error{e.err, ErrDamaged} }
 // progress.json) at key. Errors name the key: a storage error is returned
 // wrapped as "read manifest <key>: ..." (storage.ErrNotFound and
 // storage.ErrTransient stay testable), a manifest that does not decode or
-// validate, or whose backup_id is not the backup its key names, as
-// "manifest <key>: ..." wrapping ErrDamaged. A cancelled ctx is
-// never reported as damage.
+// validate, whose backup_id is not the backup its key names, or that is
+// above the read bounds (MaxObjectBytes, ErrObjectTooLarge: refused before
+// it is decoded), as "manifest <key>: ..." wrapping ErrDamaged. A
+// cancelled ctx is never reported as damage. The manifest is read in full
+// before it is decoded, at most MaxObjectBytes of it: memory follows its
+// size, within the bounds, never a count it claims.
 func LoadManifest(ctx context.Context, store storage.Backend, key string) (*format.Manifest, error) {
-	rc, err := store.Get(ctx, key)
-	if err != nil && storage.IsCorrupt(err) && ctx.Err() == nil {
-		// The object was read and is not what was stored: an encrypted
-		// envelope whose header is cut or changed (storage.Encrypt fails
-		// at Get). Damage, as a manifest that does not decode.
-		return nil, &damagedError{fmt.Errorf("manifest %s: %w", key, err)}
+	// The store checks its checksum of the object (S3: storage.ErrCorrupt)
+	// at the end of the body, which readBounded reads to: a flipped byte
+	// that still decodes (in a SHA-256, an offset) is damage to this
+	// manifest, not to the segment it names.
+	b, err := readBounded(ctx, store, key)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("read manifest %s: %w", key, ctx.Err())
+	case errors.Is(err, ErrObjectTooLarge):
+		return nil, &damagedError{fmt.Errorf("manifest %w", err)}
+	case storage.IsCorrupt(err):
+		// The store's own checksum of the object failed twice, or the
+		// object is not what was stored: an encrypted envelope whose
+		// header is cut or changed (storage.Encrypt fails at Get).
+		return nil, &damagedError{fmt.Errorf("manifest %s: %w", key, errors.Unwrap(err))}
+	default:
+		return nil, fmt.Errorf("read manifest %s: %w", key, errors.Unwrap(err))
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
-	}
-	defer rc.Close()
-	m, err := format.ReadManifest(rc)
+	m, err := format.ReadManifest(bytes.NewReader(b))
 	if err == nil {
 		// A manifest names its backup, and its key does too: one stored
 		// under another backup's key (swapped, copied) would restore that
@@ -66,29 +77,10 @@ func LoadManifest(ctx context.Context, store storage.Backend, key string) (*form
 			err = fmt.Errorf("it holds the manifest of backup %s, not of backup %s (a manifest swapped or copied under another backup's key)", m.BackupID, id)
 		}
 	}
-	if err == nil {
-		// The decoder stops at the closing brace; the store checks its
-		// checksum of the object (S3: storage.ErrCorrupt) at the end of
-		// the body, so read to the end: a flipped byte that still decodes
-		// (in a SHA-256, an offset) is damage to this manifest, not to
-		// the segment it names.
-		if _, err = io.Copy(io.Discard, rc); err == nil {
-			return m, nil
-		}
-		if !storage.IsCorrupt(err) && ctx.Err() == nil {
-			return nil, fmt.Errorf("read manifest %s: %w", key, err)
-		}
+	if err != nil {
+		return nil, &damagedError{fmt.Errorf("manifest %s: %w", key, err)}
 	}
-	switch {
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("read manifest %s: %w", key, ctx.Err())
-	case storage.IsCorrupt(err):
-		// The store's own checksum of the object failed twice.
-	case storage.IsTransient(err):
-		// The body failed mid-read: the decoder saw a storage error.
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
-	}
-	return nil, &damagedError{fmt.Errorf("manifest %s: %w", key, err)}
+	return m, nil
 }
 
 // LatestError is Latest's error when the newest complete backup exists but

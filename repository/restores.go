@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -57,7 +56,7 @@ func (e *unreadableReportError) Unwrap() []error { return []error{e.err, ErrUnre
 func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*format.RestoreReport, error) {
 	key := format.RestoreReportKey(restoreID)
 	b, err := readWhole(ctx, store, key)
-	if errors.Is(err, storage.ErrNotRegular) {
+	if errors.Is(err, storage.ErrNotRegular) || errors.Is(err, ErrObjectTooLarge) {
 		return nil, fmt.Errorf("restore report %s is damaged: %w; the backups are not affected (list, describe, verify and restore of a backup still work), only this record of restore %s is lost: remove %s, and a new restore writes a new report",
 			key, &unreadableReportError{err}, restoreID, key)
 	}
@@ -81,20 +80,12 @@ func ReportIDs(ctx context.Context, store storage.Backend) ([]string, error) {
 	return listIDs(ctx, store, format.RestoresPrefix(), format.ParseRestoreReportKey, "restore reports")
 }
 
-// readWhole reads the object key in full; a storage error is returned as
-// "read <key>: ..." (storage.ErrNotFound and storage.ErrTransient stay
-// testable).
+// readWhole reads the object key in full (readBounded): a storage error
+// is returned as "read <key>: ..." (storage.ErrNotFound and
+// storage.ErrTransient stay testable), an object above the read bounds
+// wrapping ErrObjectTooLarge.
 func readWhole(ctx context.Context, store storage.Backend, key string) ([]byte, error) {
-	rc, err := store.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	return b, nil
+	return readBounded(ctx, store, key)
 }
 
 // listIDs lists prefix and returns the ids parse finds in its keys,
@@ -145,22 +136,19 @@ func LatestReport(ctx context.Context, store storage.Backend, applicationID, tar
 // journal <key>: ...").
 func LoadJournal(ctx context.Context, store storage.Backend, backupID, clusterID string) (*format.RestoreJournal, error) {
 	key := format.RestoreJournalKey(backupID, clusterID)
-	rc, err := store.Get(ctx, key)
-	if errors.Is(err, storage.ErrNotFound) {
+	b, err := readBounded(ctx, store, key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
 		return nil, nil
-	}
-	if errors.Is(err, storage.ErrNotRegular) {
+	case errors.Is(err, storage.ErrNotRegular):
+		return nil, &JournalError{Key: key, Err: errors.Unwrap(err)}
+	case errors.Is(err, ErrObjectTooLarge):
 		return nil, &JournalError{Key: key, Err: err}
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("read restore journal: %w", err)
 	}
-	defer rc.Close()
 	var j format.RestoreJournal
-	if err := json.NewDecoder(rc).Decode(&j); err != nil {
-		if storage.IsTransient(err) || ctx.Err() != nil {
-			return nil, fmt.Errorf("read restore journal %s: %w", key, err)
-		}
+	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, &JournalError{Key: key, Err: format.JSONError(err)}
 	}
 	return &j, nil

@@ -537,8 +537,13 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 		}
 		// cfg returns the topic's effective value of key, and whether
 		// the topic sets it itself (else it is the broker's).
+		// A topic an earlier run of this restore created (resume) is
+		// planned with the configs it was created with (tp.Configs, then
+		// the broker's), not those the target describes now
+		// (retention.ms=-1 under --retention keep, CreateTime), so that
+		// the resumed plan is the first run's.
 		cfg := func(key string) (v string, ok, topicLevel bool) {
-			if cs, ok := existing[tp.Topic]; ok {
+			if cs, ok := existing[tp.Topic]; ok && tp.Action != format.ActionResume {
 				if c, ok := cs[key]; ok && c.Value != nil {
 					return *c.Value, true, c.Source == kmsg.ConfigSourceDynamicTopicConfig
 				}
@@ -674,10 +679,13 @@ func (r *restore) checkLimits(ctx context.Context, plan *Plan, bd brokerDefaults
 // (log.message.timestamp.type), which would replace every restored
 // timestamp with the restore time: it stays CreateTime when the source
 // topic was (with a warning), and turns LogAppendTime after the records
-// when the source's was (as a backed-up LogAppendTime topic does).
+// when the source's was (as a backed-up LogAppendTime topic does). A
+// topic an earlier run of this restore created (resume) is planned as it
+// was created: a run killed before the final configs still ends with
+// them.
 func (r *restore) keepTimestampsOnCreate(plan *Plan, tp *TopicPlan, t *format.Topic, bd brokerDefaults, validated map[string]kadm.Config) {
 	const key = "message.timestamp.type"
-	if tp.Action != format.ActionCreate || tp.FinalConfigs != nil {
+	if tp.Action != format.ActionCreate && tp.Action != format.ActionResume || tp.FinalConfigs != nil {
 		return
 	}
 	if _, explicit := tp.Configs[key]; explicit {

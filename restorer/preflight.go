@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/streamsgroup"
@@ -63,6 +64,9 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		return nil, err
 	}
 	r.targetStart, r.targetEnd = tt.start, tt.end
+	// A fill an earlier run began is planned from the configs that run
+	// found, not from what its pre-configs made of them.
+	tt.restoreFilledConfigs(r.jour)
 
 	plan := &Plan{BackupID: m.BackupID, ApplicationID: m.ApplicationID, Strategy: o.Strategy, ToTime: o.ToTime,
 		TargetClusterID: bm.Cluster, TargetBrokers: len(bm.Brokers), Skipped: sel.skipped}
@@ -101,6 +105,7 @@ func (r *restore) preflight(ctx context.Context) (*Plan, error) {
 		return nil, err
 	}
 	f.refusals = append(f.refusals, limitRefusals...)
+	r.preConfigsWere = preConfigsWere(plan, tt)
 
 	// The application.id group on the target must have no members, and
 	// the target must accept the group's configs. A share group (KIP-932)
@@ -258,6 +263,54 @@ type targetTopics struct {
 	end     map[string]map[int32]int64        // topic -> partition -> log end offset
 	configs map[string]map[string]*string     // topic -> config -> value (nil: null or sensitive)
 	full    map[string]map[string]kadm.Config // topic -> config -> the whole entry (source, default)
+}
+
+// restoreFilledConfigs puts back, for each topic the journal jour records
+// as filled (with the same topic id), the configs as they were before the
+// pre-configs of an earlier run altered them (jour.FilledConfigs): the
+// plan of a resumed fill is the plan of its first run, FinalConfigs and
+// retention set-back included.
+func (tt *targetTopics) restoreFilledConfigs(jour *journal) {
+	if jour == nil {
+		return
+	}
+	for topic, was := range jour.FilledConfigs {
+		d, ok := tt.exists(topic)
+		if !ok || jour.Filled[topic] != kafkaTopicID(d.ID) || tt.full[topic] == nil {
+			continue
+		}
+		for k, c := range was {
+			src, err := kmsg.ParseConfigSource(c.Source)
+			if err != nil {
+				src = kmsg.ConfigSourceUnknown
+			}
+			tt.full[topic][k] = kadm.Config{Key: k, Value: c.Value, Source: src, Sensitive: c.Sensitive}
+			tt.configs[topic][k] = c.Value
+		}
+	}
+}
+
+// preConfigsWere returns, for each filled topic of plan with pre-configs,
+// those configs as tt describes them (after restoreFilledConfigs: as the
+// first run found them); a config not described is recorded as null.
+func preConfigsWere(plan *Plan, tt *targetTopics) map[string]map[string]format.TopicConfig {
+	out := map[string]map[string]format.TopicConfig{}
+	for _, tp := range plan.Topics {
+		if tp.Action != format.ActionFill || len(tp.PreConfigs) == 0 {
+			continue
+		}
+		was := map[string]format.TopicConfig{}
+		for k := range tp.PreConfigs {
+			c, ok := tt.full[tp.Topic][k]
+			if !ok {
+				was[k] = format.TopicConfig{}
+				continue
+			}
+			was[k] = format.TopicConfig{Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive}
+		}
+		out[tp.Topic] = was
+	}
+	return out
 }
 
 // exists reports whether the target has topic name.

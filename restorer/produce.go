@@ -40,14 +40,24 @@ const (
 func (r *restore) createTopics(ctx context.Context) error {
 	for i := range r.plan.Topics {
 		tp := &r.plan.Topics[i]
-		if tp.Action == format.ActionFill && r.jour.Filled[tp.Topic] != tp.TargetTopicID {
+		_, recorded := r.jour.FilledConfigs[tp.Topic]
+		if was := r.preConfigsWere[tp.Topic]; tp.Action == format.ActionFill && (r.jour.Filled[tp.Topic] != tp.TargetTopicID || was != nil && !recorded) {
 			// Before anything is written into it: a run killed after its
 			// first records resumes it (the journal's filled), not
-			// refuses it as another writer's.
+			// refuses it as another writer's; and before its pre-configs:
+			// a run killed after them plans the resumed fill from the
+			// configs they replaced (filled_configs), so it ends with the
+			// final configs.
 			if r.jour.Filled == nil {
 				r.jour.Filled = map[string]string{}
 			}
 			r.jour.Filled[tp.Topic] = tp.TargetTopicID
+			if was != nil {
+				if r.jour.FilledConfigs == nil {
+					r.jour.FilledConfigs = map[string]map[string]format.TopicConfig{}
+				}
+				r.jour.FilledConfigs[tp.Topic] = was
+			}
 			if err := r.saveJournal(ctx); err != nil {
 				return err
 			}

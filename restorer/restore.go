@@ -43,6 +43,11 @@ type restore struct {
 	// target state found by preflight
 	targetStart map[string]map[int32]int64
 	targetEnd   map[string]map[int32]int64
+	// preConfigsWere holds, per filled topic with pre-configs, those
+	// configs as the target described them before any run of this
+	// restore altered them: recorded in the journal (FilledConfigs)
+	// before createTopics alters them.
+	preConfigsWere map[string]map[string]format.TopicConfig
 	// clientOpts are r.cl's options, which producerFor's clients share.
 	clientOpts []kgo.Opt
 	prodMu     sync.Mutex
@@ -282,7 +287,14 @@ func (r *restore) restore(ctx context.Context, started time.Time) (*Report, erro
 	if r.jour == nil {
 		r.jour = &journal{BackupID: plan.BackupID, TargetClusterID: plan.TargetClusterID, Strategy: plan.Strategy, ToTime: plan.ToTime, Topics: map[string]string{}}
 	}
-	rep := &Report{RestoreID: newRestoreID(), StartedAt: started}
+	// A resumed restore keeps the restore id of the run it resumes (the
+	// journal's restore_id): its report has one key, whichever run
+	// writes it, and a run killed after the report, before the journal
+	// says complete, is finished by the next under the same id.
+	if r.jour.RestoreID == "" {
+		r.jour.RestoreID = newRestoreID()
+	}
+	rep := &Report{RestoreID: r.jour.RestoreID, StartedAt: started}
 
 	phase := time.Now()
 	if err := r.createTopics(ctx); err != nil {
@@ -371,12 +383,17 @@ func (r *restore) complete(ctx context.Context, rep *Report, reports []Partition
 			}
 		}
 	}
-	if err := r.saveJournal(ctx); err != nil {
-		return nil, err
-	}
+	// The report before the journal that says complete: a run killed
+	// between the two is completed again by the next run, which writes
+	// the report under the same restore id; the other order left a
+	// complete restore without a report for good (the crash loop on S3
+	// found it).
 	rep.Plan = done
 	rep.FinishedAt = time.Now().UTC()
 	if err := repository.SaveReport(ctx, r.store, rep); err != nil {
+		return nil, err
+	}
+	if err := r.saveJournal(ctx); err != nil {
 		return nil, err
 	}
 	if digestErr != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -57,24 +58,30 @@ func readShardRun(ctx context.Context, store storage.Backend, run string) (*form
 }
 
 func readJSON(ctx context.Context, store storage.Backend, key string, v any) error {
-	rc, err := store.Get(ctx, key)
-	if err != nil {
+	// Within the repository's read bounds (repository.ReadObject): an
+	// object of a million "{}" would allocate hundreds of MB decoding.
+	b, err := repository.ReadObject(ctx, store, key)
+	var why error
+	switch {
+	case errors.Is(err, repository.ErrObjectTooLarge):
+		why = err
+	case err != nil:
 		return err
-	}
-	defer rc.Close()
-	if err := json.NewDecoder(rc).Decode(v); err != nil {
-		if storage.IsTransient(err) {
-			return fmt.Errorf("read %s: %w", key, err)
-		}
-		// The same bytes are read again by every shard and every re-run.
-		run := path.Dir(key)
-		return &RefusedError{
-			Reasons: []string{fmt.Sprintf("the sharded restore's object %s does not decode: %v", key, format.JSONError(err))},
-			Hint: fmt.Sprintf("no shard can continue this run: start the sharded restore again with a new --shard-run (the objects under %s/ can be deleted); "+
-				"the target may hold what this run's shards restored: delete its restored topics first (or restore into an empty cluster)", run),
+	default:
+		if err := json.Unmarshal(b, v); err != nil {
+			why = format.JSONError(err)
 		}
 	}
-	return nil
+	if why == nil {
+		return nil
+	}
+	// The same bytes are read again by every shard and every re-run.
+	run := path.Dir(key)
+	return &RefusedError{
+		Reasons: []string{fmt.Sprintf("the sharded restore's object %s does not decode: %v", key, why)},
+		Hint: fmt.Sprintf("no shard can continue this run: start the sharded restore again with a new --shard-run (the objects under %s/ can be deleted); "+
+			"the target may hold what this run's shards restored: delete its restored topics first (or restore into an empty cluster)", run),
+	}
 }
 
 func writeJSON(ctx context.Context, store storage.Backend, key string, v any) error {

@@ -331,28 +331,7 @@ backup:
 					return fmt.Sprintf("%d of %d records restored, %d group offsets committed", recs, wantTotal, group)
 				}
 				c.loop(rng, 1+rng.IntN(2), took)
-				gotRecs, gotGroup := restored(t, want, addrs)
-				for _, tp := range slices.Concat(want.Topics, want.InFlight) {
-					for _, p := range tp.PartitionCuts {
-						what := fmt.Sprintf("iteration %d: %s/%d", i, tp.Name, p.Partition)
-						g, w := gotRecs[tp.Name][p.Partition], wantRecs[tp.Name][p.Partition]
-						if n := len(backupcheck.Records(t, baseStore, want, tp.Name, p.Partition)); len(g) != n {
-							t.Errorf("%s: %d records on the target, the backup holds %d", what, len(g), n)
-						}
-						restorecheck.SameRecords(t, what, g, w, false)
-						for k := range min(len(g), len(w)) {
-							if g[k].Offset != w[k].Offset {
-								t.Fatalf("%s: record %d at offset %d, the uninterrupted restore put it at %d", what, k, g[k].Offset, w[k].Offset)
-							}
-						}
-					}
-				}
-				if gotGroup.String() != wantGroup.String() {
-					t.Fatalf("iteration %d: committed offsets %s, the uninterrupted restore committed %s", i, gotGroup, wantGroup)
-				}
-				if t.Failed() {
-					t.FailNow()
-				}
+				sameRestore(t, fmt.Sprintf("iteration %d", i), baseStore, want, addrs, wantRecs, wantGroup)
 				t.Logf("iteration %d: %d kills [%s] (%d runs ended before their kill), %d lock takeovers: equal", i, c.kills, strings.Join(c.points, "; "), c.finished, c.takeovers)
 				total.add(c)
 			}
@@ -424,6 +403,36 @@ backup:
 		total.mustHaveKilled(t, "prune")
 		t.Logf("prune: %d iterations, %d kills, %d runs ended before their kill, %d lock takeovers; backups lost 0", iterations, total.kills, total.finished, total.takeovers)
 	})
+}
+
+// sameRestore asserts that the restore of backup m (in store) at addrs
+// equals the uninterrupted restore's records (wantRecs) and committed
+// group offsets (wantGroup): each partition holds the backup's count of
+// records (exactly once), field for field and offset for offset.
+func sameRestore(t *testing.T, what string, store storage.Backend, m *format.Manifest, addrs []string, wantRecs restorecheck.Records, wantGroup restorecheck.Offsets) {
+	t.Helper()
+	gotRecs, gotGroup := restored(t, m, addrs)
+	for _, tp := range slices.Concat(m.Topics, m.InFlight) {
+		for _, p := range tp.PartitionCuts {
+			what := fmt.Sprintf("%s: %s/%d", what, tp.Name, p.Partition)
+			g, w := gotRecs[tp.Name][p.Partition], wantRecs[tp.Name][p.Partition]
+			if n := len(backupcheck.Records(t, store, m, tp.Name, p.Partition)); len(g) != n {
+				t.Errorf("%s: %d records on the target, the backup holds %d", what, len(g), n)
+			}
+			restorecheck.SameRecords(t, what, g, w, false)
+			for k := range min(len(g), len(w)) {
+				if g[k].Offset != w[k].Offset {
+					t.Fatalf("%s: record %d at offset %d, the uninterrupted restore put it at %d", what, k, g[k].Offset, w[k].Offset)
+				}
+			}
+		}
+	}
+	if gotGroup.String() != wantGroup.String() {
+		t.Fatalf("%s: committed offsets %s, the uninterrupted restore committed %s", what, gotGroup, wantGroup)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
 }
 
 // crashOrders is how many orders the crash loop adds to the sample's.

@@ -11,12 +11,14 @@ package sample
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/kgotime"
@@ -231,7 +233,15 @@ func produceTransactions(ctx context.Context, cl *kgo.Client, base time.Time) er
 }
 
 func clientOpts(cl *kgo.Client) []kgo.Opt {
-	return []kgo.Opt{kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...)}
+	opts := []kgo.Opt{kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...)}
+	// A cluster with SASL or TLS is seeded with cl's.
+	if ms, ok := cl.OptValue(kgo.SASL).([]sasl.Mechanism); ok && len(ms) > 0 {
+		opts = append(opts, kgo.SASL(ms...))
+	}
+	if c, ok := cl.OptValue(kgo.DialTLSConfig).(*tls.Config); ok && c != nil {
+		opts = append(opts, kgo.DialTLSConfig(c))
+	}
+	return opts
 }
 
 func waitLeaders(ctx context.Context, adm *kadm.Client, n int) error {
