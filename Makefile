@@ -153,7 +153,7 @@ build:
 # The tests that measure allocations or memory: they run without the race
 # detector, which changes allocations and multiplies memory; every other
 # test runs under it.
-RACE_SKIP ?= Alloc|Allocates|DoesNotCopy|BoundedMemory|ReusesEncoders|TestMeasureChild
+RACE_SKIP ?= Alloc|DoesNotCopy|BoundedMemory|BoundedBySize|ReusesEncoders|TestMeasureChild
 TEST_P ?= 4
 test: tools
 	$(TEST_ENV) $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m -skip '$(RACE_SKIP)' ./...
