@@ -122,7 +122,7 @@ func trendSentence(t RTOTrend) string {
 // place in rows, the y axis from 0 to a round number at or above the
 // largest RTO and the trend's threshold; nil when no row has an RTO.
 func historyChart(rows []HistoryRow, t RTOTrend) *htmlHistoryChart {
-	c := &htmlHistoryChart{Width: historyLeft + chartWidth + 20, Height: historyTop + historyPlotH + 40,
+	c := &htmlHistoryChart{Width: historyLeft + chartWidth + 20, Height: historyTop + historyPlotH + 16,
 		Left: historyLeft, Top: historyTop, PlotW: chartWidth, PlotH: historyPlotH}
 	if !anyRTO(rows) {
 		return nil

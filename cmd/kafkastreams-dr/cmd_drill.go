@@ -98,9 +98,17 @@ each state store's check; the group's offsets; the restore's throughput over tim
 per second, sampled at most every 10 ms, at most 240 samples); the application on the
 target; the warnings; and what ran: the tool's and Go's versions, the command line rebuilt
 from its flags (the config file's path, never its contents; a URL's password replaced by
-xxxxx; --app-command as given: keep secrets out of it) and the clusters' Kafka versions. --report is checked before the drill starts, as
---junit is (and may not be the same file), and written whether the drill passed, failed
-or was interrupted (into a temporary file renamed over FILE: never half-written).
+xxxxx; --app-command as given: keep secrets out of it) and the clusters' Kafka versions.
+Its history section is the drills of the application recorded in the repository, oldest
+first (this one the last when it was recorded; at most the last 100), as drill history
+prints them: per drill its RTO (the furthest figure, named), RPO, records, bytes,
+partitions and the change against the drill before; the trend ("RTO GREW", flagged, when
+the latest RTO is more than --rto-growth-threshold percent, default 20, above the median of
+the earlier passed drills'); and a chart of RTO per drill to scale. A history that cannot
+be read is a warning on the page and on stderr, never a failed drill. --report is checked
+before the drill starts, as --junit is (and may not be the same file), and written whether
+the drill passed, failed or was interrupted (into a temporary file renamed over FILE:
+never half-written).
 
 The report gives each restored state store's state check (the digest of its changelog's
 latest value per key on the target against the backup's): equal, different (the

@@ -174,6 +174,7 @@ func TestDrillFlags(t *testing.T) {
 		{"bad strategy", []string{"-c", "app.yaml", "--strategy", "magic"}, `invalid --strategy "magic"`},
 		{"bad target", []string{"-c", "app.yaml", "--target-bootstrap-servers", "kafka://dr:9092"}, "listener URL"},
 		{"junit is a directory", []string{"-c", "app.yaml", "--junit", "out/"}, "want a file name"},
+		{"a negative RTO growth threshold", []string{"-c", "app.yaml", "--report", "r.html", "--rto-growth-threshold", "-5"}, "--rto-growth-threshold -5: want a percentage of 0 or more"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, append([]string{"drill"}, tt.args...)...)
