@@ -1,7 +1,6 @@
 package drill
 
 import (
-	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -11,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 )
 
 // HTMLRun is what the HTML report says about the run itself, beside the
@@ -28,11 +25,22 @@ type HTMLRun struct {
 	Command string
 	// ConfigFile is the path of the config file, "" for none (--embedded).
 	ConfigFile string
-	// History, when not empty, are earlier drills of the repository
-	// (format.DrillReport, oldest first): the page then has a history
-	// section with one row each. nil: no history section.
-	History []format.DrillReport
+	// History are the drills of the application recorded in the
+	// repository (History's rows, oldest first; this drill the last when
+	// it was recorded), Trend their Trend, and HistoryWarnings what the
+	// page says could not be read (History's warnings, or why it could
+	// not be read at all). The page has a history section when History
+	// or HistoryWarnings is not empty: a table of the last HistoryPageRows
+	// rows, the trend and a chart of RTO per drill. Neither: no section.
+	History         []HistoryRow
+	Trend           RTOTrend
+	HistoryWarnings []string
 }
+
+// HistoryPageRows is how many drills, the latest, the HTML report's
+// history section shows at most: 100. The trend is the caller's, over
+// every row.
+const HistoryPageRows = 100
 
 //go:embed report.html.tmpl
 var htmlTemplateText string
@@ -55,6 +63,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join": strings.Join,
 	"ms":   func(d Duration) int64 { return time.Duration(d).Round(time.Millisecond).Milliseconds() },
 	"f3":   func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
+	"pct":  func(v float64) string { return trimFloat(v * 100) },
 }).Parse(htmlTemplateText))
 
 // HTML writes the report as one self-contained HTML page: inline CSS and
@@ -77,7 +86,15 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 //   - the application on the target, the warnings, and what ran
 //     (run: the tool's and Go's versions, the command line, the config
 //     file, the clusters' Kafka versions);
-//   - run.History, when given, as a history table.
+//   - run.History, when given: a table of the drills recorded (the last
+//     HistoryPageRows; per drill its RTO, the furthest figure it
+//     measured and named, RPO, records, bytes, topics and partitions, and
+//     the change against the drill before), run.Trend as a sentence
+//     ("RTO GREW", flagged, when Trend.Grew, with the threshold), and a
+//     chart of RTO per drill drawn to scale (an SVG circle per drill that
+//     measured one, with data-drill, data-index (its row), data-figure
+//     and data-seconds; the SVG's data-y-max, data-top and data-plot-h
+//     give the scale); run.HistoryWarnings as warnings in that section.
 //
 // A failed or interrupted drill's page shows what the drill reached. The
 // error is the writer's.
@@ -106,6 +123,7 @@ type htmlView struct {
 	Figures   []htmlFigure
 	Topics    []htmlTopic
 	Chart     *htmlChart
+	History   *htmlHistory
 	Skipped   []string // phases skipped
 	Generated string
 }
@@ -170,7 +188,6 @@ type htmlPoint struct {
 }
 
 func newHTMLView(r *Report, run HTMLRun) *htmlView {
-	run.History = sortedHistory(run.History)
 	v := &htmlView{R: r, Run: run, Generated: time.Now().UTC().Format(time.RFC3339)}
 	switch f := r.Failed(); {
 	case r.Interrupted:
@@ -195,6 +212,7 @@ func newHTMLView(r *Report, run HTMLRun) *htmlView {
 	v.Figures = figures(r)
 	v.Topics = topics(r.Partitions)
 	v.Chart = chart(r.RestoreProgress)
+	v.History = history(r, run)
 	return v
 }
 
@@ -393,11 +411,4 @@ func iec(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// sortedHistory is run.History oldest first.
-func sortedHistory(h []format.DrillReport) []format.DrillReport {
-	out := slices.Clone(h)
-	slices.SortStableFunc(out, func(a, b format.DrillReport) int { return cmp.Compare(a.StartedAt.UnixNano(), b.StartedAt.UnixNano()) })
-	return out
 }

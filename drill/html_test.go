@@ -3,8 +3,10 @@ package drill_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,19 +197,101 @@ func TestHTMLOfAFailedOrInterruptedDrill(t *testing.T) {
 	}
 }
 
-// TestHTMLHistorySection: the history section is there only with history
-// rows, one row per earlier drill, oldest first.
+// TestHTMLHistorySection: the history section is there only with
+// history rows or warnings: one row per drill (the last
+// drill.HistoryPageRows), this drill marked, the trend's sentence flagged
+// when the RTO grew, a chart point per drill with an RTO drawn to scale,
+// and the warnings as text.
 func TestHTMLHistorySection(t *testing.T) {
-	rto := 12.5
-	run := testRun
-	run.History = []format.DrillReport{
-		{DrillID: "d-2", StartedAt: time.Date(2026, 5, 3, 0, 0, 0, 0, time.UTC), OK: true, RTODataRestored: &rto, RecordsRestored: 300},
-		{DrillID: "d-1", StartedAt: time.Date(2026, 5, 2, 0, 0, 0, 0, time.UTC), OK: false, RecordsRestored: 290},
+	secs := func(v float64) *float64 { return &v }
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	rep := passedReport()
+	rep.DrillID = "20260504T100000Z-cccc"
+	rows := func(n int, last float64) []drill.HistoryRow {
+		var out []drill.HistoryRow
+		for i := range n {
+			rto := 10 + float64(i%3)
+			r := drill.HistoryRow{DrillID: fmt.Sprintf("d-%03d", i), StartedAt: t0.Add(time.Duration(i) * time.Hour), Strategy: format.StrategyChangelog,
+				OK: true, RTODataRestored: secs(rto), RTOName: drill.FigureRTODataRestored, RTO: secs(rto), RPO: secs(0.25),
+				RecordsRestored: 300 + int64(i), Bytes: 9000, Topics: 2, Partitions: 3}
+			if i == 1 { // failed before the restore was verified: no RTO
+				r.OK, r.RTODataRestored, r.RTOName, r.RTO = false, nil, "", nil
+			}
+			out = append(out, r)
+		}
+		out[n-1].DrillID, out[n-1].RTO, out[n-1].RTODataRestored = rep.DrillID, secs(last), secs(last)
+		for i := 1; i < n; i++ {
+			if out[i].RTO != nil && out[i-1].RTO != nil {
+				out[i].RTOChange = secs(*out[i].RTO - *out[i-1].RTO)
+			}
+			d := out[i].RecordsRestored - out[i-1].RecordsRestored
+			out[i].RecordsChange = &d
+		}
+		return out
 	}
-	p := testkit.ParseReportPage(t, renderHTML(t, passedReport(), run))
-	rows := p.Tables["history-table"]
-	if !p.IDs["history"] || len(rows) != 2 || rows[0][0] != "d-1" || rows[1][0] != "d-2" || rows[1][4] != "12.500" || rows[0][4] != "-" {
-		t.Errorf("history section %v, rows %q", p.IDs["history"], rows)
+	for _, tc := range []struct {
+		name     string
+		rows     []drill.HistoryRow
+		warnings []string
+		section  bool
+		shown    int
+		grew     string
+		text     []string
+	}{
+		{"no history: no section", nil, nil, false, 0, "", nil},
+		{"steady", rows(4, 11.5), nil, true, 4, "false", []string{"RTO steady: the latest drill's rto_data_restored is 11.500 s, +5% against the median 11.000 s of 2 earlier drills (threshold 20%).", "this drill the last"}},
+		{"grew", rows(5, 16), nil, true, 5, "true", []string{"RTO GREW: the latest drill's rto_data_restored is 16.000 s, 60% above the median 10.000 s of 3 earlier drills (threshold 20%)."}},
+		{"capped at the last 100", rows(105, 11), nil, true, drill.HistoryPageRows, "false", []string{"the last 100 of 105 drills recorded"}},
+		{"unreadable reports are warnings", rows(3, 12), []string{evilWarn}, true, 3, "false", []string{evilWarn}},
+		{"only a warning", nil, []string{"drill history: " + evilProb}, true, 0, "", []string{"drill history: " + evilProb}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := testRun
+			run.History, run.HistoryWarnings, run.Trend = tc.rows, tc.warnings, drill.Trend(tc.rows, drill.DefaultRTOGrowthThreshold)
+			page := renderHTML(t, rep, run)
+			p := testkit.ParseReportPage(t, page)
+			got := p.Tables["history-table"]
+			if p.IDs["history"] != tc.section || len(got) != tc.shown || p.HistoryGrew != tc.grew {
+				t.Fatalf("history section %v with %d rows, grew %q; want %v with %d, grew %q", p.IDs["history"], len(got), p.HistoryGrew, tc.section, tc.shown, tc.grew)
+			}
+			for _, w := range tc.text {
+				if !strings.Contains(p.Text, w) {
+					t.Errorf("the page does not say %q:\n%s", w, p.Text)
+				}
+			}
+			if p.Scripts != 0 || strings.Contains(page, "<script>") {
+				t.Errorf("a warning became markup: %d scripts", p.Scripts)
+			}
+			if tc.shown == 0 {
+				return
+			}
+			if tc.grew == "true" && !strings.Contains(page, `class="grew"`) {
+				t.Errorf("the grown RTO is not flagged")
+			}
+			shown := tc.rows[len(tc.rows)-tc.shown:]
+			for i, r := range shown {
+				row := got[i]
+				rto := "-"
+				if r.RTO != nil {
+					rto = strconv.FormatFloat(*r.RTO, 'f', 3, 64)
+				}
+				if row[0] != r.DrillID || row[4] != rto || row[9] != strconv.FormatInt(r.RecordsRestored, 10) || row[12] != "2" || row[13] != "3" {
+					t.Errorf("history row %d %q, want %s, RTO %s, %d records", i, row, r.DrillID, rto, r.RecordsRestored)
+				}
+			}
+			last := got[len(got)-1]
+			if last[2] != "passed" || last[5] != drill.FigureRTODataRestored || last[7] != "0.250" {
+				t.Errorf("the last row %q", last)
+			}
+			if tc.shown == 4 && (got[1][2] != "FAILED" || got[1][4] != "-" || got[1][6] != "-" || got[2][6] != "-" || got[3][6] != "-0.500" || got[3][10] != "+1") {
+				t.Errorf("the changes: %q", got)
+			}
+			// The chart: the points are the rows' RTO, to scale.
+			testkit.CheckHistoryChart(t, p)
+			if n := len(p.HistoryPoints); n != tc.shown-1 && n != tc.shown {
+				t.Errorf("%d history points for %d rows", n, tc.shown)
+			}
+		})
 	}
 }
 
@@ -219,8 +303,17 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	browser := testkit.NewChromium(t)
 	r := passedReport()
 	r.Phases[1].Problems = []string{evilProb}
+	// Its history: two earlier drills and this one, whose RTO grew.
+	r.DrillID = "20260504T100000Z-cccc"
+	run := testRun
+	for i, rto := range []float64{5.2, 5.9, 7.65} {
+		run.History = append(run.History, drill.HistoryRow{DrillID: fmt.Sprintf("2026050%dT100000Z-cccc", i+2), OK: true, Strategy: format.StrategyChangelog,
+			StartedAt: r.StartedAt.AddDate(0, 0, i-2), RTOName: drill.FigureRTOAppCaughtUp, RTO: &rto, RTOAppCaughtUp: &rto, RecordsRestored: 300})
+	}
+	run.Trend = drill.Trend(run.History, drill.DefaultRTOGrowthThreshold)
+	run.HistoryWarnings = []string{evilWarn}
 	file := filepath.Join(t.TempDir(), "drill-report.html")
-	if err := os.WriteFile(file, []byte(renderHTML(t, r, testRun)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(renderHTML(t, r, run)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	page := browser.Load(t, file)
@@ -232,6 +325,9 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Errorf("after load: %d scripts; text holds the topic %v, the problem %v", p.Scripts, strings.Contains(p.Text, evilTopic), strings.Contains(p.Text, evilProb))
 	}
 	checkPageAgainstReport(t, p, r)
+	if len(p.Tables["history-table"]) != 3 || p.HistoryGrew != "true" || len(p.HistoryPoints) != 3 {
+		t.Errorf("after load: history rows %q, grew %q, %d points", p.Tables["history-table"], p.HistoryGrew, len(p.HistoryPoints))
+	}
 	png := filepath.Join(t.TempDir(), "drill-report.png")
 	browser.Screenshot(t, file, png, 1280, 1600)
 	if n := testkit.Colours(t, png); n < 8 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,16 +36,19 @@ type drillOptions struct {
 	AllowKafka42      bool                     // --allow-kafka-4-2, as for restore
 	SkipGroupConfigs  bool                     // --skip-group-configs, as for restore
 	JSON              bool
-	JUnit             string        // --junit FILE
-	Report            string        // --report FILE: the HTML report
-	NoDeep            bool          // verify the repository by size and SHA-256 only
-	Embedded          bool          // drill on in-process source and target clusters
-	Out               string        // repository directory of --embedded; "" for a new temporary directory
-	AppCommand        string        // --app-command; "" falls back to drill.app.command
-	AppTimeout        time.Duration // --app-timeout; 0 falls back to drill.app.timeout
-	Scorecard         string        // --scorecard FILE (cmd_drill_scorecard.go)
-	SignKeyFile       string        // --sign-key-file FILE; "" falls back to $KDR_SIGN_KEY
-	signKey           ed25519.PrivateKey
+	JUnit             string // --junit FILE
+	Report            string // --report FILE: the HTML report
+	// RTOGrowthThreshold is --rto-growth-threshold, in percent (default
+	// 20): the HTML report's history flags the RTO beyond it.
+	RTOGrowthThreshold float64
+	NoDeep             bool          // verify the repository by size and SHA-256 only
+	Embedded           bool          // drill on in-process source and target clusters
+	Out                string        // repository directory of --embedded; "" for a new temporary directory
+	AppCommand         string        // --app-command; "" falls back to drill.app.command
+	AppTimeout         time.Duration // --app-timeout; 0 falls back to drill.app.timeout
+	Scorecard          string        // --scorecard FILE (cmd_drill_scorecard.go)
+	SignKeyFile        string        // --sign-key-file FILE; "" falls back to $KDR_SIGN_KEY
+	signKey            ed25519.PrivateKey
 
 	Logger *slog.Logger
 	global *globalOptions // --metrics-addr, --push-gateway, --push-job
@@ -94,9 +98,17 @@ each state store's check; the group's offsets; the restore's throughput over tim
 per second, sampled at most every 10 ms, at most 240 samples); the application on the
 target; the warnings; and what ran: the tool's and Go's versions, the command line rebuilt
 from its flags (the config file's path, never its contents; a URL's password replaced by
-xxxxx; --app-command as given: keep secrets out of it) and the clusters' Kafka versions. --report is checked before the drill starts, as
---junit is (and may not be the same file), and written whether the drill passed, failed
-or was interrupted (into a temporary file renamed over FILE: never half-written).
+xxxxx; --app-command as given: keep secrets out of it) and the clusters' Kafka versions.
+Its history section is the drills of the application recorded in the repository, oldest
+first (this one the last when it was recorded; at most the last 100), as drill history
+prints them: per drill its RTO (the furthest figure, named), RPO, records, bytes,
+partitions and the change against the drill before; the trend ("RTO GREW", flagged, when
+the latest RTO is more than --rto-growth-threshold percent, default 20, above the median of
+the earlier passed drills'); and a chart of RTO per drill to scale. A history that cannot
+be read is a warning on the page and on stderr, never a failed drill. --report is checked
+before the drill starts, as --junit is (and may not be the same file), and written whether
+the drill passed, failed or was interrupted (into a temporary file renamed over FILE:
+never half-written).
 
 The report gives each restored state store's state check (the digest of its changelog's
 latest value per key on the target against the backup's): equal, different (the
@@ -230,6 +242,7 @@ func newDrillCmd(g *globalOptions, s *iostreams, runF func(context.Context, *dri
 	f.BoolVar(&o.JSON, "json", false, "print the drill report as JSON")
 	f.StringVar(&o.JUnit, "junit", "", "also write the drill report as JUnit XML to `FILE` (one test case per phase); its directory must exist (or be --out)")
 	f.StringVar(&o.Report, "report", "", "also write the drill report as one self-contained HTML page to `FILE` (timeline, tables, throughput, RTO and RPO); its directory must exist (or be --out)")
+	f.Float64Var(&o.RTOGrowthThreshold, "rto-growth-threshold", drill.DefaultRTOGrowthThreshold*100, "with --report: flag the RTO in the page's history when it is more than `PERCENT` above the median of the earlier drills', as for drill history")
 	f.BoolVar(&o.NoDeep, "no-deep", false, "check the backup's objects by size and SHA-256 only, without decoding their records")
 	f.BoolVar(&o.Embedded, "embedded", false, "drill a sample Streams app on in-process source and target clusters (no Kafka needed)")
 	f.StringVar(&o.Out, "out", "", "with --embedded: the repository `DIR`, empty or absent (default: a new temporary directory)")
@@ -281,6 +294,9 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 	}
 	if o.Report != "" && (strings.HasSuffix(o.Report, "/") || o.Report == "-") {
 		return &usageError{fmt.Errorf("--report %q: want a file name, e.g. --report drill-report.html", o.Report)}
+	}
+	if o.RTOGrowthThreshold < 0 || math.IsNaN(o.RTOGrowthThreshold) {
+		return &usageError{fmt.Errorf("--rto-growth-threshold %g: want a percentage of 0 or more, e.g. 20", o.RTOGrowthThreshold)}
 	}
 	return o.completeScorecard()
 }
@@ -356,9 +372,9 @@ func runDrill(ctx context.Context, o *drillOptions, s *iostreams) (err error) {
 		if rep != nil {
 			o.interruptHint = drillInterruptHint(rep, targetName)
 		}
-		return drillRunError(err, o, rep, s, header)
+		return drillRunError(ctx, err, o, store, rep, s, header)
 	}
-	return scorecardAfter(ctx, s, o, store, rep, finishDrill(s, o, rep, header, cfg.File()))
+	return scorecardAfter(ctx, s, o, store, rep, finishDrill(ctx, s, o, store, rep, header, cfg.File()))
 }
 
 // drillApp is the application the drill starts: --app-command over
@@ -423,15 +439,17 @@ func drillInterruptHint(rep *drill.Report, target string) string {
 // drillRunError maps a drill that could not finish. An interrupted drill
 // prints its report so far (text or --json: the phases up to the
 // interrupted one, which failed with "interrupted") and still writes its
-// JUnit report, so a cancelled CI job shows where it stopped.
-func drillRunError(err error, o *drillOptions, rep *drill.Report, s *iostreams, header []string) error {
+// JUnit report, so a cancelled CI job shows where it stopped, and its HTML
+// report, whose history store is read without ctx's cancellation (ctx is
+// cancelled when the drill was interrupted), within pageHistoryTimeout.
+func drillRunError(ctx context.Context, err error, o *drillOptions, store storage.Backend, rep *drill.Report, s *iostreams, header []string) error {
 	if rep != nil && o.JUnit != "" {
 		if werr := writeJUnit(o.JUnit, rep); werr != nil {
 			o.Logger.Warn("could not write the JUnit report of the interrupted drill", "err", werr)
 		}
 	}
 	if rep != nil && o.Report != "" {
-		if werr := writeHTMLReport(o, rep); werr != nil {
+		if werr := writeHTMLReport(context.WithoutCancel(ctx), o, store, rep, s.ErrOut); werr != nil {
 			o.Logger.Warn("could not write the HTML report of the interrupted drill", "err", werr)
 		} else {
 			fmt.Fprintf(s.ErrOut, "HTML report: %s\n", o.Report)
@@ -524,11 +542,11 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 		if rep != nil {
 			story = embeddedDrillStory(rep, sourceSeeds, targetSeeds, out)
 		}
-		return drillRunError(err, o, rep, s, story)
+		return drillRunError(ctx, err, o, store, rep, s, story)
 	}
 
 	story := embeddedDrillStory(rep, sourceSeeds, targetSeeds, out)
-	if err := scorecardAfter(ctx, s, o, store, rep, finishDrill(s, o, rep, story, "")); err != nil {
+	if err := scorecardAfter(ctx, s, o, store, rep, finishDrill(ctx, s, o, store, rep, story, "")); err != nil {
 		return err
 	}
 	if !o.JSON {
@@ -537,9 +555,10 @@ func runEmbeddedDrill(ctx context.Context, o *drillOptions, s *iostreams) error 
 	return nil
 }
 
-// finishDrill prints the report (JSON or text), writes --junit, and maps
-// the outcome to the exit code: 0 passed, 2 restore refused, 1 otherwise.
-func finishDrill(s *iostreams, o *drillOptions, rep *drill.Report, header []string, file string) error {
+// finishDrill prints the report (JSON or text), writes --junit and
+// --report (its history from store), and maps the outcome to the exit
+// code: 0 passed, 2 restore refused, 1 otherwise.
+func finishDrill(ctx context.Context, s *iostreams, o *drillOptions, store storage.Backend, rep *drill.Report, header []string, file string) error {
 	if o.JSON {
 		if rep.WipeState {
 			fmt.Fprintf(s.ErrOut, "IMPORTANT: %s\n", restorer.WipeInstruction(rep.ApplicationID))
@@ -556,7 +575,7 @@ func finishDrill(s *iostreams, o *drillOptions, rep *drill.Report, header []stri
 		}
 	}
 	if o.Report != "" {
-		if err := writeHTMLReport(o, rep); err != nil {
+		if err := writeHTMLReport(ctx, o, store, rep, s.ErrOut); err != nil {
 			return withCode(exitError, fmt.Errorf("--report: %w", err), "")
 		}
 		fmt.Fprintf(s.ErrOut, "HTML report: %s\n", o.Report)

@@ -15,11 +15,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // TestDrillEmbedded is the README's first command, as make quickstart runs
@@ -170,6 +174,7 @@ func TestDrillFlags(t *testing.T) {
 		{"bad strategy", []string{"-c", "app.yaml", "--strategy", "magic"}, `invalid --strategy "magic"`},
 		{"bad target", []string{"-c", "app.yaml", "--target-bootstrap-servers", "kafka://dr:9092"}, "listener URL"},
 		{"junit is a directory", []string{"-c", "app.yaml", "--junit", "out/"}, "want a file name"},
+		{"a negative RTO growth threshold", []string{"-c", "app.yaml", "--report", "r.html", "--rto-growth-threshold", "-5"}, "--rto-growth-threshold -5: want a percentage of 0 or more"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, append([]string{"drill"}, tt.args...)...)
@@ -337,18 +342,32 @@ func writeFileIn(t *testing.T, dir, name, content string) {
 
 // TestInterruptedDrillWritesJUnit is a regression test (new-user test): a
 // drill stopped by Ctrl-C wrote no JUnit file, so a cancelled CI job showed
-// nothing. It writes its HTML report (--report) too.
+// nothing. It writes its HTML report (--report) too, with the history of
+// the drills recorded before it, read although the drill's context is
+// cancelled.
 func TestInterruptedDrillWritesJUnit(t *testing.T) {
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	report := filepath.Join(t.TempDir(), "drill.html")
-	o := &drillOptions{JUnit: junit, Report: report, Logger: slog.New(slog.DiscardHandler)}
+	store, err := storage.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rto := 4.25
+	earlier := &format.DrillReport{DrillID: format.NewBackupID(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), [4]byte{1, 2, 3, 4}), ApplicationID: "app", Strategy: format.StrategyChangelog,
+		StartedAt: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), OK: true, RTODataRestored: &rto, RecordsRestored: 20}
+	if err := repository.SaveDrillReport(t.Context(), store, earlier); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // as SIGINT does
+	o := &drillOptions{JUnit: junit, Report: report, RTOGrowthThreshold: 20, Logger: slog.New(slog.DiscardHandler)}
 	rep := &drill.Report{ApplicationID: "app", Interrupted: true, Phases: []drill.Phase{
 		{Name: drill.PhaseBackup, Status: drill.StatusPassed},
 		{Name: drill.PhaseRestore, Status: drill.StatusFailed, Error: "context canceled"},
 		{Name: drill.PhaseVerifyCluster, Status: drill.StatusSkipped},
 	}}
 	st, _, _ := testStreams()
-	err := drillRunError(context.Canceled, o, rep, st, nil)
+	err = drillRunError(ctx, context.Canceled, o, store, rep, st, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -358,6 +377,9 @@ func TestInterruptedDrillWritesJUnit(t *testing.T) {
 	}
 	if p := readReportPage(t, report); p.Outcome != "interrupted" || !strings.Contains(p.Text, "INTERRUPTED in phase restore") {
 		t.Errorf("HTML report of the interrupted drill: outcome %q\n%s", p.Outcome, p.Text)
+	}
+	if rows := readReportPage(t, report).Tables["history-table"]; len(rows) != 1 || rows[0][0] != earlier.DrillID || rows[0][4] != "4.250" {
+		t.Errorf("the interrupted drill's page has the history %q, want the earlier drill %s", rows, earlier.DrillID)
 	}
 }
 

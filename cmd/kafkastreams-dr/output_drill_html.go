@@ -1,31 +1,43 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/drill"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // writeHTMLReport writes rep as the HTML page of --report (drill.Report.HTML)
 // to o.Report, whose directory must exist (checkOutputPath): into a
 // temporary file of that directory first, renamed over FILE once complete,
-// so that FILE is never half-written.
-func writeHTMLReport(o *drillOptions, rep *drill.Report) error {
+// so that FILE is never half-written. The page's history section is the
+// drills of rep's application recorded in store (pageHistory); nil store:
+// no history section.
+func writeHTMLReport(ctx context.Context, o *drillOptions, store storage.Backend, rep *drill.Report, errOut io.Writer) error {
+	run := drill.HTMLRun{Version: version, GoVersion: runtime.Version(), Command: o.commandLine, ConfigFile: o.ConfigFile}
+	if store != nil {
+		run.History, run.Trend, run.HistoryWarnings = pageHistory(ctx, store, rep.ApplicationID, o.RTOGrowthThreshold/100)
+		for _, w := range run.HistoryWarnings {
+			fmt.Fprintf(errOut, "warning: the HTML report's history: %s\n", w)
+		}
+	}
 	f, err := os.CreateTemp(filepath.Dir(o.Report), ".drill-report-*.html")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // after a successful rename: nothing to remove
-	run := drill.HTMLRun{Version: version, GoVersion: runtime.Version(), Command: o.commandLine, ConfigFile: o.ConfigFile}
 	if err := rep.HTML(f, run); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", o.Report, err)
@@ -38,6 +50,29 @@ func writeHTMLReport(o *drillOptions, rep *drill.Report) error {
 		return fmt.Errorf("write %s: %w", o.Report, err)
 	}
 	return os.Rename(tmp, o.Report)
+}
+
+// pageHistoryTimeout bounds reading the history for the HTML report: 30
+// seconds, after which the page says so and the drill goes on.
+const pageHistoryTimeout = 30 * time.Second
+
+// pageHistory reads the drills of applicationID recorded in store
+// (drill.History) and their trend at threshold (a fraction: 0.2 is 20%)
+// for the HTML report, within pageHistoryTimeout of ctx. A history that
+// cannot be read is no error: its warnings say why (a report that does
+// not decode is left out and named; a listing or storage error leaves no
+// rows), for the page and stderr.
+func pageHistory(ctx context.Context, store storage.Backend, applicationID string, threshold float64) ([]drill.HistoryRow, drill.RTOTrend, []string) {
+	ctx, cancel := context.WithTimeout(ctx, pageHistoryTimeout)
+	defer cancel()
+	rows, warnings, err := drill.History(ctx, store, applicationID)
+	for i, w := range warnings {
+		warnings[i] = "skipped an unreadable drill report: " + w
+	}
+	if err != nil {
+		return nil, drill.RTOTrend{Threshold: threshold}, append(warnings, fmt.Sprintf("the drills recorded in %s could not be read (kafkastreams-dr drill history -c FILE tells more): %v", store.Location(), err))
+	}
+	return rows, drill.Trend(rows, threshold), warnings
 }
 
 // drillCommandLine is the command as it ran, for the HTML report, quoted

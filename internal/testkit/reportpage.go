@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -36,6 +37,15 @@ type ReportPage struct {
 	Tables map[string][][]string
 	// Points are the throughput chart's samples (data-at-ms).
 	Points []ReportPoint
+	// HistoryPoints are the history chart's points (data-drill), in
+	// document order, and HistoryYMax, HistoryTop and HistoryPlotH its
+	// SVG's data-y-max, data-top and data-plot-h: 0 s is drawn at y
+	// HistoryTop+HistoryPlotH, HistoryYMax seconds at HistoryTop.
+	HistoryPoints                         []ReportHistoryPoint
+	HistoryYMax, HistoryTop, HistoryPlotH float64
+	// HistoryGrew is the history trend's data-grew ("true", "false"; ""
+	// without a trend).
+	HistoryGrew string
 	// Outcome is the page's data-outcome: passed, failed or interrupted.
 	Outcome string
 	// Scripts counts the script elements; External lists every src,
@@ -60,6 +70,13 @@ type ReportPoint struct {
 	AtMs    int64 `json:"at_ms"`
 	Records int64 `json:"records"`
 	Bytes   int64 `json:"bytes"`
+}
+
+// ReportHistoryPoint is one drill's RTO on the history chart.
+type ReportHistoryPoint struct {
+	Drill, Figure, Seconds string // Seconds as written (3 decimals)
+	Index                  int64  // its row in the history table
+	Y                      float64
 }
 
 // ParseReportPage parses dom, the HTML of a drill report (its file, or
@@ -113,6 +130,13 @@ func ParseReportPage(t testing.TB, dom string) *ReportPage {
 					StartMs: num(n, "data-start-ms"), DurationMs: num(n, "data-duration-ms"), X: flt(n, "x"), W: flt(n, "width")})
 			case n.Data == "line" && hasAttr(n, "data-mark"):
 				p.Marks[attr(n, "data-mark")] = num(n, "data-at-ms")
+			case n.Data == "svg" && hasAttr(n, "data-y-max"):
+				p.HistoryYMax, p.HistoryTop, p.HistoryPlotH = flt(n, "data-y-max"), flt(n, "data-top"), flt(n, "data-plot-h")
+			case n.Data == "circle" && hasAttr(n, "data-drill"):
+				p.HistoryPoints = append(p.HistoryPoints, ReportHistoryPoint{Drill: attr(n, "data-drill"), Figure: attr(n, "data-figure"),
+					Seconds: attr(n, "data-seconds"), Index: num(n, "data-index"), Y: flt(n, "cy")})
+			case n.Data == "p" && hasAttr(n, "data-grew"):
+				p.HistoryGrew = attr(n, "data-grew")
 			case n.Data == "circle" && hasAttr(n, "data-at-ms"):
 				p.Points = append(p.Points, ReportPoint{AtMs: num(n, "data-at-ms"), Records: num(n, "data-records"), Bytes: num(n, "data-bytes")})
 			case hasAttr(n, "data-figure"):
@@ -182,6 +206,7 @@ func nodeText(n *html.Node) string {
 // (drill --json), decoded on its own: the documented field names, not the
 // drill package's types.
 type reportJSON struct {
+	DrillID    string    `json:"drill_id"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
 	Phases     []struct {
@@ -319,5 +344,143 @@ func CheckReportPage(t testing.TB, p *ReportPage, reportJSONBytes []byte) {
 	}
 	if len(r.RestoreProgress) > 1 && !slices.Equal(p.Points, r.RestoreProgress) {
 		t.Errorf("chart points %v, the JSON's samples %v", p.Points, r.RestoreProgress)
+	}
+	if hist := p.Tables["history-table"]; len(hist) > 0 {
+		CheckHistoryChart(t, p)
+		// A drill that was recorded is the history's last row, with its
+		// furthest RTO figure and the records it restored.
+		if r.DrillID != "" {
+			last := hist[len(hist)-1]
+			rto, name := fig(r.RTOData), "rto_data_restored"
+			if r.RTOCaughtUp != nil {
+				rto, name = fig(r.RTOCaughtUp), "rto_app_caught_up"
+			} else if r.RTORunning != nil {
+				rto, name = fig(r.RTORunning), "rto_app_running"
+			}
+			if rto == "" {
+				rto, name = "-", "-"
+			}
+			if len(last) != len(historyColumns) || last[0] != r.DrillID || last[4] != rto || last[5] != name || last[9] != i64(v.RecordsRestored) {
+				t.Errorf("the history's last row %q, want this drill %s: RTO %s (%s), %d records restored", last, r.DrillID, rto, name, v.RecordsRestored)
+			}
+		}
+	}
+}
+
+// historyColumns are the history table's columns, in order.
+var historyColumns = []string{"drill", "started", "result", "strategy", "RTO (s)", "RTO figure", "change (s)", "RPO (s)", "change (s)",
+	"records restored", "change", "bytes", "topics", "partitions"}
+
+// CheckHistoryChart checks the history chart against the history table
+// (Tables["history-table"]): one point per row with an RTO, at that
+// row's index, with its drill, figure and seconds, its y to the chart's
+// scale.
+func CheckHistoryChart(t testing.TB, p *ReportPage) {
+	t.Helper()
+	rows := p.Tables["history-table"]
+	var want []ReportHistoryPoint
+	for i, row := range rows {
+		if len(row) != len(historyColumns) {
+			t.Fatalf("history row %d %q: %d cells, want %d (%s)", i, row, len(row), len(historyColumns), strings.Join(historyColumns, ", "))
+		}
+		if row[4] != "-" {
+			want = append(want, ReportHistoryPoint{Drill: row[0], Figure: row[5], Seconds: row[4], Index: int64(i)})
+		}
+	}
+	if len(p.HistoryPoints) != len(want) {
+		t.Fatalf("%d points on the history chart, %d rows with an RTO: %+v", len(p.HistoryPoints), len(want), p.HistoryPoints)
+	}
+	for i, pt := range p.HistoryPoints {
+		w := want[i]
+		if pt.Drill != w.Drill || pt.Figure != w.Figure || pt.Seconds != w.Seconds || pt.Index != w.Index {
+			t.Errorf("history point %d %+v, want row %d: %s %s %s s", i, pt, w.Index, w.Drill, w.Figure, w.Seconds)
+			continue
+		}
+		s, err := strconv.ParseFloat(pt.Seconds, 64)
+		if err != nil {
+			t.Fatalf("history point %d: seconds %q: %v", i, pt.Seconds, err)
+		}
+		if y := p.HistoryTop + p.HistoryPlotH - s/p.HistoryYMax*p.HistoryPlotH; p.HistoryYMax <= 0 || math.Abs(pt.Y-y) > 0.001 {
+			t.Errorf("history point %s: y %.3f for %s s, want %.3f (0 to %g s over %g units)", pt.Drill, pt.Y, pt.Seconds, y, p.HistoryYMax, p.HistoryPlotH)
+		}
+	}
+}
+
+// historyJSON is what CheckHistoryTable reads of `drill history --json`,
+// decoded on its own: the documented field names.
+type historyJSON struct {
+	Drills []struct {
+		DrillID         string    `json:"drill_id"`
+		StartedAt       time.Time `json:"started_at"`
+		Strategy        string    `json:"strategy"`
+		OK              bool      `json:"ok"`
+		RTOName         string    `json:"rto_name"`
+		RTO             *float64  `json:"rto_seconds"`
+		RTOChange       *float64  `json:"rto_change_seconds"`
+		RPO             *float64  `json:"rpo_seconds"`
+		RPOChange       *float64  `json:"rpo_change_seconds"`
+		RecordsRestored int64     `json:"records_restored"`
+		RecordsChange   *int64    `json:"records_change"`
+		Bytes           int64     `json:"bytes"`
+		Topics          int64     `json:"topics"`
+		Partitions      int64     `json:"partitions"`
+	} `json:"drills"`
+	Trend struct {
+		Grew bool `json:"grew"`
+	} `json:"trend"`
+}
+
+// CheckHistoryTable compares the page's history section with `drill
+// history --json` of the same repository: the table row for row (the
+// same drills in the same order, each cell the JSON's figure: seconds to
+// 3 decimals, changes signed, "-" for null and for a count of 0), the
+// chart's points (checkHistoryChart) and the trend's grew.
+func CheckHistoryTable(t testing.TB, p *ReportPage, historyJSONBytes []byte) {
+	t.Helper()
+	var h historyJSON
+	if err := json.Unmarshal(historyJSONBytes, &h); err != nil {
+		t.Fatalf("drill history --json does not decode: %v", err)
+	}
+	secs := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(*v, 'f', 3, 64)
+	}
+	change := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%+.3f", *v)
+	}
+	count := func(n int64) string {
+		if n == 0 {
+			return "-"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	var want [][]string
+	for _, d := range h.Drills {
+		result, name, rc := "passed", d.RTOName, "-"
+		if !d.OK {
+			result = "FAILED"
+		}
+		if name == "" {
+			name = "-"
+		}
+		if d.RecordsChange != nil {
+			rc = fmt.Sprintf("%+d", *d.RecordsChange)
+		}
+		want = append(want, []string{d.DrillID, d.StartedAt.UTC().Format("2006-01-02 15:04:05.000 UTC"), result, d.Strategy,
+			secs(d.RTO), name, change(d.RTOChange), secs(d.RPO), change(d.RPOChange),
+			strconv.FormatInt(d.RecordsRestored, 10), rc, count(d.Bytes), count(d.Topics), count(d.Partitions)})
+	}
+	got := p.Tables["history-table"]
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("history table:\n%q\ndrill history --json's rows:\n%q", got, want)
+	}
+	CheckHistoryChart(t, p)
+	if g := strconv.FormatBool(h.Trend.Grew); p.HistoryGrew != g {
+		t.Errorf("the history trend's data-grew %q, drill history --json's grew %s", p.HistoryGrew, g)
 	}
 }
