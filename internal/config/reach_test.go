@@ -44,16 +44,7 @@ func TestReach(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := Cluster{BootstrapServers: tt.seeds, RequestTimeout: time.Second, RetryTimeout: time.Second}.ClientOptions()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, err := kgo.NewClient(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			err = Reach(t.Context(), cl, "source cluster")
+			err := reach(t, Cluster{BootstrapServers: tt.seeds, RequestTimeout: time.Second, RetryTimeout: time.Second}, "source cluster")
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("Reach: %v", err)
@@ -90,17 +81,8 @@ func TestReachRefusedClientCertificateIsPermanent(t *testing.T) {
 		}
 	}()
 
-	opts, err := Cluster{BootstrapServers: []string{ln.Addr().String()}, RequestTimeout: 5 * time.Second, RetryTimeout: time.Minute,
-		Security: Security{TLS: TLS{Enabled: true, InsecureSkipVerify: true}}}.ClientOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	err = Reach(t.Context(), cl, "source cluster")
+	err := reach(t, Cluster{BootstrapServers: []string{ln.Addr().String()}, RequestTimeout: 5 * time.Second, RetryTimeout: time.Minute,
+		Security: Security{TLS: TLS{Enabled: true, InsecureSkipVerify: true}}}, "source cluster")
 	if err == nil {
 		t.Fatal("Reach succeeded against a listener that requires a client certificate")
 	}
@@ -164,16 +146,7 @@ func TestReachOfATLSListenerWithoutTLS(t *testing.T) {
 			}()
 		}
 	}()
-	opts, err := Cluster{BootstrapServers: []string{ln.Addr().String()}, RequestTimeout: time.Second, RetryTimeout: 10 * time.Second}.ClientOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	err = Reach(t.Context(), cl, "target cluster")
+	err := reach(t, Cluster{BootstrapServers: []string{ln.Addr().String()}, RequestTimeout: time.Second, RetryTimeout: 10 * time.Second}, "target cluster")
 	if err == nil {
 		t.Fatal("Reach of a TLS listener without TLS: no error")
 	}
@@ -213,17 +186,8 @@ func TestReachOfAPortAnsweringHTTP(t *testing.T) {
 		}
 	}()
 	seed := ln.Addr().String()
-	opts, err := Cluster{BootstrapServers: []string{seed}, RequestTimeout: time.Second, RetryTimeout: 10 * time.Second}.ClientOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	start := time.Now()
-	err = Reach(t.Context(), cl, "source cluster")
+	err = reach(t, Cluster{BootstrapServers: []string{seed}, RequestTimeout: time.Second, RetryTimeout: 10 * time.Second}, "source cluster")
 	if err == nil {
 		t.Fatal("Reach of an HTTP server: no error")
 	}
@@ -239,4 +203,19 @@ func TestReachOfAPortAnsweringHTTP(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Reach took %s: want it to stop at the first answer", d)
 	}
+}
+
+// reach is Reach's error for a client of cluster c, named name.
+func reach(t *testing.T, c Cluster, name string) error {
+	t.Helper()
+	opts, err := c.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	return Reach(t.Context(), cl, name)
 }
