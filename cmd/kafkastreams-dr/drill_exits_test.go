@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,17 +22,7 @@ func TestDrillExitsAndHints(t *testing.T) {
 	src := testkit.StartKfake(t, 1)
 	target := testkit.StartKfake(t, 1)
 	repo := t.TempDir()
-	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: [orders]
-target:
-  bootstrap_servers: [%s]
-storage:
-  backend: filesystem
-  path: %s
-`, src.Bootstrap(), target.Bootstrap(), repo))
+	cfg := ordersDrillConfig(t, src.Bootstrap(), target.Bootstrap(), repo)
 
 	checkNotReached := func(t *testing.T, junit, stdout string) {
 		t.Helper()

@@ -24,7 +24,17 @@ import (
 func historyDrillConfig(t *testing.T) (cfg, repo string) {
 	t.Helper()
 	src := testkit.StartKfake(t, 1)
-	cl := testkit.Client(t, src.Addrs(), kgo.DefaultProduceTopic("orders"))
+	seedOrders(t, testkit.Client(t, src.Addrs(), kgo.DefaultProduceTopic("orders")))
+	repo = t.TempDir()
+	return ordersDrillConfig(t, src.Bootstrap(), testkit.StartKfake(t, 1).Bootstrap(), repo), repo
+}
+
+// seedOrders creates the topic orders (2 partitions) through cl, whose
+// default produce topic it is, produces 20 records to it and commits the
+// group order-processor's offset 0 of partition 0 (kfake answers a group it
+// does not know with GROUP_ID_NOT_FOUND, which fails a drill's offsets).
+func seedOrders(t *testing.T, cl *kgo.Client) {
+	t.Helper()
 	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(t.Context(), 2, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
@@ -39,8 +49,14 @@ func historyDrillConfig(t *testing.T) (cfg, repo string) {
 	if err := adm.CommitAllOffsets(t.Context(), "order-processor", offs); err != nil {
 		t.Fatal(err)
 	}
-	repo = t.TempDir()
-	cfg = writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
+}
+
+// ordersDrillConfig writes the config of a drill of application
+// order-processor's topic orders from the source at bootstrap src into
+// the target at bootstrap target, with a filesystem repository at repo.
+func ordersDrillConfig(t *testing.T, src, target, repo string) string {
+	t.Helper()
+	return writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
 source:
   bootstrap_servers: [%s]
   topics:
@@ -50,8 +66,7 @@ target:
 storage:
   backend: filesystem
   path: %s
-`, src.Bootstrap(), testkit.StartKfake(t, 1).Bootstrap(), repo))
-	return cfg, repo
+`, src, target, repo))
 }
 
 // runHistoryDrill runs one drill of cfg with the latest backup (a new one

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -28,21 +27,7 @@ func TestDrillReportHoldsNoSecret(t *testing.T) {
 	)
 	src := testkit.StartKfake(t, 1, kfake.EnableSASL(), kfake.Superuser("PLAIN", "backup", password))
 	cl := testkit.Client(t, src.Addrs(), kgo.SASL(plain.Auth{User: "backup", Pass: password}.AsMechanism()), kgo.DefaultProduceTopic("orders"))
-	if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), 2, 1, nil, "orders"); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 20 {
-		if err := cl.ProduceSync(t.Context(), &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The application's group committed its offsets on the source (kfake
-	// answers a group it does not know with GROUP_ID_NOT_FOUND).
-	var offs kadm.Offsets
-	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 0})
-	if err := kadm.NewClient(cl).CommitAllOffsets(t.Context(), "order-processor", offs); err != nil {
-		t.Fatal(err)
-	}
+	seedOrders(t, cl)
 	target := testkit.StartKfake(t, 1)
 	t.Setenv("KDR_TEST_SASL_PASSWORD", password)
 	gw, _ := startPushRecorder(t, http.StatusOK)
