@@ -51,17 +51,7 @@ func TestCrashLoopS3RestoreAndPrune(t *testing.T) {
 	// cfg is the config of every command: the sample's topics, the
 	// repository under prefix, and, for restores, a target.
 	cfg := func(prefix string, target []string) string {
-		targetYAML := ""
-		if target != nil {
-			targetYAML = fmt.Sprintf("target:\n  bootstrap_servers: [%s]\n", strings.Join(target, ", "))
-		}
-		return writeFile(t, "crash-s3.yaml", fmt.Sprintf(`application_id: %s
-source_changelog_topics: [%s]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: ["%s"]
-%sstorage:
+		return sampleConfig(t, "crash-s3.yaml", src.Addrs(), target, fmt.Sprintf(`storage:
   backend: s3
   bucket: %s
   prefix: %s
@@ -70,8 +60,7 @@ source:
   path_style: true
 backup:
   segment_max_bytes: 16KiB
-`, sample.AppID, strings.Join(sample.SourceChangelogs, ", "), strings.Join(src.Addrs(), ", "), strings.Join(sample.Include, `", "`), targetYAML,
-			srv.Bucket, prefix, srv.Region, srv.Endpoint))
+`, srv.Bucket, prefix, srv.Region, srv.Endpoint))
 	}
 	open := func(prefix string) storage.Backend {
 		store, err := storage.NewS3(t.Context(), storage.S3Options{Bucket: srv.Bucket, Prefix: prefix, Region: srv.Region, Endpoint: srv.Endpoint, PathStyle: true})

@@ -197,23 +197,13 @@ func TestCrashLoop(t *testing.T) {
 	// a repository in repo, small segments (many write points) and,
 	// for restores, a target.
 	crashYAML := func(repo string, target []string) string {
-		targetYAML := ""
-		if target != nil {
-			targetYAML = fmt.Sprintf("target:\n  bootstrap_servers: [%s]\n", strings.Join(target, ", "))
-		}
-		return writeFile(t, "crash.yaml", fmt.Sprintf(`application_id: %s
-source_changelog_topics: [%s]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: ["%s"]
-%sstorage:
+		return sampleConfig(t, "crash.yaml", src.Addrs(), target, fmt.Sprintf(`storage:
   backend: filesystem
   path: %s
 backup:
   segment_max_bytes: 4KiB
   concurrency: 2
-`, sample.AppID, strings.Join(sample.SourceChangelogs, ", "), strings.Join(src.Addrs(), ", "), strings.Join(sample.Include, `", "`), targetYAML, repo))
+`, repo))
 	}
 	backupYAML := func(repo string) string { return crashYAML(repo, nil) }
 
@@ -716,4 +706,23 @@ backup:
 	}
 	total.mustHaveKilled(t, "S3 backup")
 	t.Logf("S3 backup: %d iterations, %d kills (%d inside a multipart upload), %d runs ended before their kill, %d lock takeovers; records lost 0, duplicated 0, uploads left 0", iterations, total.kills, inside, total.finished, total.takeovers)
+}
+
+// sampleConfig writes, as file name, the config of the sample application
+// (internal/sample) backed up from the brokers src and restored to target
+// (no target section when nil), followed by rest (its storage and backup
+// sections).
+func sampleConfig(t *testing.T, name string, src, target []string, rest string) string {
+	t.Helper()
+	targetYAML := ""
+	if target != nil {
+		targetYAML = fmt.Sprintf("target:\n  bootstrap_servers: [%s]\n", strings.Join(target, ", "))
+	}
+	return writeFile(t, name, fmt.Sprintf(`application_id: %s
+source_changelog_topics: [%s]
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: ["%s"]
+%s%s`, sample.AppID, strings.Join(sample.SourceChangelogs, ", "), strings.Join(src, ", "), strings.Join(sample.Include, `", "`), targetYAML, rest))
 }

@@ -90,20 +90,7 @@ func encS3Repo(t *testing.T) encRepo {
 // primary (plaintext when nil) and the previous keys.
 func encConfig(t *testing.T, src, target []string, repo encRepo, primary *repoKey, previous ...repoKey) string {
 	t.Helper()
-	targetYAML := ""
-	if target != nil {
-		targetYAML = fmt.Sprintf("target:\n  bootstrap_servers: [%s]\n", strings.Join(target, ", "))
-	}
-	return writeFile(t, "enc.yaml", fmt.Sprintf(`application_id: %s
-source_changelog_topics: [%s]
-source:
-  bootstrap_servers: [%s]
-  topics:
-    include: ["%s"]
-%s%s%sbackup:
-  segment_max_bytes: 16KiB
-`, sample.AppID, strings.Join(sample.SourceChangelogs, ", "), strings.Join(src, ", "), strings.Join(sample.Include, `", "`), targetYAML,
-		repo.storageYAML, encryptionYAML(primary, previous...)))
+	return sampleConfig(t, "enc.yaml", src, target, repo.storageYAML+encryptionYAML(primary, previous...)+"backup:\n  segment_max_bytes: 16KiB\n")
 }
 
 // listKeyIDs runs list --json and returns each backup's key ids by id.
