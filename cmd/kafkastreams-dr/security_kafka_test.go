@@ -194,6 +194,9 @@ target:
 				[]string{"answered, but not in the Kafka protocol (1 try)", "tls alert record", "the listener speaks TLS: set source.security.tls.enabled: true"}},
 			{"TLS without SASL against a SASL_SSL listener", sec.SASLSSL, tlsOnly(sec.CAFile),
 				[]string{"closed the connection at the first request (1 try)", "source.security.sasl.mechanism"}},
+			// The hint said to set the mechanism already set (new-user pass).
+			{"SASL against the PLAINTEXT listener", k.Bootstrap(), sasl("PLAIN", "plainuser", "KDR_TEST_PLAIN_PASSWORD"),
+				[]string{"ILLEGAL_SASL_STATE", "does not use SASL: remove source.security.sasl", "source.bootstrap_servers"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				badRepo := t.TempDir()

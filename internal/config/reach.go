@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -87,8 +88,12 @@ func Reach(ctx context.Context, cl *kgo.Client, name string) error {
 				name, strings.Join(seeds, ","), tries, triesWord(tries), err, fix)
 		}
 		if !reachRetriable(err) || waited >= budget {
-			return fmt.Errorf("%s %s did not answer for %s (retry_timeout %s, %d %s): %w",
+			err := fmt.Errorf("%s %s did not answer for %s (retry_timeout %s, %d %s): %w",
 				name, strings.Join(seeds, ","), waited.Round(time.Millisecond), budget, tries, triesWord(tries), last)
+			if hint := silentHint(last, name); hint != "" {
+				err = fmt.Errorf("%w; %s", err, hint)
+			}
+			return err
 		}
 		t := time.NewTimer(min(RetryBackoff(tries), budget-waited))
 		select {
@@ -104,6 +109,27 @@ func Reach(ctx context.Context, cl *kgo.Client, name string) error {
 // cancelled run stays cancelled), naming the cluster and its last error.
 func stopped(ctx context.Context, name string, seeds []string, tries int, last error) error {
 	return fmt.Errorf("%s %s: %w (%d %s; last: %v)", name, strings.Join(seeds, ","), context.Cause(ctx), tries, triesWord(tries), last)
+}
+
+// silentHint is the fix for a cluster that did not answer, when its last
+// error says more than the silence: a host name that does not resolve, a
+// listener that accepted the connection and never answered a Kafka
+// request (another service's port that waits for its own protocol, or a
+// broker slower than request_timeout); "" otherwise (a refused or timed-out
+// connection attempt names itself).
+func silentHint(last error, name string) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(last, &dns):
+		return fmt.Sprintf("the host name %s does not resolve (DNS): check %s", dns.Name, clusterKey(name, "bootstrap_servers"))
+	case errors.As(last, &op) && op.Op == "dial":
+		return ""
+	case errors.Is(last, context.DeadlineExceeded), errors.Is(last, os.ErrDeadlineExceeded):
+		return fmt.Sprintf("a listener accepted the connection but did not answer a Kafka request within %s: check that %s names the brokers' Kafka listeners (not another service's port), or raise %s",
+			clusterKey(name, "request_timeout"), clusterKey(name, "bootstrap_servers"), clusterKey(name, "request_timeout"))
+	}
+	return ""
 }
 
 // firstReadEOFHint is the fix for a listener that closed the connection
@@ -171,9 +197,18 @@ func authHint(err error, name string, cl *kgo.Client) string {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		return fmt.Sprintf("the broker refused the %s credentials: check %s and %s (or %s), and that the user has %s credentials on the cluster (%s)",
 			mech, key("security.sasl.username"), key("security.sasl.password"), key("security.sasl.password_file"), mech, key("security.sasl.mechanism"))
-	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
+	case errors.Is(err, kerr.IllegalSaslState):
+		// Kafka answers a SaslHandshake on a listener without SASL
+		// (PLAINTEXT, SSL) with ILLEGAL_SASL_STATE (KafkaApis
+		// handleSaslHandshakeRequest).
+		return fmt.Sprintf("the broker's listener does not use SASL: remove %s, or dial the brokers' SASL listener (SASL_PLAINTEXT or SASL_SSL) in %s",
+			key("security.sasl"), key("bootstrap_servers"))
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
 		return fmt.Sprintf("the broker's listener does not enable SASL mechanism %s: set %s to one of the listener's sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)",
 			mech, key("security.sasl.mechanism"))
+	case errors.As(err, new(tls.RecordHeaderError)):
+		return fmt.Sprintf("the listener does not speak TLS: remove %s (or set enabled: false), or dial the brokers' TLS listener (SSL or SASL_SSL) in %s",
+			key("security.tls"), key("bootstrap_servers"))
 	case errors.As(err, &unknownCA):
 		return fmt.Sprintf("the broker's certificate is not signed by a CA this client trusts: set %s to the PEM certificate of the CA that signed it", key("security.tls.ca_file"))
 	case errors.As(err, &hostErr):

@@ -219,3 +219,75 @@ func reach(t *testing.T, c Cluster, name string) error {
 	defer cl.Close()
 	return Reach(t.Context(), cl, name)
 }
+
+// TestReachNamesWhatTheListenerSpeaks: answers a new user met that Reach
+// reported without their cause (new-user pass of issue 14; SASL against a
+// listener without SASL, which Kafka answers with ILLEGAL_SASL_STATE, is a
+// case of TestSecurityOnKafka):
+//   - TLS against a listener that is not TLS (an HTTP server's answer):
+//     crypto/tls's "first record does not look like a TLS handshake";
+//   - a port that accepts the connection and never answers (an HTTP server
+//     waiting for its request line): "context deadline exceeded" alone;
+//   - a host name that does not resolve (.invalid, RFC 2606).
+func TestReachNamesWhatTheListenerSpeaks(t *testing.T) {
+	http400 := answeringListener(t, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	silent := answeringListener(t, "")
+	for _, tc := range []struct {
+		name string
+		c    Cluster
+		want []string
+	}{
+		{"TLS against a listener that is not TLS", Cluster{BootstrapServers: []string{http400}, Security: Security{TLS: TLS{Enabled: true}}},
+			[]string{"does not look like a TLS handshake", "does not speak TLS: remove source.security.tls", "(1 try)"}},
+		{"a port that never answers", Cluster{BootstrapServers: []string{silent}, RequestTimeout: 500 * time.Millisecond},
+			[]string{"did not answer", "accepted the connection but did not answer a Kafka request within source.request_timeout", "source.bootstrap_servers"}},
+		{"a host name that does not resolve", Cluster{BootstrapServers: []string{"broker.kafkastreams-dr.invalid:9092"}},
+			[]string{"the host name broker.kafkastreams-dr.invalid does not resolve (DNS): check source.bootstrap_servers"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.RetryTimeout = time.Second
+			if tc.c.RequestTimeout == 0 {
+				tc.c.RequestTimeout = 2 * time.Second
+			}
+			err := reach(t, tc.c, "source cluster")
+			if err == nil {
+				t.Fatal("Reach: no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Reach: %v\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// answeringListener is a TCP listener on 127.0.0.1 that answers the first
+// bytes of every connection with answer, then closes it; with answer ""
+// it reads and never answers (an HTTP server waiting for a request line).
+func answeringListener(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 512)
+				if _, err := c.Read(buf); err == nil && answer != "" {
+					_, _ = io.WriteString(c, answer)
+					return
+				}
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
