@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,12 +59,18 @@ type Summary struct {
 	StartedAt       time.Time `json:"started_at,omitzero"`
 	CutAt           time.Time `json:"cut_at,omitzero"`
 	FinishedAt      time.Time `json:"finished_at,omitzero"`
-	Topics          int       `json:"topics"`
-	Partitions      int       `json:"partitions"`
-	Records         int64     `json:"records"`      // records the chain holds: the sum of the partitions' records
-	Segments        int       `json:"segments"`     // segment objects the manifest names
-	StoredBytes     int64     `json:"stored_bytes"` // their stored (compressed) bytes
-	RawBytes        int64     `json:"raw_bytes"`    // their uncompressed bytes
+	// Topics, Partitions, Records, Segments, StoredBytes and RawBytes count
+	// the in-flight tails too (the manifest's in_flight: the application's
+	// repartition records in flight at the cut), as the backup's summary and
+	// verify do; InFlightTopics and InFlightRecords are the tails' share.
+	Topics          int   `json:"topics"`
+	Partitions      int   `json:"partitions"`
+	Records         int64 `json:"records"`  // records the chain holds: the sum of the partitions' records
+	Segments        int   `json:"segments"` // segment objects the manifest names
+	InFlightTopics  int   `json:"in_flight_topics"`
+	InFlightRecords int64 `json:"in_flight_records"`
+	StoredBytes     int64 `json:"stored_bytes"` // their stored (compressed) bytes
+	RawBytes        int64 `json:"raw_bytes"`    // their uncompressed bytes
 	// CompressionRatio is RawBytes / StoredBytes; 0 when nothing is stored.
 	CompressionRatio float64 `json:"compression_ratio"`
 	OwnSegments      int     `json:"own_segments"` // segments this run wrote
@@ -242,10 +249,11 @@ func summarize(m *format.Manifest, s Summary) Summary {
 	s.KafkaClusterID = m.KafkaClusterID
 	s.ToolVersion = m.ToolVersion
 	s.StartedAt, s.CutAt, s.FinishedAt = m.StartedAt, m.CutAt, m.FinishedAt
-	s.Topics = len(m.Topics)
+	s.Topics = len(m.Topics) + len(m.InFlight)
+	s.InFlightTopics, s.InFlightRecords = len(m.InFlight), m.InFlightRecords()
 	s.Warnings = len(m.Warnings)
 	s.KeyIDs = m.KeyIDs()
-	for _, t := range m.Topics {
+	for _, t := range slices.Concat(m.Topics, m.InFlight) {
 		s.Partitions += len(t.PartitionCuts)
 		for _, p := range t.PartitionCuts {
 			s.Records += p.Records

@@ -29,7 +29,10 @@ compression ratio (uncompressed / stored bytes).
 
 Records and bytes are those of the whole chain a backup needs to be restored (its own
 segments and those of the earlier backups it names); --json also gives the segments
-the backup wrote itself (own_segments, own_records, own_bytes).
+the backup wrote itself (own_segments, own_records, own_bytes). Topics, partitions,
+records and bytes include the in-flight tails (the application's repartition records in
+flight at the cut), as the backup's summary and verify count them; --json gives their
+share (in_flight_topics, in_flight_records).
 
 A last line names the application.id of the backups ("application.id: order-processor";
 "(none)" for backups taken without application_id). One repository prefix holds the

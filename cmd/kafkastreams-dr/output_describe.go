@@ -43,9 +43,14 @@ func printDescription(w io.Writer, dt *catalog.Detail, m *format.Manifest) {
 	if len(d.KeyIDs) > 0 {
 		row("encryption", "key ids "+strings.Join(d.KeyIDs, ", ")+" (every key a restore needs)")
 	}
-	row("chain", fmt.Sprintf("%s, %s in %s, %s stored (%s uncompressed, ratio %s)",
+	chain := fmt.Sprintf("%s, %s in %s, %s stored (%s uncompressed, ratio %s)",
 		plural(d.Topics, "topic", "topics"), plural64(d.Records, "record", "records"), plural(d.Segments, "segment", "segments"),
-		formatBytes(d.StoredBytes), formatBytes(d.RawBytes), formatRatio(d.CompressionRatio)))
+		formatBytes(d.StoredBytes), formatBytes(d.RawBytes), formatRatio(d.CompressionRatio))
+	if d.InFlightTopics > 0 {
+		chain += fmt.Sprintf("; in-flight tails included: %s of %s", plural64(d.InFlightRecords, "record", "records"),
+			plural(d.InFlightTopics, "repartition topic", "repartition topics"))
+	}
+	row("chain", chain)
 	row("this run", fmt.Sprintf("%s in %s, %s stored",
 		plural64(d.OwnRecords, "record", "records"), plural(d.OwnSegments, "segment", "segments"), formatBytes(d.OwnBytes)))
 	if dt.Selection != nil {
