@@ -21,8 +21,9 @@
 #                    filter; a failing input is written
 #                    to the package's testdata/fuzz/<Target>/ (commit it
 #                    with the fix)
-#   make lint        golangci-lint (.golangci.yml: depguard's layering rules,
-#                    staticcheck, govet, errcheck, ineffassign, unused), then
+#   make lint        gofmt -l on every Go file (fmt-check), golangci-lint
+#                    (.golangci.yml: depguard's layering rules, staticcheck,
+#                    govet, errcheck, ineffassign, unused), then
 #                    .ci/lint-selftest: a deliberate violation of each
 #                    depguard rule fails it
 #
@@ -213,7 +214,7 @@ vet:
 # The linters of .golangci.yml on the whole module, then the check that each
 # depguard rule fails on a deliberate violation (in a copy of the module
 # under $TMPDIR; the work tree is not touched).
-lint: $(GOLANGCI_LINT)
+lint: $(GOLANGCI_LINT) fmt-check
 	$(GOLANGCI_LINT) run ./...
 	GOLANGCI_LINT=$(GOLANGCI_LINT) .ci/lint-selftest
 
