@@ -131,9 +131,10 @@ func LatestReport(ctx context.Context, store storage.Backend, applicationID, tar
 // LoadJournal reads the journal of the restores of backupID into the
 // cluster with id clusterID (format.RestoreJournalKey), or returns nil
 // with a nil error when there is none. A storage error is returned as
-// "read restore journal: ...", a journal that does not decode, or is not
-// a regular file (storage.ErrNotRegular), as a *JournalError ("restore
-// journal <key>: ...").
+// "read restore journal: ...", a journal that does not decode, is not a
+// regular file (storage.ErrNotRegular) or is not what was stored
+// (storage.ErrCorrupt: an encrypted one that does not authenticate), as a
+// *JournalError ("restore journal <key>: ...").
 func LoadJournal(ctx context.Context, store storage.Backend, backupID, clusterID string) (*format.RestoreJournal, error) {
 	key := format.RestoreJournalKey(backupID, clusterID)
 	b, err := readBounded(ctx, store, key)
@@ -144,6 +145,10 @@ func LoadJournal(ctx context.Context, store storage.Backend, backupID, clusterID
 		return nil, &JournalError{Key: key, Err: errors.Unwrap(err)}
 	case errors.Is(err, ErrObjectTooLarge):
 		return nil, &JournalError{Key: key, Err: err}
+	case storage.IsCorrupt(err) && !storage.IsTransient(err) && ctx.Err() == nil:
+		// Not what was stored (an encrypted journal that does not
+		// authenticate): damage, with the journal's own fix.
+		return nil, &JournalError{Key: key, Err: errors.Unwrap(err)}
 	case err != nil:
 		return nil, fmt.Errorf("read restore journal: %w", err)
 	}

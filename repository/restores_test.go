@@ -319,3 +319,42 @@ func TestReportNotARegularFileIsDamaged(t *testing.T) {
 		})
 	}
 }
+
+// TestEncryptedJournalThatDoesNotAuthenticateIsAJournalError: an
+// encrypted journal whose bytes were changed fails to open
+// (storage.ErrCorrupt); LoadJournal returned it as a plain storage error
+// ("read restore journal: ..."), without the journal's own fix (remove
+// it), as it does for a journal that does not decode.
+func TestEncryptedJournalThatDoesNotAuthenticateIsAJournalError(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fs, err := storage.NewFilesystem(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ring storage.Keyring
+	if err := ring.Add([]byte("0123456789abcdef0123456789abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	store := storage.Encrypt(fs, &ring, nil)
+	const b = "20261129T074512.345Z-9f3a01bc"
+	j := &format.RestoreJournal{BackupID: b, TargetClusterID: "c1", Strategy: format.StrategyChangelog,
+		Topics: map[string]string{"orders": "0a"}, UpdatedAt: time.Date(2026, 11, 29, 7, 45, 12, 0, time.UTC)}
+	if err := SaveJournal(ctx, store, j); err != nil {
+		t.Fatal(err)
+	}
+	raw := filepath.Join(dir, filepath.FromSlash(format.RestoreJournalKey(b, "c1")))
+	data, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 0xff // in the last chunk's tag
+	if err := os.WriteFile(raw, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadJournal(ctx, store, b, "c1")
+	var je *JournalError
+	if !errors.As(err, &je) || !strings.HasPrefix(err.Error(), "restore journal restores/journals/"+b+"/c1.json: ") {
+		t.Fatalf("err %v (%T), want a *JournalError naming the journal", err, err)
+	}
+}
