@@ -116,7 +116,8 @@ type ScorecardPhase struct {
 
 // ScorecardBinding names the restore report and the manifest the drill
 // measured, each with the SHA-256 (lowercase hex) of the object's exact
-// bytes as stored in the repository: restores/<restore-id>/report.json
+// bytes as stored in the repository (its plaintext, after decryption, on
+// a repository with storage.encryption): restores/<restore-id>/report.json
 // holds the restore's plan (its fields are the report's own), and it is
 // written once, so its bytes are the plan as the restore recorded it. A
 // field is empty when the drill did not get that far.
