@@ -151,8 +151,11 @@ type RTOTrend struct {
 }
 
 // Trend compares the RTO of the last of rows (History's order) with the
-// median of the same figure over the earlier rows that passed, and sets
-// Grew when it is more than threshold (a fraction: 0.2 is 20%) above it.
+// median of the same figure over the earlier rows that passed with the
+// same strategy, and sets Grew when it is more than threshold (a
+// fraction: 0.2 is 20%) above it. A rebuild-from-input drill after
+// changelog drills (or the reverse) is a change of method, not of the
+// recovery time: it is compared with drills of its own strategy only.
 func Trend(rows []HistoryRow, threshold float64) RTOTrend {
 	t := RTOTrend{Threshold: threshold}
 	if len(rows) == 0 || rows[len(rows)-1].RTO == nil {
@@ -162,7 +165,7 @@ func Trend(rows []HistoryRow, threshold float64) RTOTrend {
 	t.Figure, t.Latest = last.RTOName, last.RTO
 	var earlier []float64
 	for _, r := range rows[:len(rows)-1] {
-		if v := r.Figure(last.RTOName); r.OK && v != nil {
+		if v := r.Figure(last.RTOName); r.OK && v != nil && r.Strategy == last.Strategy {
 			earlier = append(earlier, *v)
 		}
 	}

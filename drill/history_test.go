@@ -79,6 +79,7 @@ func TestTrend(t *testing.T) {
 		return drill.HistoryRow{OK: ok, RTOName: drill.FigureRTODataRestored, RTO: secs(rto), RTODataRestored: secs(rto)}
 	}
 	caughtUp := drill.HistoryRow{OK: true, RTOName: drill.FigureRTOAppCaughtUp, RTO: secs(50), RTODataRestored: secs(5), RTOAppCaughtUp: secs(50)}
+	rebuild := func(r drill.HistoryRow) drill.HistoryRow { r.Strategy = format.StrategyRebuild; return r }
 	for _, tc := range []struct {
 		name     string
 		rows     []drill.HistoryRow
@@ -95,6 +96,10 @@ func TestTrend(t *testing.T) {
 		{"failed drills are not the baseline", []drill.HistoryRow{row(false, 100), row(true, 10), row(true, 13)}, 10, 1, true},
 		{"another figure is not the baseline", []drill.HistoryRow{row(true, 10), caughtUp}, 0, 0, false},
 		{"a figure the earlier drill measured too", []drill.HistoryRow{caughtUp, row(true, 7)}, 5, 1, true},
+		// A rebuild drill after changelog drills was flagged "RTO GREW":
+		// a change of method (review of the day's change).
+		{"another strategy is not the baseline", []drill.HistoryRow{row(true, 10), row(true, 10), rebuild(row(true, 40))}, 0, 0, false},
+		{"the same strategy is", []drill.HistoryRow{rebuild(row(true, 30)), row(true, 10), rebuild(row(true, 40))}, 30, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := drill.Trend(tc.rows, 0.2)

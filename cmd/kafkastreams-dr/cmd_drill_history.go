@@ -34,7 +34,8 @@ RTO is the furthest figure the drill measured: rto_app_caught_up (with an applic
 command), else rto_app_running, else rto_data_restored (see drill --help); its change is
 against the previous drill's figure of the same name ("-" when that drill has none). The
 latest drill's RTO is compared with the median of the same figure over the earlier drills
-that passed: more than --rto-growth-threshold percent (default 20) above it is flagged,
+that passed with the same strategy (a rebuild after changelog drills is another method, not
+a slower recovery): more than --rto-growth-threshold percent (default 20) above it is flagged,
 "RTO GREW", in the table and as trend.grew in --json. RPO, bytes, topics and partitions
 are "-" for drills recorded before they were (kafkastreams-dr 2026-12).
 
