@@ -110,7 +110,7 @@ func TestShardedRuns(t *testing.T) {
 	m1 := backupcheck.Latest(t, storeS, r0.BackupID)
 	sameBackups(t, storeU, backupcheck.Latest(t, storeU, u1.BackupID), storeS, m1)
 	var shard0Records, shard0Segments int64
-	for _, tp := range m1.Topics { // list's figures are of topics, not of in-flight tails
+	for _, tp := range slices.Concat(m1.Topics, m1.InFlight) { // list's figures count the in-flight tails too
 		for _, p := range tp.PartitionCuts {
 			if m1.ShardRun.Owns(0, tp.Name, p.Partition) {
 				shard0Records += p.Records

@@ -277,6 +277,11 @@ func (e *encrypted) Delete(ctx context.Context, key string) error { return e.b.D
 
 func (e *encrypted) Location() string { return e.b.Location() }
 
+// Unwrap returns the backend the wrapper encrypts for (as errors.Unwrap
+// does for an error): for a caller that needs that backend's own methods,
+// such as *S3's UploadBufferBytes.
+func (e *encrypted) Unwrap() Backend { return e.b }
+
 // AbortStaleUploads passes through to b's (S3); without one there is
 // nothing to abort.
 func (e *encrypted) AbortStaleUploads(ctx context.Context, olderThan time.Duration) (int, error) {

@@ -98,9 +98,14 @@ func TestOpenStorageS3UploadBufferBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// openStorage wraps every backend in storage.Encrypt (which
+			// writes plaintext without storage.encryption).
+			if w, ok := b.(interface{ Unwrap() storage.Backend }); ok {
+				b = w.Unwrap()
+			}
 			s3, ok := b.(*storage.S3)
 			if !ok {
-				t.Fatalf("openStorage returned a %T, want *storage.S3", b)
+				t.Fatalf("openStorage returned a %T, want *storage.S3 (under the encryption wrapper)", b)
 			}
 			if got := s3.UploadBufferBytes(); got != tt.want {
 				t.Errorf("upload buffer of %d bytes, want %d", got, tt.want)
