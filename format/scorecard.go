@@ -2,7 +2,10 @@ package format
 
 import (
 	"bytes"
+	"crypto/ecdh"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -275,7 +278,7 @@ func ParseSigningKey(b []byte) (ed25519.PrivateKey, error) {
 		}
 		ek, ok := k.(ed25519.PrivateKey)
 		if !ok {
-			return nil, fmt.Errorf("a %T key: want Ed25519 (openssl genpkey -algorithm ed25519)", k)
+			return nil, fmt.Errorf("%s: want Ed25519 (openssl genpkey -algorithm ed25519)", keyKind(k))
 		}
 		return ek, nil
 	}
@@ -284,6 +287,20 @@ func ParseSigningKey(b []byte) (ed25519.PrivateKey, error) {
 		return nil, errors.New("neither a PEM PRIVATE KEY block nor the base64 of a 32-byte Ed25519 seed")
 	}
 	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// keyKind names the algorithm of k, a key x509 parsed, in the field's
+// terms ("an RSA key"), never a Go type name (issue 15).
+func keyKind(k any) string {
+	switch k.(type) {
+	case *rsa.PrivateKey, *rsa.PublicKey:
+		return "an RSA key"
+	case *ecdsa.PrivateKey, *ecdsa.PublicKey:
+		return "an ECDSA key"
+	case *ecdh.PrivateKey, *ecdh.PublicKey:
+		return "an ECDH (X25519) key"
+	}
+	return "a key of another algorithm"
 }
 
 // ParsePublicKey reads an Ed25519 public key from a PEM "PUBLIC KEY" block
@@ -302,7 +319,7 @@ func ParsePublicKey(b []byte) (ed25519.PublicKey, error) {
 	}
 	ek, ok := k.(ed25519.PublicKey)
 	if !ok {
-		return nil, fmt.Errorf("a %T key: want Ed25519", k)
+		return nil, fmt.Errorf("%s: want Ed25519", keyKind(k))
 	}
 	return ek, nil
 }

@@ -57,7 +57,8 @@ func (e *unreadableDrillReportError) Unwrap() []error {
 // storage.ErrTransient stay testable), a report that does not decode as
 // "drill report <key> is damaged: <what is wrong (format.JSONError)>; ...",
 // wrapping ErrUnreadableDrillReport; so is a report that is not a regular
-// file (storage.ErrNotRegular).
+// file (storage.ErrNotRegular), and JSON whose drill_id is not drillID
+// (not a drill report, or another drill's).
 func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string) (*format.DrillReport, error) {
 	key := format.DrillReportKey(drillID)
 	b, err := readWhole(ctx, store, key)
@@ -72,6 +73,14 @@ func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string)
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, &unreadableDrillReportError{msg: fmt.Sprintf("drill report %s is damaged: %v; the backups are not affected, and estimate leaves it out of its calibration (a new drill writes a new report)",
 			key, format.JSONError(err)), err: err}
+	}
+	if rep.DrillID != drillID {
+		// Valid JSON that is not this drill's report ({"hello":"x"}):
+		// read as a report of no application, drill history dropped it
+		// silently (issue 15).
+		why := fmt.Sprintf("it is not the report of drill %s (its drill_id is %q)", drillID, rep.DrillID)
+		return nil, &unreadableDrillReportError{msg: fmt.Sprintf("drill report %s is damaged: %s; the backups are not affected, and estimate leaves it out of its calibration (a new drill writes a new report)",
+			key, why), err: errors.New(why)}
 	}
 	return &rep, nil
 }

@@ -54,6 +54,13 @@ func TestDrillReports(t *testing.T) {
 		!strings.Contains(err.Error(), "estimate leaves it out") {
 		t.Errorf("a truncated report: %v, want it called damaged, cut short, and what still works", err)
 	}
+	// Issue 15: valid JSON that is not a drill report was read as a
+	// report of no application, and drill history dropped it silently.
+	putObject(t, store, format.DrillReportKey(newer), `{"hello":"x"}`)
+	if _, err := LoadDrillReport(ctx, store, newer); !errors.Is(err, ErrUnreadableDrillReport) ||
+		!strings.Contains(err.Error(), "drill report "+format.DrillReportKey(newer)+" is damaged: it is not the report of drill "+newer+` (its drill_id is "")`) {
+		t.Errorf("JSON that is not a drill report: %v, want ErrUnreadableDrillReport saying it is not the drill's report", err)
+	}
 	if _, err := LoadDrillReport(ctx, store, format.NewBackupID(at.Add(time.Hour), [4]byte{3})); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a missing report: %v, want storage.ErrNotFound", err)
 	}

@@ -20,19 +20,38 @@ import (
 // --against-cluster, state check and prune read them.
 
 // SaveReport stores rep as restores/<rep.RestoreID>/report.json
-// (format.RestoreReportKey), indented JSON. A storage error is returned as
-// "write restore report <key>: ..." (storage.ErrTransient stays testable).
+// (format.RestoreReportKey), indented JSON, only if no report is there
+// (storage.Backend.PutIfAbsent): a restore report is never overwritten
+// (issue 15: a second restore that reused the first's restore id
+// overwrote its report, and the first drill's scorecard, bound to that
+// report's SHA-256, no longer verified). A report already there with other
+// bytes is returned as an error wrapping ErrReportExists (the same bytes:
+// nil); a storage error as "write restore report <key>: ..."
+// (storage.ErrTransient stays testable).
 func SaveReport(ctx context.Context, store storage.Backend, rep *format.RestoreReport) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
 	key := format.RestoreReportKey(rep.RestoreID)
-	if err := store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+	err = store.PutIfAbsent(ctx, key, b)
+	if errors.Is(err, storage.ErrExists) {
+		was, rerr := readWhole(ctx, store, key)
+		if rerr == nil && bytes.Equal(was, b) {
+			return nil
+		}
+		return fmt.Errorf("write restore report %s: %w", key, ErrReportExists)
+	}
+	if err != nil {
 		return fmt.Errorf("write restore report %s: %w", key, err)
 	}
 	return nil
 }
+
+// ErrReportExists is wrapped by SaveReport's error when a report with
+// other bytes is already stored under the restore id: that report is the
+// restore's, and is kept. Test with errors.Is.
+var ErrReportExists = errors.New("a report of this restore is already stored; it is kept as it is")
 
 // ErrUnreadableReport is wrapped by LoadReport's error when the report was
 // read in full but does not decode (truncated, overwritten): damage to that

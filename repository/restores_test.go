@@ -358,3 +358,34 @@ func TestEncryptedJournalThatDoesNotAuthenticateIsAJournalError(t *testing.T) {
 		t.Fatalf("err %v (%T), want a *JournalError naming the journal", err, err)
 	}
 }
+
+// TestSaveReportNeverOverwrites is a regression test (issue 15): a second
+// restore that reused the first's restore id overwrote its report, and
+// the scorecard bound to the first report's SHA-256 no longer verified.
+// SaveReport writes a report only where none is: the same bytes again are
+// no error, other bytes are ErrReportExists and the first report stays.
+func TestSaveReportNeverOverwrites(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "20261202T074512.345Z-00000001"
+	at := time.Date(2026, 12, 2, 7, 45, 12, 0, time.UTC)
+	first := &format.RestoreReport{Plan: format.Plan{BackupID: "b", ApplicationID: "app-a", TargetClusterID: "c1"}, RestoreID: id, StartedAt: at, Records: 1}
+	if err := SaveReport(ctx, store, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveReport(ctx, store, first); err != nil {
+		t.Errorf("the same report saved again: %v, want nil", err)
+	}
+	second := *first
+	second.Records = 2
+	if err := SaveReport(ctx, store, &second); !errors.Is(err, ErrReportExists) || !strings.Contains(err.Error(), format.RestoreReportKey(id)) {
+		t.Errorf("another report under the same restore id: %v, want ErrReportExists naming the key", err)
+	}
+	if got, err := LoadReport(ctx, store, id); err != nil || got.Records != 1 {
+		t.Errorf("the stored report %+v (%v): want the first, kept", got, err)
+	}
+}
+

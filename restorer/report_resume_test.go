@@ -1,6 +1,7 @@
 package restorer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
@@ -28,6 +30,13 @@ func (f *failingReport) Put(ctx context.Context, key string, r io.Reader, size i
 		return errors.New("injected: the run ends here")
 	}
 	return f.Backend.Put(ctx, key, r, size)
+}
+
+func (f *failingReport) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if strings.HasSuffix(key, "/report.json") && !strings.HasPrefix(key, "drills/") && f.failed.CompareAndSwap(false, true) {
+		return errors.New("injected: the run ends here")
+	}
+	return f.Backend.PutIfAbsent(ctx, key, data)
 }
 
 // TestRestoreEndedBeforeItsReportWritesItOnTheRerun is a regression test
@@ -66,4 +75,61 @@ func TestRestoreEndedBeforeItsReportWritesItOnTheRerun(t *testing.T) {
 		t.Fatalf("journal %+v (%v): want complete, with restore id %s", j, err, ids[0])
 	}
 	restoredOnce(t, store, m, dst.Addrs())
+}
+
+// TestRestoreIntoAFreshClusterWithTheSameIDGetsItsOwnReport is a
+// regression test (issue 15): a second restore of one backup into a
+// fresh cluster whose cluster id equals the first target's (Docker's
+// apache/kafka image keeps one default CLUSTER_ID) adopted the restore id
+// the first restore's journal keeps and overwrote its report, so the
+// first drill's scorecard, bound to that report's SHA-256, then failed
+// verify-report as tampered. The journal's restore id is kept only by a
+// run that resumes that restore.
+func TestRestoreIntoAFreshClusterWithTheSameIDGetsItsOwnReport(t *testing.T) {
+	_, store, _ := backedUpSample(t)
+	ctx := context.Background()
+	var ids []string
+	var firstBytes []byte
+	for i := range 2 {
+		dst := testkit.StartKfake(t, 3, kfake.ClusterID("docker-default-cluster-id"))
+		rep, err := restorer.Run(ctx, restorer.Options{Target: []kgo.Opt{kgo.SeedBrokers(dst.Addrs()...)}, Store: store})
+		if err != nil {
+			t.Fatalf("restore %d: %v", i+1, err)
+		}
+		if rep.Records == 0 || rep.Plan.Complete {
+			t.Fatalf("restore %d restored %d records (plan complete %v): want the whole backup into the fresh cluster", i+1, rep.Records, rep.Plan.Complete)
+		}
+		ids = append(ids, rep.RestoreID)
+		if i == 0 {
+			firstBytes = readObject(t, store, "restores/"+rep.RestoreID+"/report.json")
+		}
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("both restores have restore id %s: the second is a new restore and needs its own", ids[0])
+	}
+	listed, err := repository.ReportIDs(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 2 {
+		t.Fatalf("restore reports %v, want one for each restore (%v)", listed, ids)
+	}
+	if got := readObject(t, store, "restores/"+ids[0]+"/report.json"); !bytes.Equal(got, firstBytes) {
+		t.Fatalf("the first restore's report changed after the second restore:\n%s\nwas\n%s", got, firstBytes)
+	}
+}
+
+// readObject is the stored bytes of key.
+func readObject(t *testing.T, store storage.Backend, key string) []byte {
+	t.Helper()
+	rc, err := store.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

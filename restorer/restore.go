@@ -290,9 +290,16 @@ func (r *restore) restore(ctx context.Context, started time.Time) (*Report, erro
 	// A resumed restore keeps the restore id of the run it resumes (the
 	// journal's restore_id): its report has one key, whichever run
 	// writes it, and a run killed after the report, before the journal
-	// says complete, is finished by the next under the same id.
-	if r.jour.RestoreID == "" {
+	// says complete, is finished by the next under the same id. Any other
+	// run is a new restore with a new id (issue 15: a fresh cluster with
+	// the first target's cluster id adopted the first restore's id).
+	resumes, err := r.resumesJournal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !resumes {
 		r.jour.RestoreID = newRestoreID()
+		r.jour.Complete = false
 	}
 	rep := &Report{RestoreID: r.jour.RestoreID, StartedAt: started}
 
@@ -320,6 +327,43 @@ func (r *restore) restore(ctx context.Context, started time.Time) (*Report, erro
 		return nil, digestErr
 	}
 	return r.complete(ctx, rep, reports, digestErr)
+}
+
+// resumesJournal reports whether this run resumes the restore r.jour
+// records, and so keeps its restore id: the journal has one, some topic it
+// created or began to fill is on the target under the topic id it
+// recorded (TopicAction "resume", or a resumed fill), and the restore is
+// not complete or is complete without its report (a run killed between
+// the two). A journal whose topics are not the target's (a fresh cluster
+// with the same cluster id) or whose restore is complete with its report
+// is an earlier restore: this run is a new one. An error reading the
+// report's key other than storage.ErrNotFound is returned.
+func (r *restore) resumesJournal(ctx context.Context) (bool, error) {
+	if r.jour.RestoreID == "" {
+		return false, nil
+	}
+	onTarget := false
+	for _, tp := range r.plan.Topics {
+		if tp.Action == format.ActionResume || tp.Resumed {
+			onTarget = true
+			break
+		}
+	}
+	if !onTarget {
+		return false, nil
+	}
+	if !r.jour.Complete {
+		return true, nil
+	}
+	key := format.RestoreReportKey(r.jour.RestoreID)
+	_, err := r.store.Stat(ctx, key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("read restore report %s: %w", key, err)
+	}
+	return false, nil
 }
 
 // newRestoreID is a new restore id: its start time and 4 random bytes.
@@ -390,7 +434,15 @@ func (r *restore) complete(ctx context.Context, rep *Report, reports []Partition
 	// found it).
 	rep.Plan = done
 	rep.FinishedAt = time.Now().UTC()
-	if err := repository.SaveReport(ctx, r.store, rep); err != nil {
+	// A report already stored under the id is this restore's, written
+	// by the run this one resumes: it is kept, and returned.
+	if err := repository.SaveReport(ctx, r.store, rep); errors.Is(err, repository.ErrReportExists) {
+		stored, lerr := repository.LoadReport(ctx, r.store, rep.RestoreID)
+		if lerr != nil {
+			return nil, lerr
+		}
+		rep = stored
+	} else if err != nil {
 		return nil, err
 	}
 	if err := r.saveJournal(ctx); err != nil {

@@ -165,8 +165,8 @@ backup's manifest, in a DSSE envelope signed with Ed25519 when a key is given (-
 FILE, else $KDR_SIGN_KEY: PEM PKCS#8 as openssl genpkey -algorithm ed25519 writes it, or the
 base64 of a 32-byte seed). A drill that records its report also stores its scorecard as
 drills/<drill-id>/scorecard.json. It holds no secret: no key, no credential, no broker
-address. A key that cannot be read or parsed, and a --scorecard that is a directory or in a
-directory that does not exist, exit 2 before the drill starts. Check a scorecard with
+address. A key that cannot be read or parsed, and a --scorecard that is a directory, in a
+directory that does not exist, or the file of --report or --junit, exit 2 before the drill starts. Check a scorecard with
 drill verify-report FILE --public-key-file PUB.pem -c FILE; see the trend of the recorded
 drills with drill history -c FILE (docs/OPERATIONS.md, "Drill evidence").
 
@@ -295,7 +295,7 @@ func (o *drillOptions) complete(cmd *cobra.Command, strategy, toTime string, top
 	if o.Report != "" && (strings.HasSuffix(o.Report, "/") || o.Report == "-") {
 		return &usageError{fmt.Errorf("--report %q: want a file name, e.g. --report drill-report.html", o.Report)}
 	}
-	if o.RTOGrowthThreshold < 0 || math.IsNaN(o.RTOGrowthThreshold) {
+	if o.RTOGrowthThreshold < 0 || math.IsNaN(o.RTOGrowthThreshold) || math.IsInf(o.RTOGrowthThreshold, 0) {
 		return &usageError{fmt.Errorf("--rto-growth-threshold %g: want a percentage of 0 or more, e.g. 20", o.RTOGrowthThreshold)}
 	}
 	return o.completeScorecard()
@@ -589,6 +589,14 @@ func checkOutputPaths(o *drillOptions, out string) error {
 	if o.Report != "" && o.JUnit != "" && sameDir(o.Report, o.JUnit) {
 		return withCode(exitUsage, fmt.Errorf("--report and --junit name the same file %s", o.Report),
 			"give each its own, e.g. --junit drill-junit.xml --report drill-report.html")
+	}
+	// --scorecard written over --report or --junit (or the other way)
+	// would leave one of the two silently lost (issue 15).
+	for _, other := range []struct{ flag, file string }{{"--report", o.Report}, {"--junit", o.JUnit}} {
+		if o.Scorecard != "" && other.file != "" && sameDir(o.Scorecard, other.file) {
+			return withCode(exitUsage, fmt.Errorf("--scorecard and %s name the same file %s", other.flag, o.Scorecard),
+				"give each its own, e.g. --scorecard drill-scorecard.json --junit drill-junit.xml --report drill-report.html")
+		}
 	}
 	if err := checkOutputPath("--junit", "the XML file", "drill-junit.xml", o.JUnit, out); err != nil {
 		return err

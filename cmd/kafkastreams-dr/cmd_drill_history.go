@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +58,7 @@ func newDrillHistoryCmd(s *iostreams, runF func(context.Context, *drillHistoryOp
 			if o.ConfigFile == "" {
 				return &usageError{errors.New("no config file: use --config FILE (-c FILE)")}
 			}
-			if o.Threshold < 0 {
+			if o.Threshold < 0 || math.IsNaN(o.Threshold) || math.IsInf(o.Threshold, 0) {
 				return &usageError{fmt.Errorf("--rto-growth-threshold %g: want a percentage of 0 or more, e.g. 20", o.Threshold)}
 			}
 			if runF != nil {

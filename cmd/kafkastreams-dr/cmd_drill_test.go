@@ -175,6 +175,10 @@ func TestDrillFlags(t *testing.T) {
 		{"bad target", []string{"-c", "app.yaml", "--target-bootstrap-servers", "kafka://dr:9092"}, "listener URL"},
 		{"junit is a directory", []string{"-c", "app.yaml", "--junit", "out/"}, "want a file name"},
 		{"a negative RTO growth threshold", []string{"-c", "app.yaml", "--report", "r.html", "--rto-growth-threshold", "-5"}, "--rto-growth-threshold -5: want a percentage of 0 or more"},
+		// Issue 15: NaN and ±Inf were accepted.
+		{"a NaN RTO growth threshold", []string{"-c", "app.yaml", "--rto-growth-threshold", "NaN"}, "--rto-growth-threshold NaN: want a percentage of 0 or more"},
+		{"an infinite RTO growth threshold", []string{"-c", "app.yaml", "--rto-growth-threshold", "Inf"}, "--rto-growth-threshold +Inf: want a percentage of 0 or more"},
+		{"a -Inf RTO growth threshold", []string{"-c", "app.yaml", "--rto-growth-threshold", "-Inf"}, "--rto-growth-threshold -Inf: want a percentage of 0 or more"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, append([]string{"drill"}, tt.args...)...)

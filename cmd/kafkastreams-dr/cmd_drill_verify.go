@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,13 @@ scorecard envelope (DSSE: payloadType, payload, signatures) whose payload decode
 that key (PEM SPKI: openssl pkey -in key.pem -pubout) verifies over the payload's exact
 bytes; with -c, that the restore it names is in that repository and its report
 (restores/<restore-id>/report.json, which holds the restore's plan) and the backup's
-manifest have the SHA-256 the scorecard was bound to. Give --public-key-file, -c, or both.
+manifest have the SHA-256 the scorecard was bound to; with --drill-id, that the scorecard
+stored there is drill ID's. Give --public-key-file, -c, or both.
+
+Without --public-key-file the signature is NOT CHECKED, and a line says so: a signed
+scorecard then exits 2 (give its key to check its figures); an unsigned one checked for
+its binding ends "binding valid; the scorecard is unsigned: its figures are not proven",
+exit 0: the binding proves which restore it names, not its figures.
 
 Every check is printed, one line each; the first that fails is the error. A valid
 scorecard of a drill that failed is valid evidence of a failed drill: exit 0, and its
@@ -42,7 +49,8 @@ result is printed. What a scorecard proves, and what it does not: docs/OPERATION
 "Drill evidence".
 
 EXIT STATUS of verify-report: 0 when every check passed; 2 when one failed: FILE is not
-a scorecard (malformed, another payloadType or scorecard_version), it is not signed
+a scorecard (malformed, another payloadType or scorecard_version), --drill-id's scorecard
+is another drill's, it is signed and no --public-key-file was given, it is not signed
 while --public-key-file asks for a signature, it is signed by another key (the key ids
 are printed), its signature does not verify (the payload was changed, or the signature
 is another scorecard's), the restore or backup it names is not in the repository, or an
@@ -59,7 +67,7 @@ func newDrillVerifyReportCmd(s *iostreams, runF func(context.Context, *drillVeri
 		Short: "Check a drill scorecard's signature and its binding to the restore",
 		Long:  drillVerifyReportLong,
 		Example: `  kafkastreams-dr drill verify-report drill-scorecard.json --public-key-file drill-signing.pub.pem -c order-processor.yaml
-  kafkastreams-dr drill verify-report drill-scorecard.json -c order-processor.yaml   # binding only (unsigned)
+  kafkastreams-dr drill verify-report drill-scorecard.json -c order-processor.yaml   # binding only (an unsigned scorecard: its figures are not proven)
   kafkastreams-dr drill verify-report --drill-id 20261202T070807.048Z-b91c92b0 -c order-processor.yaml --public-key-file drill-signing.pub.pem`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -99,14 +107,20 @@ type scorecardCheck struct {
 	Name   string `json:"name"` // envelope, signature, restore report, manifest
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
+	// NotChecked: the check was not made (the signature, without
+	// --public-key-file); OK says whether that is acceptable.
+	NotChecked bool `json:"not_checked,omitempty"`
 }
 
 // verifyReportResult is what verify-report prints with --json.
 type verifyReportResult struct {
-	File      string            `json:"file"`
-	Valid     bool              `json:"valid"`
-	Checks    []scorecardCheck  `json:"checks"`
-	Scorecard *format.Scorecard `json:"scorecard,omitempty"`
+	File  string `json:"file"`
+	Valid bool   `json:"valid"`
+	// SignatureChecked: a --public-key-file was given and the signature
+	// checked; false, a valid scorecard's figures are not proven.
+	SignatureChecked bool              `json:"signature_checked"`
+	Checks           []scorecardCheck  `json:"checks"`
+	Scorecard        *format.Scorecard `json:"scorecard,omitempty"`
 }
 
 func runDrillVerifyReport(ctx context.Context, o *drillVerifyReportOptions, s *iostreams) error {
@@ -154,9 +168,16 @@ func runDrillVerifyReport(ctx context.Context, o *drillVerifyReportOptions, s *i
 		return finishVerifyReport(s, o, res)
 	}
 	res.Scorecard = sc
+	if o.DrillID != "" && sc.DrillID != o.DrillID {
+		// A scorecard copied over another drill's (issue 15): its
+		// signature and binding are its own drill's, and would pass.
+		res.Checks = append(res.Checks, scorecardCheck{Name: "envelope", Detail: fmt.Sprintf("%s is the scorecard of drill %s, not %s", o.File, orNone(sc.DrillID), o.DrillID)})
+		return finishVerifyReport(s, o, res)
+	}
 	res.Checks = append(res.Checks, scorecardCheck{Name: "envelope", OK: true, Detail: fmt.Sprintf("scorecard of drill %s of %s: backup %s, restore %s, %s", orNone(sc.DrillID), sc.ApplicationID, orNone(sc.BackupID), orNone(sc.RestoreID), drillResult(sc))})
 	if len(keys) > 0 {
 		res.Checks = append(res.Checks, signatureCheck(env, keys))
+		res.SignatureChecked = true
 	}
 	if store != nil {
 		checks, err := bindingChecks(ctx, o.cfg, store, sc)
@@ -164,6 +185,10 @@ func runDrillVerifyReport(ctx context.Context, o *drillVerifyReportOptions, s *i
 			return err
 		}
 		res.Checks = append(res.Checks, checks...)
+	}
+	if len(keys) == 0 {
+		// Last, so that a binding that fails is the error named.
+		res.Checks = append(res.Checks, signatureNotChecked(env))
 	}
 	return finishVerifyReport(s, o, res)
 }
@@ -179,6 +204,21 @@ func drillResult(sc *format.Scorecard) string {
 		}
 	}
 	return "the drill FAILED"
+}
+
+// signatureNotChecked is the signature line when no --public-key-file was
+// given (issue 15: a signed scorecard whose RTO was edited was reported
+// valid): a signed envelope fails it (its figures are checked only by its
+// key), an unsigned one passes it, its figures unproven.
+func signatureNotChecked(env *format.ScorecardEnvelope) scorecardCheck {
+	if len(env.Signatures) == 0 {
+		return scorecardCheck{Name: "signature", OK: true, NotChecked: true, Detail: "the scorecard is unsigned: its figures are not proven"}
+	}
+	var ids []string
+	for _, sig := range env.Signatures {
+		ids = append(ids, sig.KeyID)
+	}
+	return scorecardCheck{Name: "signature", NotChecked: true, Detail: fmt.Sprintf("the scorecard is signed by key %s: give --public-key-file to check its figures", strings.Join(ids, ", "))}
 }
 
 func signatureCheck(env *format.ScorecardEnvelope, keys []ed25519.PublicKey) scorecardCheck {
@@ -263,7 +303,10 @@ func finishVerifyReport(s *iostreams, o *drillVerifyReportOptions, res *verifyRe
 	} else {
 		printVerifyReport(s.Out, res)
 	}
-	if failed != nil {
+	switch {
+	case failed != nil && failed.NotChecked:
+		return withCode(exitUsage, fmt.Errorf("scorecard %s: %s NOT CHECKED: %s", o.File, failed.Name, failed.Detail), "")
+	case failed != nil:
 		return withCode(exitUsage, fmt.Errorf("scorecard %s is not valid: %s: %s", o.File, failed.Name, failed.Detail), "")
 	}
 	return nil
@@ -273,15 +316,23 @@ func printVerifyReport(w io.Writer, res *verifyReportResult) {
 	tw := newTable(w)
 	for _, c := range res.Checks {
 		verdict := "ok"
-		if !c.OK {
+		switch {
+		case c.NotChecked:
+			verdict = "NOT CHECKED"
+		case !c.OK:
 			verdict = "FAILED"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, verdict, c.Detail)
 	}
 	tw.Flush()
-	if res.Valid {
+	switch {
+	case res.Valid && !res.SignatureChecked:
+		fmt.Fprintf(w, "scorecard %s: binding valid; the scorecard is unsigned: its figures are not proven\n", res.File)
+	case res.Valid:
 		fmt.Fprintf(w, "scorecard %s is valid\n", res.File)
-	} else {
+	case slices.ContainsFunc(res.Checks, func(c scorecardCheck) bool { return c.NotChecked && !c.OK }):
+		fmt.Fprintf(w, "scorecard %s is NOT verified: its signature was not checked\n", res.File)
+	default:
 		fmt.Fprintf(w, "scorecard %s is NOT valid\n", res.File)
 	}
 }

@@ -51,6 +51,13 @@ func TestDrillChecksOutputPathsFirst(t *testing.T) {
 			[]string{"--report", aFile, "is not a directory"}, filepath.Join(tmp, "repo")},
 		{"config, report and junit are one file", []string{"-c", cfg, "--report", filepath.Join(tmp, "r.out"), "--junit", filepath.Join(tmp, "r.out")},
 			[]string{"--report and --junit name the same file"}, filepath.Join(tmp, "repo")},
+		// Issue 15: --scorecard silently overwrote --report or --junit.
+		{"config, scorecard and report are one file", []string{"-c", cfg, "--scorecard", filepath.Join(tmp, "s.out"), "--report", filepath.Join(tmp, "s.out")},
+			[]string{"--scorecard and --report name the same file " + filepath.Join(tmp, "s.out")}, filepath.Join(tmp, "repo")},
+		{"config, scorecard and junit are one file", []string{"-c", cfg, "--scorecard", filepath.Join(tmp, "s.out"), "--junit", filepath.Join(tmp, "s.out")},
+			[]string{"--scorecard and --junit name the same file"}, filepath.Join(tmp, "repo")},
+		{"embedded, scorecard and junit are one file", []string{"--embedded", "--out", filepath.Join(tmp, "out5"), "--scorecard", filepath.Join(tmp, "s.out"), "--junit", filepath.Join(tmp, "s.out")},
+			[]string{"--scorecard and --junit name the same file"}, filepath.Join(tmp, "out5")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runBounded(t, append([]string{"drill"}, tt.args...)...)

@@ -195,12 +195,32 @@ storage:
 		t.Fatal(err)
 	}
 
+	// A copy of the repository where drill 1's (passed) scorecard was
+	// copied over drill 2's: its signature and binding are drill 1's.
+	copied := t.TempDir()
+	if err := os.CopyFS(copied, os.DirFS(repo)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(copied, format.ScorecardKey(rep2.DrillID)), []byte(readFile(t, sc1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	copiedCfg := writeFile(t, "copied.yaml", strings.Replace(readFile(t, cfg), "path: "+repo, "path: "+copied, 1))
+
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
 		want string // in stdout (valid) or stderr (not)
 	}{
+		// Issue 15: found by a new user.
+		{"another drill's scorecard copied over the drill's", []string{"--drill-id", rep2.DrillID, "--public-key-file", pub, "-c", copiedCfg}, exitUsage,
+			"envelope: " + format.ScorecardKey(rep2.DrillID) + " is the scorecard of drill " + rep1.DrillID + ", not " + rep2.DrillID},
+		{"a signed scorecard with its RTO changed, binding only", []string{filepath.Join(dir, "rto.json"), "-c", cfg}, exitUsage,
+			"signature NOT CHECKED: the scorecard is signed by key " + env1.Signatures[0].KeyID + ": give --public-key-file to check its figures"},
+		{"a signed scorecard, binding only", []string{sc1, "-c", cfg}, exitUsage, "give --public-key-file to check its figures"},
+		{"unsigned, binding only", []string{filepath.Join(dir, "unsigned.json"), "-c", cfg}, exitOK,
+			"signature       NOT CHECKED  the scorecard is unsigned: its figures are not proven\nscorecard " + filepath.Join(dir, "unsigned.json") + ": binding valid; the scorecard is unsigned: its figures are not proven\n"},
+
 		{"valid: signature and binding", []string{sc1, "--public-key-file", pub, "-c", cfg}, exitOK, "scorecard " + sc1 + " is valid"},
 		{"valid: seed key, signature only", []string{sc2, "--public-key-file", seedPub}, exitOK, "is valid"},
 		{"valid: any of two keys", []string{sc2, "--public-key-file", pub, "--public-key-file", seedPub, "-c", cfg}, exitOK, "is valid"},
@@ -444,6 +464,10 @@ func TestDrillHistoryFlagsGrowth(t *testing.T) {
 		{"a higher threshold", []string{"--rto-growth-threshold", "60", "--fail-on-growth"}, exitOK, "RTO steady: the latest drill's rto_app_caught_up is 16.500s, +50% against the median 11.000s of 2 earlier drills (threshold 60%)"},
 		{"--json", []string{"--json"}, exitOK, `"grew": true`},
 		{"a negative threshold", []string{"--rto-growth-threshold", "-1"}, exitUsage, "want a percentage of 0 or more"},
+		// Issue 15: NaN and ±Inf were accepted, and --json then failed with exit 1.
+		{"a NaN threshold", []string{"--json", "--rto-growth-threshold", "NaN"}, exitUsage, "--rto-growth-threshold NaN: want a percentage of 0 or more"},
+		{"an infinite threshold", []string{"--json", "--rto-growth-threshold", "+Inf"}, exitUsage, "--rto-growth-threshold +Inf: want a percentage of 0 or more"},
+		{"a -Inf threshold", []string{"--rto-growth-threshold", "-Inf"}, exitUsage, "--rto-growth-threshold -Inf: want a percentage of 0 or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"drill", "history", "-c", cfg}, tc.args...)...)
