@@ -21,7 +21,7 @@ import (
 
 // SaveReport stores rep as restores/<rep.RestoreID>/report.json
 // (format.RestoreReportKey), indented JSON, only if no report is there
-// (storage.Backend.PutIfAbsent): a restore report is never overwritten
+// (read first, then Put): a restore report is never overwritten
 // (issue 15: a second restore that reused the first's restore id
 // overwrote its report, and the first drill's scorecard, bound to that
 // report's SHA-256, no longer verified). A report already there with other
@@ -34,15 +34,21 @@ func SaveReport(ctx context.Context, store storage.Backend, rep *format.RestoreR
 		return err
 	}
 	key := format.RestoreReportKey(rep.RestoreID)
-	err = store.PutIfAbsent(ctx, key, b)
-	if errors.Is(err, storage.ErrExists) {
-		was, rerr := readWhole(ctx, store, key)
-		if rerr == nil && bytes.Equal(was, b) {
-			return nil
-		}
+	// Read, then Put: not PutIfAbsent, which stores its bytes as they
+	// are, so an encrypted repository (storage.Encrypt) would hold the
+	// report in plaintext. Two writers between the read and the Put (the
+	// shards of one sharded restore ending together) both write, the
+	// later's report kept: they differ in their times only.
+	was, err := readWhole(ctx, store, key)
+	switch {
+	case err == nil && bytes.Equal(was, b):
+		return nil
+	case err == nil:
 		return fmt.Errorf("write restore report %s: %w", key, ErrReportExists)
+	case !errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("write restore report %s: %w", key, err)
 	}
-	if err != nil {
+	if err := store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
 		return fmt.Errorf("write restore report %s: %w", key, err)
 	}
 	return nil

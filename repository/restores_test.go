@@ -389,3 +389,40 @@ func TestSaveReportNeverOverwrites(t *testing.T) {
 	}
 }
 
+// TestSaveReportIsEncrypted: SaveReport wrote with PutIfAbsent, which the
+// encryption wrapper passes through as it is (the locks are written with
+// it and stay plaintext), so an encrypted repository held its restore
+// reports, topic names and offsets included, in plaintext. The report is
+// stored sealed and reads back.
+func TestSaveReportIsEncrypted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fs, err := storage.NewFilesystem(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ring storage.Keyring
+	if err := ring.Add([]byte("0123456789abcdef0123456789abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	store := storage.Encrypt(fs, &ring, format.IsLockKey)
+	rep := &format.RestoreReport{}
+	rep.RestoreID, rep.BackupID = "20261129T074612.345Z-0badf00d", "20261129T074512.345Z-9f3a01bc"
+	rep.Topics = []format.TopicPlan{{Topic: "orders-of-a-secret-customer"}}
+	if err := SaveReport(ctx, store, rep); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(format.RestoreReportKey(rep.RestoreID))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "orders-of-a-secret-customer") || strings.HasPrefix(string(raw), "{") {
+		t.Fatalf("the stored report is plaintext:\n%.200s", raw)
+	}
+	if got, err := LoadReport(ctx, store, rep.RestoreID); err != nil || len(got.Topics) != 1 || got.Topics[0].Topic != "orders-of-a-secret-customer" {
+		t.Fatalf("LoadReport: %+v, %v", got, err)
+	}
+	if err := SaveReport(ctx, store, rep); err != nil {
+		t.Fatalf("the same report again: %v", err)
+	}
+}
