@@ -569,3 +569,16 @@ func (o *opener) fill() error {
 }
 
 func (o *opener) Close() error { return o.rc.Close() }
+
+// Retention passes through to b's (S3: storage.RetentionReader), so that
+// prune reads a manifest's Object Lock retention before it forgets a
+// backup through the encrypting wrapper too; without one it is the zero
+// Retention (nothing retained).
+func (e *encrypted) Retention(ctx context.Context, key string) (Retention, error) {
+	if rr, ok := e.b.(RetentionReader); ok {
+		return rr.Retention(ctx, key)
+	}
+	return Retention{}, nil
+}
+
+var _ RetentionReader = (*encrypted)(nil)
