@@ -582,3 +582,43 @@ func (e *encrypted) Retention(ctx context.Context, key string) (Retention, error
 }
 
 var _ RetentionReader = (*encrypted)(nil)
+
+// KeyInspector is implemented by Encrypt's Backend (and by ReadOnly over
+// it): it tells which key an object needs without opening it, for the
+// readers that say which keys a repository still needs (list: the
+// restore and drill reports' key ids, docs/OPERATIONS.md "Encryption").
+type KeyInspector interface {
+	// ObjectKeyID returns the id of the key object key is encrypted
+	// with (its envelope header), "" when it is plaintext; it reads the
+	// header only. Storage errors pass through (ErrNotFound stays
+	// testable); a header that does not parse wraps ErrCorrupt.
+	ObjectKeyID(ctx context.Context, key string) (string, error)
+	// ConfiguredKeyIDs returns the ids of the keyring's keys, the
+	// primary first; empty when none is configured.
+	ConfiguredKeyIDs() []string
+}
+
+var _ KeyInspector = (*encrypted)(nil)
+
+func (e *encrypted) ObjectKeyID(ctx context.Context, key string) (string, error) {
+	rc, err := e.b.Get(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	hdr := make([]byte, EnvelopeHeaderSize)
+	n, err := io.ReadFull(rc, hdr)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", err
+	}
+	if n < len(EnvelopeMagic) || string(hdr[:len(EnvelopeMagic)]) != EnvelopeMagic {
+		return "", nil
+	}
+	eh, err := parseHeader(key, hdr[:n])
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(eh.keyID[:]), nil
+}
+
+func (e *encrypted) ConfiguredKeyIDs() []string { return e.ring.IDs() }

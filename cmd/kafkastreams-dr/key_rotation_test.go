@@ -1,0 +1,105 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/sample"
+	"github.com/kafkastreams-dr/kafkastreams-dr/internal/testkit"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
+)
+
+// ringOf is the keyring of keys, the first the primary.
+func ringOf(t *testing.T, keys ...repoKey) *storage.Keyring {
+	t.Helper()
+	ring := &storage.Keyring{}
+	for _, k := range keys {
+		if err := ring.Add(k.raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ring
+}
+
+// TestKeyRotationLeavesReportsReadable is a new user's fault (issue 14):
+// after the documented rotation (k2 primary, k1 in previous_keys, backup
+// --full, prune --keep-last 1, list showing k2 only, k1 dropped) estimate
+// failed with exit 2 on a restore report still under k1. Now: list says
+// which key ids the kept restore and drill reports need (k1) while k1 is
+// configured; with k1 dropped, estimate and drill history skip the
+// reports under k1 with a warning naming its id and exit 0, and list
+// still names k1 as needed by the reports, "not configured". On a local
+// directory.
+func TestKeyRotationLeavesReportsReadable(t *testing.T) {
+	repo := encFilesystemRepo(t)
+	src := testkit.StartKfake(t, 1)
+	cl := testkit.Client(t, src.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := sample.Seed(t.Context(), cl); err != nil {
+		t.Fatal(err)
+	}
+	k1, k2 := newRepoKey(t), newRepoKey(t)
+	cfg1 := encConfig(t, src.Addrs(), nil, repo, &k1)
+	if code, _, stderr := runCLI(t, "--log-level", "error", "backup", "-c", cfg1); code != exitOK {
+		t.Fatalf("backup under k1: exit %d\n%s", code, stderr)
+	}
+	// A restore and a drill under k1 wrote their reports (as restore and
+	// drill do, through the encrypting store).
+	under1 := storage.Encrypt(repo.raw, ringOf(t, k1), format.IsLockKey)
+	start := time.Now().UTC().Add(-time.Hour)
+	restoreID := format.NewBackupID(start, [4]byte{0, 0, 0, 1})
+	if err := repository.SaveReport(t.Context(), under1, &format.RestoreReport{RestoreID: restoreID, StartedAt: start, FinishedAt: start.Add(2 * time.Second), Records: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	drillID := format.NewBackupID(start.Add(time.Minute), [4]byte{0, 0, 0, 2})
+	if err := repository.SaveDrillReport(t.Context(), under1, &format.DrillReport{DrillID: drillID, ApplicationID: sample.AppID, StartedAt: start, LostAt: start, FinishedAt: start.Add(time.Minute), OK: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The rotation of docs/OPERATIONS.md "Encryption".
+	cfg21 := encConfig(t, src.Addrs(), nil, repo, &k2, k1)
+	for _, args := range [][]string{{"backup", "--full"}, {"prune", "--keep-last", "1"}} {
+		if code, stdout, stderr := runCLI(t, append([]string{"--log-level", "error"}, append(args, "-c", cfg21)...)...); code != exitOK {
+			t.Fatalf("%s: exit %d\n%s\n%s", args, code, stdout, stderr)
+		}
+	}
+	for id, keys := range listKeyIDs(t, cfg21) {
+		if len(keys) != 1 || keys[0] != k2.id {
+			t.Fatalf("after the rotation backup %s needs key ids %v, want only %s", id, keys, k2.id)
+		}
+	}
+	want := "restore and drill reports need key id " + k1.id
+	if code, stdout, stderr := runCLI(t, "list", "-c", cfg21); code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("list with k1 configured: exit %d, want a line %q:\n%s\n%s", code, want, stdout, stderr)
+	}
+
+	// k1 dropped.
+	cfg2 := encConfig(t, src.Addrs(), nil, repo, &k2)
+	for _, tc := range []struct {
+		args []string
+		want []string // on stdout and stderr
+	}{
+		{[]string{"estimate", "--no-cluster"}, []string{"warning: ", format.RestoreReportKey(restoreID), "key id " + k1.id}},
+		{[]string{"drill", "history"}, []string{format.DrillReportKey(drillID), "key id " + k1.id}},
+		{[]string{"list"}, []string{want + " (not configured)"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append(tc.args, "-c", cfg2)...)
+			if code != exitOK {
+				t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output does not say %q:\nstdout:\n%s\nstderr:\n%s", w, stdout, stderr)
+				}
+			}
+			if strings.Contains(stdout+stderr, "damaged") {
+				t.Errorf("a report under a dropped key is called damaged:\n%s\n%s", stdout, stderr)
+			}
+		})
+	}
+}
