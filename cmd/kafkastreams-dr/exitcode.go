@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -96,6 +98,9 @@ func errorHint(err error) string {
 	var ke *storage.KeyError
 	if errors.As(err, &ke) {
 		return keyHint(ke)
+	}
+	if mk, ok := errors.AsType[*restorer.MissingKeysError](err); ok {
+		return keyHint(&storage.KeyError{KeyID: strings.Join(mk.Missing, ", "), Configured: mk.Configured})
 	}
 	var ee *exitErr
 	if errors.As(err, &ee) {

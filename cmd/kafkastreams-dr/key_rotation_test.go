@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,58 @@ func TestKeyRotationLeavesReportsReadable(t *testing.T) {
 			}
 			if strings.Contains(stdout+stderr, "damaged") {
 				t.Errorf("a report under a dropped key is called damaged:\n%s\n%s", stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestRestoreDryRunRefusesAMissingKey is a new user's fault (issue 14):
+// with k1 dropped, restore --dry-run of an incremental backup under k2
+// whose parent's segments are under k1 said the restore would succeed
+// (exit 0) while the real restore was refused (exit 2). Both now refuse
+// before anything, exit 2, naming the key ids the backup needs
+// (Manifest.KeyIDs) that storage.encryption does not hold; the target
+// gets no topic. On a local directory.
+func TestRestoreDryRunRefusesAMissingKey(t *testing.T) {
+	repo := encFilesystemRepo(t)
+	src := testkit.StartKfake(t, 1)
+	cl := testkit.Client(t, src.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Records of now only: a plan reads no segment of them (no
+	// timestamp near a limit), so only the key check can refuse a dry run.
+	if _, err := testkit.Admin(t, src.Addrs()).CreateTopic(t.Context(), 3, 1, nil, sample.Orders); err != nil {
+		t.Fatal(err)
+	}
+	produceOrders(t, cl, 0, 50)
+	k1, k2 := newRepoKey(t), newRepoKey(t)
+	target := testkit.StartKfake(t, 1)
+	config := func(keys ...repoKey) string {
+		return writeFile(t, "orders.yaml", fmt.Sprintf("application_id: %s\nsource:\n  bootstrap_servers: [%s]\n  topics:\n    include: [orders]\ntarget:\n  bootstrap_servers: [%s]\n%s%s",
+			sample.AppID, strings.Join(src.Addrs(), ", "), strings.Join(target.Addrs(), ", "), repo.storageYAML, encryptionYAML(&keys[0], keys[1:]...)))
+	}
+	if code, _, stderr := runCLI(t, "--log-level", "error", "backup", "-c", config(k1)); code != exitOK {
+		t.Fatalf("backup under k1: exit %d\n%s", code, stderr)
+	}
+	produceOrders(t, cl, 50, 50)
+	if code, _, stderr := runCLI(t, "--log-level", "error", "backup", "-c", config(k2, k1)); code != exitOK {
+		t.Fatalf("backup under k2: exit %d\n%s", code, stderr)
+	}
+	cfg := config(k2)
+	for _, args := range [][]string{
+		{"restore", "--dry-run"},
+		{"restore", "--yes"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"--log-level", "error"}, append(args, "-c", cfg)...)...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+			}
+			for _, w := range []string{"needs key id " + k1.id, "configured key ids: " + k2.id, "storage.encryption.previous_keys"} {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, stderr)
+				}
+			}
+			if topics, err := testkit.Admin(t, target.Addrs()).ListTopics(t.Context()); err != nil || len(topics) != 0 {
+				t.Errorf("after the refused restore the target has topics %v (%v)", topics.Names(), err)
 			}
 		})
 	}
