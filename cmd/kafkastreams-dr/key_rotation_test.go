@@ -156,3 +156,38 @@ func TestRestoreDryRunRefusesAMissingKey(t *testing.T) {
 		})
 	}
 }
+
+// TestEmbeddedRestoreOfAnEncryptedRepository is a new user's fault (issue
+// 14): restore --embedded --from DIR on an encrypted repository said
+// "decode manifest: not valid JSON ... the manifest is damaged". It now
+// says the repository is encrypted (naming the key id) and that
+// --embedded reads plaintext only, with the -c CONFIG way; exit 2. On a
+// local directory.
+func TestEmbeddedRestoreOfAnEncryptedRepository(t *testing.T) {
+	repo := encFilesystemRepo(t)
+	src := testkit.StartKfake(t, 1)
+	if err := sample.Seed(t.Context(), testkit.Client(t, src.Addrs())); err != nil {
+		t.Fatal(err)
+	}
+	k1 := newRepoKey(t)
+	if code, _, stderr := runCLI(t, "--log-level", "error", "backup", "-c", encConfig(t, src.Addrs(), nil, repo, &k1)); code != exitOK {
+		t.Fatalf("backup under k1: exit %d\n%s", code, stderr)
+	}
+	dir := strings.TrimSpace(strings.TrimPrefix(repo.storageYAML[strings.Index(repo.storageYAML, "path: "):], "path: "))
+	for _, args := range [][]string{{"--dry-run"}, {}} {
+		t.Run(strings.Join(append([]string{"restore", "--embedded"}, args...), " "), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"--log-level", "error", "restore", "--embedded", "--from", dir}, args...)...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+			}
+			for _, w := range []string{"is encrypted", "key id " + k1.id, "--embedded reads plaintext repositories only", "-c CONFIG", "storage.encryption"} {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, stderr)
+				}
+			}
+			if strings.Contains(stderr, "damaged") || strings.Contains(stderr, "not valid JSON") {
+				t.Errorf("an encrypted repository is called damaged:\n%s", stderr)
+			}
+		})
+	}
+}
