@@ -184,3 +184,42 @@ storage:
 		})
 	}
 }
+
+// TestServerSideEncryptionUnconfirmed is a new user's fault (issue 14):
+// with storage.server_side_encryption set, versitygw answers PutObject
+// without x-amz-server-side-encryption (and stores plaintext), and the
+// backup said nothing. It now warns once on stderr and lists the warning
+// in the backup's warnings. On versitygw.
+func TestServerSideEncryptionUnconfirmed(t *testing.T) {
+	srv := testkit.StartS3(t)
+	srv.SetEnv(t)
+	source := testkit.StartKfake(t, 1)
+	if err := sample.Seed(t.Context(), testkit.Client(t, source.Addrs())); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, "app.yaml", fmt.Sprintf(`application_id: order-processor
+source:
+  bootstrap_servers: [%s]
+  topics:
+    include: [orders]
+storage:
+  backend: s3
+  bucket: %s
+  region: %s
+  endpoint: %s
+  path_style: true
+  server_side_encryption:
+    algorithm: AES256
+`, strings.Join(source.Addrs(), ", "), srv.Bucket, srv.Region, srv.Endpoint))
+	code, stdout, stderr := runCLI(t, "backup", "-c", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	const want = "the store did not confirm server-side encryption"
+	if n := strings.Count(stderr, want); n != 1 {
+		t.Errorf("stderr says %q %d times, want once:\n%s", want, n, stderr)
+	}
+	if !strings.Contains(stdout, want) || !strings.Contains(stdout, "may not be encrypted at rest") {
+		t.Errorf("the backup's warnings do not say %q:\n%s", want, stdout)
+	}
+}
