@@ -155,6 +155,22 @@ func TestRestoreDryRunRefusesAMissingKey(t *testing.T) {
 			}
 		})
 	}
+	// verify of the same backup: every problem is the missing key, so the
+	// closing hint is the key's, not "a damaged or missing segment".
+	t.Run("verify", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "--log-level", "error", "verify", "-c", cfg)
+		if code != exitUsage {
+			t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+		}
+		for _, w := range []string{"needs key id " + k1.id, "add the key with id " + k1.id + " to storage.encryption.previous_keys"} {
+			if !strings.Contains(stdout+stderr, w) {
+				t.Errorf("verify does not say %q:\nstdout:\n%s\nstderr:\n%s", w, stdout, stderr)
+			}
+		}
+		if strings.Contains(stderr, "damaged or missing segment") {
+			t.Errorf("verify calls segments under a missing key damaged:\n%s", stderr)
+		}
+	})
 }
 
 // TestEmbeddedRestoreOfAnEncryptedRepository is a new user's fault (issue
