@@ -35,8 +35,10 @@ func SaveDrillReport(ctx context.Context, store storage.Backend, rep *format.Dri
 }
 
 // ErrUnreadableDrillReport is wrapped by LoadDrillReport's error when the
-// report was read in full but does not decode (truncated, overwritten).
-// Test with errors.Is. A storage failure reading it never wraps it.
+// report was read in full but does not decode (truncated, overwritten),
+// and when it is encrypted with a key the keyring does not hold
+// (storage.ErrNoKey, wrapped too: a key dropped after a rotation). Test
+// with errors.Is. A storage failure reading it never wraps it.
 var ErrUnreadableDrillReport = errors.New("unreadable drill report")
 
 // unreadableDrillReportError is LoadDrillReport's error for a report that
@@ -57,14 +59,22 @@ func (e *unreadableDrillReportError) Unwrap() []error {
 // storage.ErrTransient stay testable), a report that does not decode as
 // "drill report <key> is damaged: <what is wrong (format.JSONError)>; ...",
 // wrapping ErrUnreadableDrillReport; so is a report that is not a regular
-// file (storage.ErrNotRegular), and JSON whose drill_id is not drillID
-// (not a drill report, or another drill's).
+// file (storage.ErrNotRegular), JSON whose drill_id is not drillID
+// (not a drill report, or another drill's), and a report encrypted with a
+// key storage.encryption does not hold ("drill report <key> is encrypted
+// with key id <id>, ...", wrapping storage.ErrNoKey too).
 func LoadDrillReport(ctx context.Context, store storage.Backend, drillID string) (*format.DrillReport, error) {
 	key := format.DrillReportKey(drillID)
 	b, err := readWhole(ctx, store, key)
 	if errors.Is(err, storage.ErrNotRegular) || errors.Is(err, ErrObjectTooLarge) {
 		return nil, &unreadableDrillReportError{msg: fmt.Sprintf("drill report %s is damaged: %v; the backups are not affected, and estimate leaves it out of its calibration (remove %s; a new drill writes a new report)",
 			key, err, key), err: err}
+	}
+	if ke, ok := errors.AsType[*storage.KeyError](err); ok {
+		// A key dropped after a rotation: the backups need it no more,
+		// this record of a drill still does.
+		return nil, &unreadableDrillReportError{msg: fmt.Sprintf("drill report %s is encrypted with key id %s, which storage.encryption does not hold (configured key ids: %s); the backups are not affected, and estimate and drill history leave it out: add the key to storage.encryption.previous_keys to read it, or remove %s",
+			key, ke.KeyID, keyIDsOrNone(ke.Configured), key), err: err}
 	}
 	if err != nil {
 		return nil, err

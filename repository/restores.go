@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,14 +62,25 @@ var ErrReportExists = errors.New("a report of this restore is already stored; it
 
 // ErrUnreadableReport is wrapped by LoadReport's error when the report was
 // read in full but does not decode (truncated, overwritten): damage to that
-// object, which no re-run repairs. Test with errors.Is. A storage failure
-// reading it never wraps it.
+// object, which no re-run repairs; and when it is encrypted with a key the
+// keyring does not hold (storage.ErrNoKey, wrapped too: a key dropped after
+// a rotation). Test with errors.Is. A storage failure reading it never
+// wraps it.
 var ErrUnreadableReport = errors.New("unreadable restore report")
 
-// unreadableReportError keeps the decoder's error and ErrUnreadableReport.
-type unreadableReportError struct{ err error }
+// unreadableReportError keeps the decoder's (or the keyring's) error and
+// ErrUnreadableReport; msg, when set, is its text instead of err's.
+type unreadableReportError struct {
+	err error
+	msg string
+}
 
-func (e *unreadableReportError) Error() string   { return e.err.Error() }
+func (e *unreadableReportError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.err.Error()
+}
 func (e *unreadableReportError) Unwrap() []error { return []error{e.err, ErrUnreadableReport} }
 
 // LoadReport reads the report of the restore restoreID. A storage error is
@@ -77,13 +89,23 @@ func (e *unreadableReportError) Unwrap() []error { return []error{e.err, ErrUnre
 // "restore report <key> is damaged: ..." wrapping ErrUnreadableReport,
 // and so is a report that is not a regular file (storage.ErrNotRegular: a
 // FIFO or directory in a local repository), never "no report". The report
-// is read in full before it is decoded, so that the two never mix.
+// is read in full before it is decoded, so that the two never mix. A
+// report encrypted with a key storage.encryption does not hold is
+// "restore report <key> is encrypted with key id <id>, ...", wrapping
+// ErrUnreadableReport and storage.ErrNoKey (the readers that skip an
+// unreadable report skip it: estimate).
 func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*format.RestoreReport, error) {
 	key := format.RestoreReportKey(restoreID)
 	b, err := readWhole(ctx, store, key)
 	if errors.Is(err, storage.ErrNotRegular) || errors.Is(err, ErrObjectTooLarge) {
 		return nil, fmt.Errorf("restore report %s is damaged: %w; the backups are not affected (list, describe, verify and restore of a backup still work), only this record of restore %s is lost: remove %s, and a new restore writes a new report",
-			key, &unreadableReportError{err}, restoreID, key)
+			key, &unreadableReportError{err: err}, restoreID, key)
+	}
+	if ke, ok := errors.AsType[*storage.KeyError](err); ok {
+		// A key dropped after a rotation: the backups need it no more,
+		// this record of a restore still does.
+		return nil, &unreadableReportError{err: err, msg: fmt.Sprintf("restore report %s is encrypted with key id %s, which storage.encryption does not hold (configured key ids: %s); the backups are not affected, only this record of restore %s cannot be read: add the key to storage.encryption.previous_keys to read it, or remove %s",
+			key, ke.KeyID, keyIDsOrNone(ke.Configured), restoreID, key)}
 	}
 	if err != nil {
 		return nil, err
@@ -91,7 +113,7 @@ func LoadReport(ctx context.Context, store storage.Backend, restoreID string) (*
 	var rep format.RestoreReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("restore report %s is damaged: %w; the backups are not affected (list, describe, verify and restore of a backup still work), only this record of restore %s is lost: a new restore writes a new report",
-			key, &unreadableReportError{format.JSONError(err)}, restoreID)
+			key, &unreadableReportError{err: format.JSONError(err)}, restoreID)
 	}
 	return &rep, nil
 }
@@ -290,5 +312,82 @@ func UnfinishedRestores(ctx context.Context, store storage.Backend, clusterID st
 			out = append(out, UnfinishedRestore{Key: k.Key, Journal: j})
 		}
 	}
+	return out, nil
+}
+
+// keyIDsOrNone is ids joined with ", ", "none" when there are none.
+func keyIDsOrNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// ReportKey is a key id the repository's restore and drill reports are
+// encrypted with, and how many of each kind it seals (ReportKeyIDs).
+type ReportKey struct {
+	KeyID    string `json:"key_id"`
+	Restores int    `json:"restore_reports"`
+	Drills   int    `json:"drill_reports"`
+}
+
+// ReportKeyIDs returns the key ids the restore reports (restores/) and
+// drill reports (drills/) are encrypted with, sorted by id: what a key
+// rotation must keep configured for estimate, drill history and state
+// check to read them, after no kept backup lists the old key any more
+// (docs/OPERATIONS.md "Encryption"). None when store cannot tell
+// (not a storage.KeyInspector) or every report is plaintext. It lists both
+// prefixes and reads each report's envelope header only (one read per
+// report). A report deleted meanwhile is left out; any other storage
+// error is returned naming the report.
+func ReportKeyIDs(ctx context.Context, store storage.Backend) ([]ReportKey, error) {
+	ki, ok := store.(storage.KeyInspector)
+	if !ok {
+		return nil, nil
+	}
+	restores, err := ReportIDs(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	drills, err := DrillReportIDs(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*ReportKey{}
+	count := func(key string, drill bool) error {
+		id, err := ki.ObjectKeyID(ctx, key)
+		if errors.Is(err, storage.ErrNotFound) || err == nil && id == "" {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the envelope header of %s: %w", key, err)
+		}
+		rk := byID[id]
+		if rk == nil {
+			rk = &ReportKey{KeyID: id}
+			byID[id] = rk
+		}
+		if drill {
+			rk.Drills++
+		} else {
+			rk.Restores++
+		}
+		return nil
+	}
+	for _, id := range restores {
+		if err := count(format.RestoreReportKey(id), false); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range drills {
+		if err := count(format.DrillReportKey(id), true); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]ReportKey, 0, len(byID))
+	for _, rk := range byID {
+		out = append(out, *rk)
+	}
+	slices.SortFunc(out, func(a, b ReportKey) int { return strings.Compare(a.KeyID, b.KeyID) })
 	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,6 +185,54 @@ func (e *RefusedError) Error() string {
 		return "restore refused: " + e.Reasons[0]
 	}
 	return fmt.Sprintf("restore refused for %d reasons:\n  - %s", len(e.Reasons), strings.Join(e.Reasons, "\n  - "))
+}
+
+// MissingKeysError is returned, before anything is read of the target or
+// written (a dry run too), when the backup to restore needs encryption
+// keys storage.encryption does not hold: Manifest.KeyIDs (the keys of its
+// own segments and of the earlier backups' it names) that the store's
+// keyring (storage.KeyInspector) lacks. It wraps storage.ErrNoKey (a
+// configuration error: exit 2) and ErrNothingWritten.
+type MissingKeysError struct {
+	BackupID   string
+	Missing    []string // key ids the backup needs that are not configured, sorted
+	Configured []string // the configured key ids, the primary first; empty when none
+}
+
+func (e *MissingKeysError) Error() string {
+	configured := "no encryption key is configured"
+	if len(e.Configured) > 0 {
+		configured = "configured key ids: " + strings.Join(e.Configured, ", ")
+	}
+	ids := "key id "
+	if len(e.Missing) > 1 {
+		ids = "key ids "
+	}
+	return fmt.Sprintf("backup %s needs %s%s, which storage.encryption does not hold (%s): its segments or those of the earlier backups it names are encrypted with it",
+		e.BackupID, ids, strings.Join(e.Missing, ", "), configured)
+}
+
+func (e *MissingKeysError) Unwrap() []error { return []error{storage.ErrNoKey, ErrNothingWritten} }
+
+// missingKeys is the *MissingKeysError of restoring m from store, nil when
+// store holds every key m needs or cannot tell (not a
+// storage.KeyInspector).
+func missingKeys(store storage.Backend, m *format.Manifest) error {
+	ki, ok := store.(storage.KeyInspector)
+	if !ok {
+		return nil
+	}
+	configured := ki.ConfiguredKeyIDs()
+	var missing []string
+	for _, id := range m.KeyIDs() {
+		if !slices.Contains(configured, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &MissingKeysError{BackupID: m.BackupID, Missing: missing, Configured: configured}
 }
 
 // ErrNoBackup is wrapped when the repository holds no complete backup (or

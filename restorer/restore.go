@@ -124,6 +124,11 @@ func run(ctx context.Context, o Options) (*Report, error) {
 			return nil, &RefusedError{Reasons: []string{err.Error()}}
 		}
 	}
+	// Every key the backup needs, before anything else: a dry run, which
+	// may read no segment, must refuse what the restore would.
+	if err := missingKeys(o.Store, m); err != nil {
+		return nil, err
+	}
 	sel, err := selectTopics(ctx, o.Store, m, &o)
 	if err != nil {
 		return nil, allDamage(ctx, o.Store, m, nil, o.Precheck, err)

@@ -574,3 +574,56 @@ func (o *opener) fill() error {
 }
 
 func (o *opener) Close() error { return o.rc.Close() }
+
+// Retention passes through to b's (S3: storage.RetentionReader), so that
+// prune reads a manifest's Object Lock retention before it forgets a
+// backup through the encrypting wrapper too; without one it is the zero
+// Retention (nothing retained).
+func (e *encrypted) Retention(ctx context.Context, key string) (Retention, error) {
+	if rr, ok := e.b.(RetentionReader); ok {
+		return rr.Retention(ctx, key)
+	}
+	return Retention{}, nil
+}
+
+var _ RetentionReader = (*encrypted)(nil)
+
+// KeyInspector is implemented by Encrypt's Backend (and by ReadOnly over
+// it): it tells which key an object needs without opening it, for the
+// readers that say which keys a repository still needs (list: the
+// restore and drill reports' key ids, docs/OPERATIONS.md "Encryption").
+type KeyInspector interface {
+	// ObjectKeyID returns the id of the key object key is encrypted
+	// with (its envelope header), "" when it is plaintext; it reads the
+	// header only. Storage errors pass through (ErrNotFound stays
+	// testable); a header that does not parse wraps ErrCorrupt.
+	ObjectKeyID(ctx context.Context, key string) (string, error)
+	// ConfiguredKeyIDs returns the ids of the keyring's keys, the
+	// primary first; empty when none is configured.
+	ConfiguredKeyIDs() []string
+}
+
+var _ KeyInspector = (*encrypted)(nil)
+
+func (e *encrypted) ObjectKeyID(ctx context.Context, key string) (string, error) {
+	rc, err := e.b.Get(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	hdr := make([]byte, EnvelopeHeaderSize)
+	n, err := io.ReadFull(rc, hdr)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", err
+	}
+	if n < len(EnvelopeMagic) || string(hdr[:len(EnvelopeMagic)]) != EnvelopeMagic {
+		return "", nil
+	}
+	eh, err := parseHeader(key, hdr[:n])
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(eh.keyID[:]), nil
+}
+
+func (e *encrypted) ConfiguredKeyIDs() []string { return e.ring.IDs() }

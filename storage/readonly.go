@@ -95,3 +95,21 @@ func (r *readOnly) Retention(ctx context.Context, key string) (Retention, error)
 	}
 	return Retention{}, nil
 }
+
+// ObjectKeyID passes through to b when b is a KeyInspector (reading an
+// envelope header is no write), and is "" (plaintext) otherwise.
+func (r *readOnly) ObjectKeyID(ctx context.Context, key string) (string, error) {
+	if ki, ok := r.b.(KeyInspector); ok {
+		return ki.ObjectKeyID(ctx, key)
+	}
+	return "", nil
+}
+
+// ConfiguredKeyIDs passes through to b when b is a KeyInspector, and is
+// none otherwise.
+func (r *readOnly) ConfiguredKeyIDs() []string {
+	if ki, ok := r.b.(KeyInspector); ok {
+		return ki.ConfiguredKeyIDs()
+	}
+	return nil
+}

@@ -100,6 +100,14 @@ type S3Options struct {
 	// other value fails NewS3. Config key
 	// storage.server_side_encryption.algorithm.
 	ServerSideEncryption string
+	// OnSSEUnconfirmed, when set with ServerSideEncryption, is called
+	// once per S3 (the first time) with the key of a PutObject or
+	// CompleteMultipartUpload whose response carried no
+	// x-amz-server-side-encryption: the store did not confirm the
+	// encryption, and may keep the object in plaintext at rest
+	// (versitygw does). The write itself succeeded. Called from the
+	// writing goroutine: it must be safe for concurrent use.
+	OnSSEUnconfirmed func(key string)
 	// SSEKMSKeyID (SSEKMS only) is sent as
 	// x-amz-server-side-encryption-aws-kms-key-id: a KMS key id, ARN or
 	// alias ARN; "" means the account's AWS managed key aws/s3. Config key
@@ -442,7 +450,7 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	_, err := s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
+	out, err := s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.fullKey(key)),
 		Body:              bytes.NewReader(data),
@@ -450,6 +458,9 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		IfNoneMatch:       aws.String("*"),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 	}))
+	if err == nil {
+		s.writes.confirm(key, out.ServerSideEncryption)
+	}
 	if err = s.mapError(ctx, "put-if-absent", key, err); errors.Is(err, ErrExists) && s.holds(ctx, key, data) {
 		// An earlier attempt of this call stored the object and its
 		// response was lost; the SDK's retry then met our own object.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -118,11 +119,29 @@ type s3Writes struct {
 	lockMu      sync.Mutex
 	lockChecked bool
 	lockEnabled bool
+
+	// unconfirmed is set by the first write whose response did not
+	// confirm the server-side encryption asked for (confirm).
+	unconfirmed   atomic.Bool
+	onUnconfirmed func(key string)
+}
+
+// confirm checks a write's response: with server-side encryption asked
+// for and got "" (no x-amz-server-side-encryption in the answer: the store
+// ignored the header, as versitygw does, and may store plaintext), it
+// calls S3Options.OnSSEUnconfirmed once, with the first such key.
+func (w *s3Writes) confirm(key string, got types.ServerSideEncryption) {
+	if w.sse == "" || got != "" || !w.unconfirmed.CompareAndSwap(false, true) {
+		return
+	}
+	if w.onUnconfirmed != nil {
+		w.onUnconfirmed(key)
+	}
 }
 
 // checkWrites validates S3Options' encryption and retention settings.
 func checkWrites(opts S3Options) (*s3Writes, error) {
-	w := &s3Writes{kmsKeyID: opts.SSEKMSKeyID, bucketKey: opts.SSEBucketKey, retention: opts.Retention, retained: opts.Retained}
+	w := &s3Writes{kmsKeyID: opts.SSEKMSKeyID, bucketKey: opts.SSEBucketKey, retention: opts.Retention, retained: opts.Retained, onUnconfirmed: opts.OnSSEUnconfirmed}
 	switch opts.ServerSideEncryption {
 	case "":
 	case SSES3, SSEKMS:

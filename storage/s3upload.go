@@ -143,13 +143,16 @@ func (s *S3) putSmall(ctx context.Context, key string, r io.ReadSeeker, size int
 	case n < size:
 		return 0, fmt.Errorf("reader ended after %d of the declared %d bytes: %w", n, size, io.ErrUnexpectedEOF)
 	}
-	_, err = s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
+	out, err := s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.fullKey(key)),
 		Body:              r,
 		ContentLength:     aws.Int64(size),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 	}))
+	if err == nil {
+		s.writes.confirm(key, out.ServerSideEncryption)
+	}
 	return size, err
 }
 
@@ -168,13 +171,16 @@ func (s *S3) putStream(ctx context.Context, key string, body *sizeReader) (int64
 	}
 	if n := len(buf); int64(n) < s.partSize {
 		defer s.parts.put(buf)
-		_, err := s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
+		out, err := s.client.PutObject(ctx, s.writes.putObject(key, &s3.PutObjectInput{
 			Bucket:            aws.String(s.bucket),
 			Key:               aws.String(s.fullKey(key)),
 			Body:              bytes.NewReader(buf),
 			ContentLength:     aws.Int64(int64(n)),
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 		}))
+		if err == nil {
+			s.writes.confirm(key, out.ServerSideEncryption)
+		}
 		return int64(n), err
 	}
 	return s.putMultipart(ctx, key, body, buf)
@@ -277,13 +283,14 @@ func (s *S3) putMultipart(ctx context.Context, key string, body *sizeReader, fir
 	wg.Wait()
 	if firstErr == nil {
 		slices.SortFunc(parts, func(a, b types.CompletedPart) int { return int(aws.ToInt32(a.PartNumber) - aws.ToInt32(b.PartNumber)) })
-		_, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		out, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 			Bucket:          aws.String(s.bucket),
 			Key:             aws.String(fullKey),
 			UploadId:        aws.String(uploadID),
 			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 		})
 		if err == nil {
+			s.writes.confirm(key, out.ServerSideEncryption)
 			return sent, nil
 		}
 		firstErr = fmt.Errorf("complete multipart upload %s: %w", uploadID, err)

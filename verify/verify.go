@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -37,6 +38,10 @@ type Problem struct {
 	// recomputed from the chain's records by the deep check, is not the
 	// manifest's (its segments passed their checks).
 	StateDigest bool `json:"state_digest,omitempty"`
+	// KeyID is set when the object is encrypted with a key the store's
+	// keyring does not hold (storage.KeyError): the key id it needs. Not
+	// damage: the fix is storage.encryption.previous_keys.
+	KeyID string `json:"key_id,omitempty"`
 }
 
 func (p Problem) String() string {
@@ -182,6 +187,11 @@ func checkSegment(ctx context.Context, store storage.Backend, topic string, p fo
 	case err != nil && (storage.IsTransient(err) || ctx.Err() != nil):
 		return err
 	case !c.Opened:
+		if ke, ok := errors.AsType[*storage.KeyError](c.Err); ok {
+			res.Problems = append(res.Problems, Problem{Object: s.Key, Topic: topic, Partition: p.Partition, Offset: -1, KeyID: ke.KeyID,
+				Message: fmt.Sprintf("needs key id %s, which storage.encryption does not hold (configured key ids: %s): the object is not damaged", ke.KeyID, strings.Join(ke.Configured, ", "))})
+			return nil
+		}
 		bad(-1, "cannot be read: %v", c.Err)
 		return nil
 	case c.Err != nil:

@@ -260,6 +260,7 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	// The storage is opened once the selection is accepted: a refused
 	// backup creates no repository directory.
 	var openErr error
+	ctx, sse := withSSENote(ctx)
 	bo.OpenStore = func(ctx context.Context) (storage.Backend, error) {
 		if bo.Store, openErr = openStorage(ctx, cfg.Storage); openErr != nil {
 			return nil, openErr
@@ -287,6 +288,9 @@ func runBackup(ctx context.Context, o *backupOptions, s *iostreams) (err error) 
 	// empty ${APP} gave a backup without group offsets, exit 0, and a
 	// stdout warning list without a word of it).
 	res.Warnings = append(slices.Clone(cfg.Warnings()), res.Warnings...)
+	if w := sse.Warning(); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
 	if m, err := repository.LoadManifest(ctx, bo.Store, res.Manifest); err == nil {
 		tel.metrics.SetBackupCut(m.CutAt) // a resumed backup's cut is an earlier run's
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
+	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
 // listOptions are the flags of `list`.
@@ -55,6 +57,13 @@ verify on it); "latest" in the summary is what --backup-id latest means: the new
 backup with a manifest.json, named unreadable when its manifest does not read.
 
 Reads the manifests only (backups/*/manifest.json and progress.json), never a segment.
+In an encrypted repository it also reads the envelope header of each restore and drill
+report (restores/*/report.json, drills/*/report.json) and ends with a line per key id
+they are encrypted with: "restore and drill reports need key id ID: 2 restore reports,
+1 drill report", "(not configured)" after an id storage.encryption no longer holds
+(estimate and drill history then skip those reports). A key is dropped after a rotation
+once no kept backup lists it (KEY IDS) and no such line names it (docs/OPERATIONS.md,
+"Encryption"). --json: report_key_ids.
 
 CONFIG KEYS USED
   storage.* (the repository). No cluster is contacted.`
@@ -93,11 +102,19 @@ func runList(ctx context.Context, o *listOptions, s *iostreams) error {
 	if err != nil {
 		return repositoryError(err, store.Location())
 	}
+	reports, err := repository.ReportKeyIDs(ctx, store)
+	if err != nil {
+		return repositoryError(err, store.Location())
+	}
+	var configured []string
+	if ki, ok := store.(storage.KeyInspector); ok {
+		configured = ki.ConfiguredKeyIDs()
+	}
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	if err := writeBackupList(s.Out, o.JSON, store.Location(), list, now); err != nil {
+	if err := writeBackupList(s.Out, o.JSON, store.Location(), list, reportKeys(reports, configured), now); err != nil {
 		return err
 	}
 	return unreadableError(list, o.ConfigFile, store.Location())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -144,6 +145,18 @@ func runVerify(ctx context.Context, o *verifyOptions, s *iostreams) error {
 		if !slices.ContainsFunc(res.Problems, func(p verify.Problem) bool { return !p.StateDigest }) {
 			hint = fmt.Sprintf("the manifest's state digests do not match the backup's records, so a restore of it fails its state check: "+
 				"restore an older backup by naming it (--backup-id, see kafkastreams-dr list -c %s), or take a new backup with kafkastreams-dr backup -c %s --full, whose digests are computed from the records", o.ConfigFile, o.ConfigFile)
+		}
+		if !slices.ContainsFunc(res.Problems, func(p verify.Problem) bool { return p.KeyID == "" }) {
+			// Every problem is a key not configured: nothing is damaged.
+			var ids, configured []string
+			for _, p := range res.Problems {
+				ids = append(ids, p.KeyID)
+			}
+			if ki, ok := store.(storage.KeyInspector); ok {
+				configured = ki.ConfiguredKeyIDs()
+			}
+			slices.Sort(ids)
+			hint = keyHint(&storage.KeyError{KeyID: strings.Join(slices.Compact(ids), ", "), Configured: configured})
 		}
 		if tails := inFlightOnly(m, res.Problems); len(tails) > 0 {
 			// Tails are never chained (docs/FORMAT.md): each backup

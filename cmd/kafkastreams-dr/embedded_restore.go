@@ -33,10 +33,13 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 	case !fi.IsDir():
 		return withCode(exitUsage, fmt.Errorf("--from %s is not a directory", o.From), listBackupsHint(o.From, "embedded"))
 	}
-	base, err := storage.NewFilesystem(o.From)
+	fs, err := storage.NewFilesystem(o.From)
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("--from %s: %w", o.From, err), "")
 	}
+	// No key: an encrypted repository is refused naming its key id
+	// (storage.ErrNoKey) instead of being read as damage.
+	base := storage.Encrypt(fs, nil, format.IsLockKey)
 	// The restore's lock, journal and report go to a scratch directory
 	// that goes away with the embedded cluster (overlayStore).
 	scratchDir, err := os.MkdirTemp("", "kdr-embedded-restore-")
@@ -50,6 +53,11 @@ func runEmbeddedRestore(ctx context.Context, o *restoreOptions, s *iostreams) er
 	}
 	store := &overlayStore{base: base, scratch: scratch}
 	m, err := loadBackupManifest(ctx, store, o.BackupID)
+	if ke, ok := errors.AsType[*storage.KeyError](err); ok {
+		// Not wrapped: keyHint would name a config file there is none of.
+		return withCode(exitUsage, fmt.Errorf("--from %s: the repository is encrypted (%s needs key id %s): restore --embedded reads plaintext repositories only", o.From, ke.Key, ke.KeyID),
+			fmt.Sprintf("restore it with a config: kafkastreams-dr restore -c CONFIG --yes, CONFIG with storage.path %s, storage.encryption.key_file (or key_env) set to the key with id %s and target.bootstrap_servers", o.From, ke.KeyID))
+	}
 	if err != nil {
 		return restoreError(err, o.From, "embedded", true)
 	}

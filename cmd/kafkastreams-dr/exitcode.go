@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/kafkastreams-dr/kafkastreams-dr/restorer"
 	"github.com/kafkastreams-dr/kafkastreams-dr/storage"
 )
 
@@ -97,6 +99,9 @@ func errorHint(err error) string {
 	if errors.As(err, &ke) {
 		return keyHint(ke)
 	}
+	if mk, ok := errors.AsType[*restorer.MissingKeysError](err); ok {
+		return keyHint(&storage.KeyError{KeyID: strings.Join(mk.Missing, ", "), Configured: mk.Configured})
+	}
 	var ee *exitErr
 	if errors.As(err, &ee) {
 		return ee.hint
@@ -110,5 +115,5 @@ func keyHint(ke *storage.KeyError) string {
 	if len(ke.Configured) == 0 {
 		return fmt.Sprintf("the repository is encrypted: set storage.encryption.key_file (or key_env) in the config file (-c FILE) to the key with id %s", ke.KeyID)
 	}
-	return fmt.Sprintf("add the key with id %s to storage.encryption.previous_keys in the config file (-c FILE); a key is dropped only once no kept backup lists it (kafkastreams-dr list -c FILE shows each backup's key ids)", ke.KeyID)
+	return fmt.Sprintf("add the key with id %s to storage.encryption.previous_keys in the config file (-c FILE); a key is dropped only once no kept backup lists it and no restore or drill report needs it (kafkastreams-dr list -c FILE shows both)", ke.KeyID)
 }

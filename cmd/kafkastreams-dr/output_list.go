@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafkastreams-dr/kafkastreams-dr/catalog"
 	"github.com/kafkastreams-dr/kafkastreams-dr/format"
+	"github.com/kafkastreams-dr/kafkastreams-dr/repository"
 )
 
 // listedBackup is one backup in the --json output of list.
@@ -33,6 +34,48 @@ type listJSON struct {
 	// backups, sorted ("" for none): more than one is a mixed repository.
 	ApplicationIDs []string       `json:"application_ids,omitempty"`
 	Backups        []listedBackup `json:"backups"`
+	// ReportKeyIDs are the key ids the restore and drill reports are
+	// encrypted with (repository.ReportKeyIDs); omitted when none is.
+	ReportKeyIDs []reportKey `json:"report_key_ids,omitempty"`
+}
+
+// reportKey is a key id the restore and drill reports need, and whether
+// storage.encryption holds it.
+type reportKey struct {
+	repository.ReportKey
+	Configured bool `json:"configured"`
+}
+
+// reportKeys marks each of keys configured when its id is in configured.
+func reportKeys(keys []repository.ReportKey, configured []string) []reportKey {
+	out := make([]reportKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, reportKey{ReportKey: k, Configured: slices.Contains(configured, k.KeyID)})
+	}
+	return out
+}
+
+// printReportKeys prints a line per key id the restore and drill reports
+// need, "(not configured)" after one storage.encryption does not hold.
+func printReportKeys(w io.Writer, keys []reportKey) {
+	for _, k := range keys {
+		var counts []string
+		if k.Restores > 0 {
+			counts = append(counts, plural(k.Restores, "restore report", "restore reports"))
+		}
+		if k.Drills > 0 {
+			counts = append(counts, plural(k.Drills, "drill report", "drill reports"))
+		}
+		line := "restore and drill reports need key id " + k.KeyID
+		if !k.Configured {
+			line += " (not configured)"
+		}
+		line += ": " + strings.Join(counts, ", ")
+		if !k.Configured {
+			line += "; estimate and drill history skip them: add the key to storage.encryption.previous_keys to read them"
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // listApplications returns the distinct application.ids of the readable
@@ -196,13 +239,15 @@ func formatAge(d time.Duration) string {
 
 // writeBackupList prints the backups of the repository at location (newest
 // first, as catalog.List returns them) as a table (printBackupList) or as
-// JSON (listJSON), with the cut ages counted from now.
-func writeBackupList(w io.Writer, asJSON bool, location string, list []catalog.Summary, now time.Time) error {
+// JSON (listJSON), with the cut ages counted from now, and the key ids
+// the restore and drill reports need (printReportKeys).
+func writeBackupList(w io.Writer, asJSON bool, location string, list []catalog.Summary, reports []reportKey, now time.Time) error {
 	if !asJSON {
 		printBackupList(w, location, list, now)
+		printReportKeys(w, reports)
 		return nil
 	}
-	out := listJSON{Repository: location, ApplicationIDs: listApplications(list), Backups: []listedBackup{}}
+	out := listJSON{Repository: location, ApplicationIDs: listApplications(list), Backups: []listedBackup{}, ReportKeyIDs: reports}
 	for _, b := range list {
 		lb := listedBackup{Summary: b}
 		if b.State != catalog.StateUnreadable {

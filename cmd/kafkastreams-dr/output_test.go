@@ -51,10 +51,10 @@ func TestOutputFunctions(t *testing.T) {
 			return writeDecisions(w, true, []topicfilter.Decision{{Topic: "p", Class: topicfilter.Changelog, SourceChangelog: true, Role: topicfilter.RoleSourceChangelog, Partitions: 1, Selected: true, Reason: "r"}})
 		}, "[\n  {\n    \"topic\": \"p\",\n    \"class\": \"changelog\",\n    \"source_changelog\": true,\n    \"role\": \"source-changelog\",\n    \"partitions\": 1,\n    \"selected\": true,\n    \"reason\": \"r\"\n  }\n]\n"},
 		{"list: no backups, JSON", func(w *strings.Builder) error {
-			return writeBackupList(w, true, "/repo", nil, cut)
+			return writeBackupList(w, true, "/repo", nil, nil, cut)
 		}, "{\n  \"repository\": \"/repo\",\n  \"backups\": []\n}\n"},
 		{"list: no backups, text", func(w *strings.Builder) error {
-			return writeBackupList(w, false, "/repo", []catalog.Summary{}, cut)
+			return writeBackupList(w, false, "/repo", []catalog.Summary{}, nil, cut)
 		}, "no backups in /repo\n"},
 		{"offsets translate: no group", func(w *strings.Builder) error {
 			return writeOffsetTranslation(w, false, "B1", restorer.StrategyChangelog, nil, nil)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -420,6 +421,8 @@ func openBackend(ctx context.Context, s config.Storage) (storage.Backend, error)
 			ServerSideEncryption: s.ServerSideEncryption.Algorithm,
 			SSEKMSKeyID:          s.ServerSideEncryption.KMSKeyID,
 			SSEBucketKey:         s.ServerSideEncryption.BucketKey,
+			// A store that ignores the header: a warning, once.
+			OnSSEUnconfirmed: sseUnconfirmed(ctx, s.ServerSideEncryption.Algorithm),
 			// storage.object_lock: on the objects a complete backup
 			// consists of only (format.Retained).
 			Retention: storage.ObjectRetention{Mode: s.ObjectLock.Mode, Period: period},
@@ -448,6 +451,52 @@ func openBackend(ctx context.Context, s config.Storage) (storage.Backend, error)
 		return b, nil
 	}
 	return nil, fmt.Errorf("storage backend %q is not supported", s.Backend)
+}
+
+// sseNoteKey carries a *sseNote in a command's context (withSSENote).
+type sseNoteKey struct{}
+
+// sseNote holds the warning of a store that did not confirm the
+// server-side encryption asked for (storage.S3Options.OnSSEUnconfirmed),
+// for the command to add to its result's warnings (backup).
+type sseNote struct {
+	mu      sync.Mutex
+	warning string
+}
+
+// Warning returns the warning, "" when every write was confirmed.
+func (n *sseNote) Warning() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.warning
+}
+
+// withSSENote returns ctx carrying a new sseNote, and the note.
+func withSSENote(ctx context.Context) (context.Context, *sseNote) {
+	n := &sseNote{}
+	return context.WithValue(ctx, sseNoteKey{}, n), n
+}
+
+// sseUnconfirmed is the OnSSEUnconfirmed of storage.server_side_encryption
+// algorithm: it logs a warning (stderr) and records it in ctx's sseNote.
+// The storage calls it once per opened store.
+func sseUnconfirmed(ctx context.Context, algorithm string) func(key string) {
+	if algorithm == "" {
+		return nil
+	}
+	log := loggerFrom(ctx)
+	note, _ := ctx.Value(sseNoteKey{}).(*sseNote)
+	return func(key string) {
+		msg := fmt.Sprintf("the store did not confirm server-side encryption (storage.server_side_encryption.algorithm %s): its answer to the write of %s carried no x-amz-server-side-encryption header, so the objects may not be encrypted at rest; check the bucket's default encryption with the store's vendor, or encrypt client-side (storage.encryption)", algorithm, key)
+		if log != nil {
+			log.Warn(msg)
+		}
+		if note != nil {
+			note.mu.Lock()
+			note.warning = msg
+			note.mu.Unlock()
+		}
+	}
 }
 
 // loggerKey carries the command's logger in its context (withLogger), for
