@@ -440,14 +440,10 @@ func (r *restore) complete(ctx context.Context, rep *Report, reports []Partition
 	rep.Plan = done
 	rep.FinishedAt = time.Now().UTC()
 	// A report already stored under the id is this restore's, written
-	// by the run this one resumes: it is kept, and returned.
-	if err := repository.SaveReport(ctx, r.store, rep); errors.Is(err, repository.ErrReportExists) {
-		stored, lerr := repository.LoadReport(ctx, r.store, rep.RestoreID)
-		if lerr != nil {
-			return nil, lerr
-		}
-		rep = stored
-	} else if err != nil {
+	// by the run this one resumes (a restore whose state check failed,
+	// run again): it is kept as it is (a scorecard may be bound to its
+	// bytes); this run's report, what this run did, is returned.
+	if err := repository.SaveReport(ctx, r.store, rep); err != nil && !errors.Is(err, repository.ErrReportExists) {
 		return nil, err
 	}
 	if err := r.saveJournal(ctx); err != nil {

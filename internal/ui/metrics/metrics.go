@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/push"
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
 )
 
 // Namespace prefixes every metric name.
@@ -479,7 +480,12 @@ func withoutLabels(g prometheus.Gatherer, names []string) prometheus.Gatherer {
 	}
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := g.Gather()
-		for _, mf := range mfs {
+		for i, mf := range mfs {
+			// A copy: the families Gather returns may be shared with a
+			// concurrent scrape of --metrics-addr (the race detector saw
+			// this write race the /metrics handler's read).
+			mf = proto.Clone(mf).(*dto.MetricFamily)
+			mfs[i] = mf
 			for _, m := range mf.Metric {
 				kept := m.Label[:0]
 				for _, l := range m.Label {
