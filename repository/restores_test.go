@@ -327,16 +327,7 @@ func TestReportNotARegularFileIsDamaged(t *testing.T) {
 // it), as it does for a journal that does not decode.
 func TestEncryptedJournalThatDoesNotAuthenticateIsAJournalError(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	fs, err := storage.NewFilesystem(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ring storage.Keyring
-	if err := ring.Add([]byte("0123456789abcdef0123456789abcdef")); err != nil {
-		t.Fatal(err)
-	}
-	store := storage.Encrypt(fs, &ring, nil)
+	dir, store := encryptedDir(t, nil)
 	const b = "20261129T074512.345Z-9f3a01bc"
 	j := &format.RestoreJournal{BackupID: b, TargetClusterID: "c1", Strategy: format.StrategyChangelog,
 		Topics: map[string]string{"orders": "0a"}, UpdatedAt: time.Date(2026, 11, 29, 7, 45, 12, 0, time.UTC)}
@@ -396,16 +387,7 @@ func TestSaveReportNeverOverwrites(t *testing.T) {
 // stored sealed and reads back.
 func TestSaveReportIsEncrypted(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	fs, err := storage.NewFilesystem(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ring storage.Keyring
-	if err := ring.Add([]byte("0123456789abcdef0123456789abcdef")); err != nil {
-		t.Fatal(err)
-	}
-	store := storage.Encrypt(fs, &ring, format.IsLockKey)
+	dir, store := encryptedDir(t, format.IsLockKey)
 	rep := &format.RestoreReport{}
 	rep.RestoreID, rep.BackupID = "20261129T074612.345Z-0badf00d", "20261129T074512.345Z-9f3a01bc"
 	rep.Topics = []format.TopicPlan{{Topic: "orders-of-a-secret-customer"}}
@@ -425,4 +407,20 @@ func TestSaveReportIsEncrypted(t *testing.T) {
 	if err := SaveReport(ctx, store, rep); err != nil {
 		t.Fatalf("the same report again: %v", err)
 	}
+}
+
+// encryptedDir is a filesystem repository in a temporary directory (dir)
+// opened through storage.Encrypt with one key; plaintext as Encrypt's.
+func encryptedDir(t *testing.T, plaintext func(string) bool) (dir string, store storage.Backend) {
+	t.Helper()
+	dir = t.TempDir()
+	fs, err := storage.NewFilesystem(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ring storage.Keyring
+	if err := ring.Add([]byte("0123456789abcdef0123456789abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	return dir, storage.Encrypt(fs, &ring, plaintext)
 }

@@ -165,29 +165,9 @@ func TestReachOfATLSListenerWithoutTLS(t *testing.T) {
 // tries"; it names the answer and the key to fix, and stops at the first
 // try (retrying gets the same answer).
 func TestReachOfAPortAnsweringHTTP(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 512)
-				if _, err := c.Read(buf); err == nil {
-					_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-				}
-			}()
-		}
-	}()
-	seed := ln.Addr().String()
+	seed := answeringListener(t, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 	start := time.Now()
-	err = reach(t, Cluster{BootstrapServers: []string{seed}, RequestTimeout: time.Second, RetryTimeout: 10 * time.Second}, "source cluster")
+	err := reach(t, Cluster{BootstrapServers: []string{seed}, RequestTimeout: time.Second, RetryTimeout: 10 * time.Second}, "source cluster")
 	if err == nil {
 		t.Fatal("Reach of an HTTP server: no error")
 	}
